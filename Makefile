@@ -1,0 +1,39 @@
+# Two entry points for people: `make run` and `make test`. Both build .venv once and only
+# reinstall when pyproject.toml changes (the stamp files below depend on it).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+RUN_STAMP := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
+
+.PHONY: run test lint typecheck pytest screenshot bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@ $(RUN_STAMP)
+
+run: $(RUN_STAMP)
+	$(BIN)/evidence-desk
+
+lint: $(TEST_STAMP)
+	$(BIN)/ruff check core desktop tests benchmarks
+	$(BIN)/ruff format --check core desktop tests benchmarks
+
+typecheck: $(TEST_STAMP)
+	$(BIN)/mypy core desktop
+
+pytest: $(TEST_STAMP)
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest
+
+test: lint typecheck pytest
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,62 @@
+"""Evidence gathered by runs, as synthesis and validation consume it.
+
+Contents are never truncated here; renderers decide presentation, never loss.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class ToolEvidence(BaseModel):
+    tool_name: str
+    tool_call_id: str | None = None
+    content: str
+    event_payload: dict[str, Any] = Field(default_factory=dict)
+    url: str | None = None
+    title: str | None = None
+    created_at: datetime | None = None
+    is_error: bool = False
+
+
+class RunEvidence(BaseModel):
+    run_id: str
+    session_id: str
+    output_text: str = ""
+    finish_reason: str = ""
+    transcript: list[dict[str, Any]] = Field(default_factory=list)
+    tool_results: list[ToolEvidence] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+class NodeRunResult(BaseModel):
+    node_id: str
+    role: str = ""
+    status: str  # "succeeded" | "failed" | "cancelled" | "budget_exhausted" | "skipped"
+    finish_reason: str = ""
+    output_text: str = ""
+    error: str | None = None
+    evidence: RunEvidence | None = None
+
+
+class TeamRunResult(BaseModel):
+    plan_id: str = ""
+    mode: str = ""
+    node_results: list[NodeRunResult] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+    @property
+    def run_evidence(self) -> list[RunEvidence]:
+        return [n.evidence for n in self.node_results if n.evidence is not None]
+
+
+class TaskEvidencePacket(BaseModel):
+    task_id: str
+    attempt_index: int
+    main_run: RunEvidence | None = None
+    team_runs: list[RunEvidence] = Field(default_factory=list)
+    team_node_results: list[NodeRunResult] = Field(default_factory=list)
+    final_output: str = ""

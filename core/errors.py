@@ -1,0 +1,27 @@
+"""Error types every layer shares.
+
+The command line maps these to exit codes (3 refused, 4 configuration/input) and prints their
+message as one line, so messages must make sense without a traceback.
+"""
+
+from __future__ import annotations
+
+
+class EvidenceDeskError(Exception):
+    """Base of every error the product reports to a person."""
+
+
+class ConfigurationError(EvidenceDeskError):
+    """A setting, script or file the user supplied cannot be used."""
+
+
+class StoreError(EvidenceDeskError):
+    """The workspace database cannot be opened or used as asked."""
+
+
+class RefusedAction(EvidenceDeskError):
+    """A legal request the current state refuses (stale version, wrong status)."""
+
+
+class VersionConflict(RefusedAction):
+    """Someone else changed the task since it was read."""

@@ -1,0 +1,27 @@
+"""Persistence: the workspace database, its migrations and the append-only event log."""
+
+from core.store.records import (
+    AttemptRecord,
+    EventRecord,
+    FeedbackRecord,
+    RunRecord,
+    SessionRecord,
+    TaskRecord,
+    ValidationRecord,
+)
+from core.store.store import NewEvent, Store, new_id, normalise_url, sqlite_path
+
+__all__ = [
+    "AttemptRecord",
+    "EventRecord",
+    "FeedbackRecord",
+    "NewEvent",
+    "RunRecord",
+    "SessionRecord",
+    "Store",
+    "TaskRecord",
+    "ValidationRecord",
+    "new_id",
+    "normalise_url",
+    "sqlite_path",
+]

@@ -1,0 +1,160 @@
+"""SQLAlchemy tables. Schema changes go through alembic migrations, never ``create_all``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+# SQLite only autoincrements INTEGER PRIMARY KEY; PostgreSQL wants BIGINT for an unbounded log.
+BigIntPK = BigInteger().with_variant(Integer(), "sqlite")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, datetime: DateTime(timezone=True)}
+
+
+class TaskRow(Base):
+    __tablename__ = "tasks"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    title: Mapped[str] = mapped_column(String(300))
+    text: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(32))
+    validation_outcome: Mapped[str | None] = mapped_column(String(32))
+    team_spec: Mapped[str | None] = mapped_column(Text)
+    output_schema: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    main_session_id: Mapped[str | None] = mapped_column(String(32))
+    attempt_count: Mapped[int] = mapped_column(Integer, default=0)
+    latest_validation_status: Mapped[str | None] = mapped_column(String(32))
+    latest_score: Mapped[float | None] = mapped_column(Float)
+    latest_category: Mapped[str | None] = mapped_column(String(32))
+    revision_requested_by: Mapped[str | None] = mapped_column(String(16))
+    read_only: Mapped[bool] = mapped_column(Boolean, default=False)
+    origin: Mapped[str | None] = mapped_column(String(200))
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    __table_args__ = (Index("ix_tasks_status_updated", "status", "updated_at"),)
+
+
+class AttemptRow(Base):
+    __tablename__ = "attempts"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
+    index: Mapped[int] = mapped_column(Integer)
+    trigger: Mapped[str] = mapped_column(String(32))
+    prompt: Mapped[str] = mapped_column(Text)
+    state: Mapped[str] = mapped_column(String(16), default="running")
+    finish_reason: Mapped[str | None] = mapped_column(String(64))
+    final_output: Mapped[str | None] = mapped_column(Text)
+    validation_status: Mapped[str | None] = mapped_column(String(32))
+    validation_score: Mapped[float | None] = mapped_column(Float)
+    validation_outcome: Mapped[str | None] = mapped_column(String(32))
+    packet: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column()
+
+    __table_args__ = (UniqueConstraint("task_id", "index", name="uq_attempts_task_index"),)
+
+
+class SessionRow(Base):
+    __tablename__ = "sessions"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    task_id: Mapped[str | None] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
+    parent_session_id: Mapped[str | None] = mapped_column(String(32))
+    kind: Mapped[str] = mapped_column(String(16))
+    label: Mapped[str] = mapped_column(String(200), default="")
+    # Next per-session sequence number; bumped with UPDATE ... RETURNING in the same transaction
+    # as the event insert, so seq stays contiguous across coroutines and processes.
+    next_seq: Mapped[int] = mapped_column(Integer, default=1)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class RunRow(Base):
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"), index=True)
+    task_id: Mapped[str | None] = mapped_column(String(32), index=True)
+    attempt_id: Mapped[str | None] = mapped_column(String(32))
+    kind: Mapped[str] = mapped_column(String(16))
+    node_id: Mapped[str | None] = mapped_column(String(100))
+    model: Mapped[str] = mapped_column(String(200))
+    state: Mapped[str] = mapped_column(String(16), default="running")
+    finish_reason: Mapped[str | None] = mapped_column(String(64))
+    output_text: Mapped[str | None] = mapped_column(Text)
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column()
+
+
+class EventRow(Base):
+    __tablename__ = "events"
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    run_id: Mapped[str | None] = mapped_column(String(32))
+    task_id: Mapped[str | None] = mapped_column(String(32), index=True)
+    seq: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(64))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    content: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    __table_args__ = (
+        UniqueConstraint("session_id", "seq", name="uq_events_session_seq"),
+        Index("ix_events_session_run", "session_id", "run_id", "seq"),
+    )
+
+
+class ValidationRow(Base):
+    __tablename__ = "validations"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
+    attempt_id: Mapped[str] = mapped_column(ForeignKey("attempts.id", ondelete="CASCADE"), index=True)
+    attempt_index: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(32))
+    score: Mapped[float] = mapped_column(Float)
+    category: Mapped[str] = mapped_column(String(32))
+    result: Mapped[dict[str, Any]] = mapped_column(JSON)
+    raw_response: Mapped[str] = mapped_column(Text, default="")
+    prompt: Mapped[str | None] = mapped_column(Text)
+    debug: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class FeedbackRow(Base):
+    __tablename__ = "feedback"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
+    attempt_id: Mapped[str | None] = mapped_column(String(32))
+    action: Mapped[str] = mapped_column(String(16))
+    prompt: Mapped[str | None] = mapped_column(Text)
+    note: Mapped[str | None] = mapped_column(Text)
+    reviewer: Mapped[str] = mapped_column(String(200))
+    from_status: Mapped[str] = mapped_column(String(32))
+    to_status: Mapped[str] = mapped_column(String(32))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

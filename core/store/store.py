@@ -1,0 +1,644 @@
+"""The workspace store: async SQLAlchemy over SQLite (default) or PostgreSQL.
+
+Concurrency model: every unit of work opens its own ``AsyncSession`` (one session must never be
+shared by concurrent tasks). On SQLite, writes additionally pass through one narrow
+``asyncio.Lock`` held only for the duration of the write transaction, and transactions start with
+``BEGIN IMMEDIATE`` so two processes never deadlock upgrading a read lock. Event sequence numbers
+come from a counter row bumped in the same transaction as the insert, so ``seq`` is contiguous
+per session whatever the number of writers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from sqlalchemy import event, func, insert, select, text, update
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
+from sqlalchemy.ext.asyncio import (
+    AsyncConnection,
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+
+from core.domain.status import TaskStatus
+from core.errors import StoreError, VersionConflict
+from core.store.models import (
+    AttemptRow,
+    EventRow,
+    FeedbackRow,
+    RunRow,
+    SessionRow,
+    TaskRow,
+    ValidationRow,
+    utcnow,
+)
+from core.store.records import (
+    AttemptRecord,
+    EventRecord,
+    FeedbackRecord,
+    RunRecord,
+    SessionRecord,
+    TaskRecord,
+    ValidationRecord,
+)
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+class NewEvent(BaseModel):
+    """An event not yet stored; the store assigns id, seq and time."""
+
+    kind: str
+    payload: dict[str, Any]
+    content: str | None = None
+
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def normalise_url(url: str) -> str:
+    """Accept plain paths and sync driver names; the store always runs on async drivers."""
+    if "://" not in url:
+        return f"sqlite+aiosqlite:///{Path(url).expanduser().resolve()}"
+    if url.startswith(("sqlite://", "sqlite+pysqlite://")):
+        return "sqlite+aiosqlite://" + url.split("://", 1)[1]
+    if url.startswith(("postgresql://", "postgres://", "postgresql+psycopg2://")):
+        return "postgresql+asyncpg://" + url.split("://", 1)[1]
+    return url
+
+
+def sqlite_path(url: str) -> Path | None:
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return None
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        return None
+    return Path(parsed.database)
+
+
+def _check_sqlite_file(path: Path) -> None:
+    """Refuse anything that is not an SQLite file before SQLAlchemy can touch (or create) it."""
+    if path.is_dir():
+        raise StoreError(f"{path} is a folder, not a workspace database")
+    if not path.exists():
+        return
+    try:
+        with path.open("rb") as fh:
+            header = fh.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        raise StoreError(f"cannot read workspace database {path}: {exc.strerror or exc}") from None
+    if header and header != SQLITE_HEADER:
+        raise StoreError(
+            f"{path} is not an Evidence Desk workspace (not an SQLite database); nothing was changed"
+        )
+
+
+class Store:
+    """Repository API over the workspace database. Create with ``await Store.open(url)``."""
+
+    def __init__(self, engine: AsyncEngine, url: str, write_engine: AsyncEngine | None = None) -> None:
+        self.engine = engine
+        self.write_engine = write_engine or engine
+        self.url = url
+        self.is_sqlite = engine.dialect.name == "sqlite"
+        self._sessions = async_sessionmaker(engine, expire_on_commit=False)
+        self._write_sessions = async_sessionmaker(self.write_engine, expire_on_commit=False)
+        self._write_lock = asyncio.Lock()
+
+    # ------------------------------------------------------------------ lifecycle
+    @classmethod
+    async def open(cls, url: str, *, migrate: bool = True) -> Store:
+        url = normalise_url(url)
+        path = sqlite_path(url)
+        if path is not None:
+            _check_sqlite_file(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            engine = _make_engine(url, immediate=False)
+            write_engine = _make_engine(url, immediate=True) if path is not None else None
+        except (ArgumentError, ImportError) as exc:
+            raise StoreError(f"cannot open workspace {url!r}: {exc}") from None
+        store = cls(engine, url, write_engine)
+        try:
+            await store._check_and_migrate(migrate)
+        except BaseException:
+            await store.close()
+            raise
+        return store
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+        if self.write_engine is not self.engine:
+            await self.write_engine.dispose()
+
+    async def _check_and_migrate(self, migrate: bool) -> None:
+        from alembic.config import Config
+        from alembic.script import ScriptDirectory
+
+        cfg = Config()
+        cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+        script = ScriptDirectory.from_config(cfg)
+        known = {rev.revision for rev in script.walk_revisions()}
+        head = script.get_current_head()
+        try:
+            async with self.engine.connect() as conn:
+                current = await conn.run_sync(_current_revision)
+                if current is not None and current not in known:
+                    raise StoreError(
+                        f"workspace {self.display_name} was written by a newer Evidence Desk "
+                        f"(schema {current}, this version knows up to {head}); nothing was changed"
+                    )
+                if current == head:
+                    return
+                if current is None and await conn.run_sync(_has_foreign_tables):
+                    raise StoreError(
+                        f"{self.display_name} is a database but not an Evidence Desk workspace; nothing was changed"
+                    )
+            if not migrate:
+                raise StoreError(f"workspace {self.display_name} needs a schema upgrade to {head}")
+            async with self._write_lock, self.write_engine.begin() as conn:
+                await conn.run_sync(_upgrade, cfg)
+        except DatabaseError as exc:
+            raise StoreError(f"cannot use workspace {self.display_name}: {_db_message(exc)}") from None
+        except OSError as exc:
+            raise StoreError(f"cannot open workspace {self.display_name}: {exc}") from None
+
+    @property
+    def display_name(self) -> str:
+        path = sqlite_path(self.url)
+        return str(path) if path else make_url(self.url).render_as_string(hide_password=True)
+
+    # ------------------------------------------------------------------ sessions
+    @asynccontextmanager
+    async def _read(self) -> AsyncIterator[AsyncSession]:
+        async with self._sessions() as session:
+            yield session
+
+    @asynccontextmanager
+    async def _write(self) -> AsyncIterator[AsyncSession]:
+        """One write transaction; on SQLite serialised by the narrow in-process lock."""
+        if self.is_sqlite:
+            async with self._write_lock, self._write_sessions() as session, session.begin():
+                yield session
+        else:
+            async with self._write_sessions() as session, session.begin():
+                yield session
+
+    # ------------------------------------------------------------------ tasks
+    async def create_task(
+        self,
+        text: str,
+        *,
+        title: str | None = None,
+        team_spec: str | None = None,
+        output_schema: dict[str, Any] | None = None,
+        read_only: bool = False,
+        origin: str | None = None,
+        task_id: str | None = None,
+    ) -> TaskRecord:
+        if not text.strip():
+            raise ValueError("a task needs some text")
+        now = utcnow()
+        row = TaskRow(
+            id=task_id or new_id(),
+            title=(title or _title_from(text))[:300],
+            text=text,
+            status=TaskStatus.OPEN.value,
+            team_spec=team_spec,
+            output_schema=output_schema,
+            attempt_count=0,
+            read_only=read_only,
+            origin=origin,
+            version=1,
+            created_at=now,
+            updated_at=now,
+        )
+        async with self._write() as s:
+            s.add(row)
+        return TaskRecord.model_validate(row)
+
+    async def get_task(self, task_id: str) -> TaskRecord:
+        async with self._read() as s:
+            row = await s.get(TaskRow, task_id)
+            if row is None:
+                row = await self._by_prefix(s, task_id)
+            return TaskRecord.model_validate(row)
+
+    async def _by_prefix(self, s: AsyncSession, prefix: str) -> TaskRow:
+        """Analysts type short ids; accept a unique prefix of at least 6 characters."""
+        if len(prefix) >= 6:
+            rows = (await s.scalars(select(TaskRow).where(TaskRow.id.startswith(prefix)).limit(2))).all()
+            if len(rows) == 1:
+                return rows[0]
+            if len(rows) > 1:
+                raise StoreError(f"task id prefix {prefix!r} is ambiguous")
+        raise StoreError(f"no task with id {prefix!r}")
+
+    async def list_tasks(
+        self,
+        *,
+        statuses: Sequence[TaskStatus] | None = None,
+        text: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        newest_first: bool = True,
+    ) -> list[TaskRecord]:
+        q = select(TaskRow)
+        if statuses:
+            q = q.where(TaskRow.status.in_([s.value for s in statuses]))
+        if text:
+            q = q.where(TaskRow.title.icontains(text) | TaskRow.text.icontains(text))
+        order = TaskRow.updated_at.desc() if newest_first else TaskRow.updated_at.asc()
+        q = q.order_by(order, TaskRow.id).offset(offset)
+        if limit is not None:
+            q = q.limit(limit)
+        async with self._read() as s:
+            return [TaskRecord.model_validate(r) for r in (await s.scalars(q)).all()]
+
+    async def count_tasks_by_status(self) -> dict[TaskStatus, int]:
+        async with self._read() as s:
+            rows = (await s.execute(select(TaskRow.status, func.count()).group_by(TaskRow.status))).all()
+        counts = dict.fromkeys(TaskStatus, 0)
+        for status, n in rows:
+            counts[TaskStatus(status)] = int(n)
+        return counts
+
+    async def update_task(
+        self, task_id: str, *, expected_version: int | None = None, **fields: Any
+    ) -> TaskRecord:
+        """Compare-and-set on ``version``: a stale version changes nothing and raises ``VersionConflict``."""
+        values = {k: (v.value if hasattr(v, "value") else v) for k, v in fields.items()}
+        values["updated_at"] = utcnow()
+        values["version"] = TaskRow.version + 1
+        stmt = update(TaskRow).where(TaskRow.id == task_id)
+        if expected_version is not None:
+            stmt = stmt.where(TaskRow.version == expected_version)
+        async with self._write() as s:
+            result = await s.execute(stmt.values(**values).execution_options(synchronize_session=False))
+            if result.rowcount != 1:  # type: ignore[attr-defined]
+                current = await s.get(TaskRow, task_id)
+                if current is None:
+                    raise StoreError(f"no task with id {task_id!r}")
+                raise VersionConflict(
+                    f"task {task_id[:8]} changed since it was read (version {expected_version}, "
+                    f"now {current.version}, status {current.status}); reload and try again"
+                )
+        return await self.get_task(task_id)
+
+    # ------------------------------------------------------------------ attempts
+    async def create_attempt(self, task_id: str, index: int, *, trigger: str, prompt: str) -> AttemptRecord:
+        row = AttemptRow(
+            id=new_id(), task_id=task_id, index=index, trigger=trigger, prompt=prompt, state="running"
+        )
+        row.started_at = utcnow()
+        async with self._write() as s:
+            s.add(row)
+        return AttemptRecord.model_validate(row)
+
+    async def update_attempt(self, attempt_id: str, **fields: Any) -> AttemptRecord:
+        values = {k: (v.value if hasattr(v, "value") else v) for k, v in fields.items()}
+        async with self._write() as s:
+            await s.execute(update(AttemptRow).where(AttemptRow.id == attempt_id).values(**values))
+        async with self._read() as s:
+            row = await s.get(AttemptRow, attempt_id)
+            if row is None:
+                raise StoreError(f"no attempt with id {attempt_id!r}")
+            return AttemptRecord.model_validate(row)
+
+    async def list_attempts(self, task_id: str) -> list[AttemptRecord]:
+        async with self._read() as s:
+            rows = await s.scalars(
+                select(AttemptRow).where(AttemptRow.task_id == task_id).order_by(AttemptRow.index)
+            )
+            return [AttemptRecord.model_validate(r) for r in rows.all()]
+
+    # ------------------------------------------------------------------ sessions and runs
+    async def create_session(
+        self, *, task_id: str | None, kind: str, label: str = "", parent_session_id: str | None = None
+    ) -> SessionRecord:
+        row = SessionRow(
+            id=new_id(),
+            task_id=task_id,
+            kind=kind,
+            label=label,
+            parent_session_id=parent_session_id,
+            next_seq=1,
+        )
+        row.created_at = utcnow()
+        async with self._write() as s:
+            s.add(row)
+        return SessionRecord.model_validate(row)
+
+    async def list_sessions(self, task_id: str) -> list[SessionRecord]:
+        async with self._read() as s:
+            rows = await s.scalars(
+                select(SessionRow).where(SessionRow.task_id == task_id).order_by(SessionRow.created_at)
+            )
+            return [SessionRecord.model_validate(r) for r in rows.all()]
+
+    async def create_run(
+        self,
+        *,
+        session_id: str,
+        kind: str,
+        model: str,
+        task_id: str | None = None,
+        attempt_id: str | None = None,
+        node_id: str | None = None,
+    ) -> RunRecord:
+        row = RunRow(
+            id=new_id(),
+            session_id=session_id,
+            kind=kind,
+            model=model,
+            task_id=task_id,
+            attempt_id=attempt_id,
+            node_id=node_id,
+            state="running",
+        )
+        row.started_at = utcnow()
+        async with self._write() as s:
+            s.add(row)
+        return RunRecord.model_validate(row)
+
+    async def finish_run(self, run_id: str, *, finish_reason: str, output_text: str) -> None:
+        async with self._write() as s:
+            await s.execute(
+                update(RunRow)
+                .where(RunRow.id == run_id)
+                .values(
+                    state="finished",
+                    finish_reason=finish_reason,
+                    output_text=output_text,
+                    finished_at=utcnow(),
+                )
+            )
+
+    async def get_run(self, run_id: str) -> RunRecord:
+        async with self._read() as s:
+            row = await s.get(RunRow, run_id)
+            if row is None:
+                raise StoreError(f"no run with id {run_id!r}")
+            return RunRecord.model_validate(row)
+
+    async def list_runs(
+        self, *, task_id: str | None = None, attempt_id: str | None = None
+    ) -> list[RunRecord]:
+        q = select(RunRow)
+        if task_id is not None:
+            q = q.where(RunRow.task_id == task_id)
+        if attempt_id is not None:
+            q = q.where(RunRow.attempt_id == attempt_id)
+        async with self._read() as s:
+            return [
+                RunRecord.model_validate(r) for r in (await s.scalars(q.order_by(RunRow.started_at))).all()
+            ]
+
+    # ------------------------------------------------------------------ events
+    async def append_event(
+        self,
+        session_id: str,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        content: str | None = None,
+        run_id: str | None = None,
+        task_id: str | None = None,
+    ) -> EventRecord:
+        """Append one event; ``seq`` is allocated in the same transaction, so it is never reused."""
+        (record,) = await self.append_events(
+            session_id,
+            [NewEvent(kind=kind, payload=payload, content=content)],
+            run_id=run_id,
+            task_id=task_id,
+        )
+        return record
+
+    async def append_events(
+        self,
+        session_id: str,
+        events: Sequence[NewEvent],
+        *,
+        run_id: str | None = None,
+        task_id: str | None = None,
+    ) -> list[EventRecord]:
+        """Append several events of one session atomically, with contiguous ``seq`` numbers.
+
+        Uses Core statements rather than the ORM: the event log is the hot write path of every
+        run, and one transaction per batch keeps the per-turn cost of the agent loop low.
+        """
+        if not events:
+            return []
+        now = utcnow()
+        async with self._write_conn() as conn:
+            first = await conn.scalar(
+                update(SessionRow)
+                .where(SessionRow.id == session_id)
+                .values(next_seq=SessionRow.next_seq + len(events))
+                .returning(SessionRow.next_seq - len(events))
+            )
+            if first is None:
+                raise StoreError(f"no session with id {session_id!r}")
+            rows = [
+                {
+                    "session_id": session_id,
+                    "run_id": run_id,
+                    "task_id": task_id,
+                    "seq": int(first) + i,
+                    "kind": ev.kind,
+                    "payload": ev.payload,
+                    "content": ev.content,
+                    "created_at": now,
+                }
+                for i, ev in enumerate(events)
+            ]
+            ids = (await conn.execute(insert(EventRow).returning(EventRow.id), rows)).scalars().all()
+        return [EventRecord(id=int(i), **row) for i, row in zip(ids, rows, strict=True)]
+
+    @asynccontextmanager
+    async def _write_conn(self) -> AsyncIterator[AsyncConnection]:
+        if self.is_sqlite:
+            async with self._write_lock, self.write_engine.begin() as conn:
+                yield conn
+        else:
+            async with self.write_engine.begin() as conn:
+                yield conn
+
+    async def get_run_event_records(self, session_id: str, run_id: str) -> list[EventRecord]:
+        q = (
+            select(EventRow)
+            .where(EventRow.session_id == session_id, EventRow.run_id == run_id)
+            .order_by(EventRow.seq)
+        )
+        async with self._read() as s:
+            return [EventRecord.model_validate(r) for r in (await s.scalars(q)).all()]
+
+    async def get_session_events(
+        self, session_id: str, *, kinds: Sequence[str] | None = None
+    ) -> list[EventRecord]:
+        q = select(EventRow).where(EventRow.session_id == session_id)
+        if kinds:
+            q = q.where(EventRow.kind.in_(list(kinds)))
+        async with self._read() as s:
+            return [EventRecord.model_validate(r) for r in (await s.scalars(q.order_by(EventRow.seq))).all()]
+
+    async def get_task_events(self, task_id: str, *, kinds: Sequence[str] | None = None) -> list[EventRecord]:
+        q = select(EventRow).where(EventRow.task_id == task_id)
+        if kinds:
+            q = q.where(EventRow.kind.in_(list(kinds)))
+        async with self._read() as s:
+            return [EventRecord.model_validate(r) for r in (await s.scalars(q.order_by(EventRow.id))).all()]
+
+    # ------------------------------------------------------------------ validations and feedback
+    async def add_validation(
+        self,
+        *,
+        task_id: str,
+        attempt_id: str,
+        attempt_index: int,
+        result: dict[str, Any],
+        raw_response: str,
+        prompt: str | None,
+        debug: dict[str, Any],
+    ) -> ValidationRecord:
+        row = ValidationRow(
+            id=new_id(),
+            task_id=task_id,
+            attempt_id=attempt_id,
+            attempt_index=attempt_index,
+            status=str(result["status"]),
+            score=float(result.get("score", 0.0)),
+            category=str(result.get("category", "none")),
+            result=result,
+            raw_response=raw_response,
+            prompt=prompt,
+            debug=debug,
+        )
+        row.created_at = utcnow()
+        async with self._write() as s:
+            s.add(row)
+        return ValidationRecord.model_validate(row)
+
+    async def list_validations(self, task_id: str) -> list[ValidationRecord]:
+        q = select(ValidationRow).where(ValidationRow.task_id == task_id).order_by(ValidationRow.created_at)
+        async with self._read() as s:
+            return [ValidationRecord.model_validate(r) for r in (await s.scalars(q)).all()]
+
+    async def add_feedback(
+        self,
+        *,
+        task_id: str,
+        attempt_id: str | None,
+        action: str,
+        prompt: str | None,
+        note: str | None,
+        reviewer: str,
+        from_status: TaskStatus,
+        to_status: TaskStatus,
+        created_at: datetime | None = None,
+    ) -> FeedbackRecord:
+        row = FeedbackRow(
+            id=new_id(),
+            task_id=task_id,
+            attempt_id=attempt_id,
+            action=action,
+            prompt=prompt,
+            note=note,
+            reviewer=reviewer,
+            from_status=from_status.value,
+            to_status=to_status.value,
+        )
+        row.created_at = created_at or utcnow()
+        async with self._write() as s:
+            s.add(row)
+        return FeedbackRecord.model_validate(row)
+
+    async def list_feedback(self, task_id: str) -> list[FeedbackRecord]:
+        q = select(FeedbackRow).where(FeedbackRow.task_id == task_id).order_by(FeedbackRow.created_at)
+        async with self._read() as s:
+            return [FeedbackRecord.model_validate(r) for r in (await s.scalars(q)).all()]
+
+    # ------------------------------------------------------------------ maintenance
+    async def integrity_check(self) -> str:
+        if not self.is_sqlite:
+            return "ok"
+        async with self.engine.connect() as conn:
+            return str((await conn.execute(text("PRAGMA integrity_check"))).scalar())
+
+
+def _title_from(text: str) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first if len(first) <= 120 else first[:117] + "..."
+
+
+def _db_message(exc: DatabaseError) -> str:
+    orig = getattr(exc, "orig", None)
+    return str(orig) if orig is not None else str(exc).splitlines()[0]
+
+
+def _make_engine(url: str, *, immediate: bool) -> AsyncEngine:
+    """SQLite gets two engines: deferred transactions for reads, ``BEGIN IMMEDIATE`` for writes.
+
+    Reads then never take the write lock (WAL lets them run beside a writer), while writers
+    claim it up front instead of failing to upgrade a shared lock under contention.
+    """
+    if url.startswith("sqlite"):
+        engine = create_async_engine(url, connect_args={"timeout": 30})
+        sync_engine = engine.sync_engine
+
+        @event.listens_for(sync_engine, "connect")
+        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+            # Let SQLAlchemy emit BEGIN itself (pysqlite's implicit BEGIN is DEFERRED).
+            dbapi_conn.isolation_level = None
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA busy_timeout=30000")
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.close()
+
+        begin_sql = "BEGIN IMMEDIATE" if immediate else "BEGIN"
+
+        @event.listens_for(sync_engine, "begin")
+        def _on_begin(conn: Any) -> None:
+            conn.exec_driver_sql(begin_sql)
+
+        return engine
+    return create_async_engine(url, pool_pre_ping=True)
+
+
+def _current_revision(conn: Any) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    return MigrationContext.configure(conn).get_current_revision()
+
+
+def _has_foreign_tables(conn: Any) -> bool:
+    from sqlalchemy import inspect
+
+    return bool(inspect(conn).get_table_names())
+
+
+def _upgrade(conn: Any, cfg: Any) -> None:
+    from alembic import command
+
+    cfg.attributes["connection"] = conn
+    command.upgrade(cfg, "head")
+
+
+__all__ = ["OperationalError", "Store", "new_id", "normalise_url", "sqlite_path"]

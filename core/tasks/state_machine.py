@@ -1,0 +1,96 @@
+"""The task state machine: one table, every legal move, nothing decided elsewhere.
+
+Services ask the table for the next status by naming *why* the task moves (a ``Trigger``); the
+table answers or raises ``IllegalTransition``. Keeping the reasons explicit is what lets the
+property tests prove that review statuses are only ever left through analyst feedback.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from core.domain.status import TaskStatus
+from core.errors import RefusedAction
+
+S = TaskStatus
+
+
+class Trigger(StrEnum):
+    START = "start"
+    ANSWER_READY = "answer_ready"
+    NO_USABLE_ANSWER = "no_usable_answer"
+    VERDICT_ACCEPTED = "verdict_accepted"
+    VALIDATION_SKIPPED = "validation_skipped"
+    VERDICT_UNCONFIRMED = "verdict_unconfirmed"
+    VERDICT_REJECTED_RETRY = "verdict_rejected_retry"
+    VERDICT_REJECTED_UNUSABLE = "verdict_rejected_unusable"
+    INTERRUPTED_USABLE = "interrupted_usable"
+    INTERRUPTED_UNUSABLE = "interrupted_unusable"
+    FEEDBACK_SATISFIED = "feedback_satisfied"
+    FEEDBACK_REVISE = "feedback_revise"
+    FEEDBACK_ABANDON = "feedback_abandon"
+
+    @property
+    def is_analyst_feedback(self) -> bool:
+        return self in (Trigger.FEEDBACK_SATISFIED, Trigger.FEEDBACK_REVISE, Trigger.FEEDBACK_ABANDON)
+
+
+_OPEN_STATUSES = [s for s in TaskStatus if s.is_open]
+
+TRANSITIONS: dict[tuple[TaskStatus, Trigger], TaskStatus] = {
+    (S.OPEN, Trigger.START): S.RUNNING,
+    (S.NEEDS_REVISION, Trigger.START): S.RUNNING,
+    (S.RUNNING, Trigger.ANSWER_READY): S.VALIDATING,
+    (S.RUNNING, Trigger.NO_USABLE_ANSWER): S.FAILED,
+    (S.VALIDATING, Trigger.VERDICT_ACCEPTED): S.AWAITING_FEEDBACK,
+    (S.VALIDATING, Trigger.VALIDATION_SKIPPED): S.AWAITING_FEEDBACK,
+    (S.VALIDATING, Trigger.VERDICT_UNCONFIRMED): S.NEEDS_REVIEW,
+    (S.VALIDATING, Trigger.VERDICT_REJECTED_RETRY): S.NEEDS_REVISION,
+    (S.VALIDATING, Trigger.VERDICT_REJECTED_UNUSABLE): S.FAILED,
+    (S.RUNNING, Trigger.INTERRUPTED_USABLE): S.NEEDS_REVIEW,
+    (S.VALIDATING, Trigger.INTERRUPTED_USABLE): S.NEEDS_REVIEW,
+    (S.RUNNING, Trigger.INTERRUPTED_UNUSABLE): S.FAILED,
+    (S.VALIDATING, Trigger.INTERRUPTED_UNUSABLE): S.FAILED,
+    (S.AWAITING_FEEDBACK, Trigger.FEEDBACK_SATISFIED): S.CLOSED,
+    (S.NEEDS_REVIEW, Trigger.FEEDBACK_SATISFIED): S.CLOSED,
+    (S.AWAITING_FEEDBACK, Trigger.FEEDBACK_REVISE): S.NEEDS_REVISION,
+    (S.NEEDS_REVIEW, Trigger.FEEDBACK_REVISE): S.NEEDS_REVISION,
+    **{(s, Trigger.FEEDBACK_ABANDON): S.ABANDONED for s in _OPEN_STATUSES},
+}
+
+
+class IllegalTransition(RefusedAction):
+    """A move the table does not allow; names both ends so the message explains itself."""
+
+    def __init__(self, current: TaskStatus, trigger: Trigger, target: TaskStatus | None = None) -> None:
+        self.current = current
+        self.trigger = trigger
+        self.target = target
+        wanted = target.value if target is not None else _describe(trigger)
+        allowed = ", ".join(sorted(t.value for t in allowed_triggers(current))) or "nothing"
+        super().__init__(
+            f"cannot move a task from '{current.value}' to '{wanted}' ({trigger.value}); "
+            f"allowed from '{current.value}': {allowed}"
+        )
+
+
+def _describe(trigger: Trigger) -> str:
+    targets = {to for (_, t), to in TRANSITIONS.items() if t is trigger}
+    return "/".join(sorted(s.value for s in targets)) or "?"
+
+
+def next_status(current: TaskStatus, trigger: Trigger) -> TaskStatus:
+    """The status ``trigger`` moves ``current`` to, or ``IllegalTransition``."""
+    try:
+        return TRANSITIONS[(current, trigger)]
+    except KeyError:
+        raise IllegalTransition(current, trigger) from None
+
+
+def allowed_triggers(current: TaskStatus) -> set[Trigger]:
+    return {t for (s, t) in TRANSITIONS if s is current}
+
+
+def can(current: TaskStatus, trigger: Trigger) -> bool:
+    """Used by the desk to enable buttons, so it never re-derives the rules itself."""
+    return (current, trigger) in TRANSITIONS

@@ -1,0 +1,126 @@
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from core.domain import TaskStatus
+from core.errors import StoreError, VersionConflict
+from core.store import NewEvent, Store
+
+
+async def test_concurrent_writers_keep_seq_contiguous(db_url: str) -> None:
+    store = await Store.open(db_url)
+    task = await store.create_task("concurrency")
+    session = await store.create_session(task_id=task.id, kind="main")
+
+    async def writer(w: int) -> None:
+        for i in range(200):
+            await store.append_event(session.id, "probe", {"writer": w, "i": i}, run_id=f"run{w}")
+            if i % 50 == 0:
+                await asyncio.sleep(0)
+
+    await asyncio.gather(*(writer(w) for w in range(3)))
+    events = await store.get_session_events(session.id)
+    assert [e.seq for e in events] == list(range(1, 601))
+    seen = {(e.payload["writer"], e.payload["i"]) for e in events}
+    assert len(seen) == 600  # nothing lost, nothing duplicated
+    per_run = await store.get_run_event_records(session.id, "run1")
+    assert [e.payload["i"] for e in per_run] == list(range(200))
+    await store.close()
+
+
+async def test_batch_append_is_atomic_and_contiguous(db_url: str) -> None:
+    store = await Store.open(db_url)
+    session = await store.create_session(task_id=None, kind="main")
+    await store.append_event(session.id, "a", {})
+    records = await store.append_events(session.id, [NewEvent(kind="b", payload={"n": n}) for n in range(5)])
+    assert [r.seq for r in records] == [2, 3, 4, 5, 6]
+    with pytest.raises(StoreError, match="no session"):
+        await store.append_events("missing", [NewEvent(kind="x", payload={})])
+    await store.close()
+
+
+async def test_two_stores_on_one_file_share_the_log(db_url: str) -> None:
+    """Two processes (here: two engines) appending to one session never collide on seq."""
+    first, second = await Store.open(db_url), await Store.open(db_url)
+    session = await first.create_session(task_id=None, kind="main")
+
+    async def writer(store: Store, tag: str) -> None:
+        for i in range(50):
+            await store.append_event(session.id, tag, {"i": i})
+
+    await asyncio.gather(writer(first, "a"), writer(second, "b"))
+    events = await first.get_session_events(session.id)
+    assert [e.seq for e in events] == list(range(1, 101))
+    await first.close()
+    await second.close()
+
+
+async def test_optimistic_version_conflict_changes_nothing(db_url: str) -> None:
+    store = await Store.open(db_url)
+    task = await store.create_task("versioned")
+    moved = await store.update_task(task.id, expected_version=task.version, status=TaskStatus.RUNNING)
+    assert moved.version == task.version + 1
+    with pytest.raises(VersionConflict, match="changed since it was read"):
+        await store.update_task(task.id, expected_version=task.version, status=TaskStatus.CLOSED)
+    assert (await store.get_task(task.id)).status is TaskStatus.RUNNING
+    await store.close()
+
+
+async def test_not_a_database_is_refused_untouched(tmp_path: Path) -> None:
+    bogus = tmp_path / "notes.sqlite3"
+    bogus.write_bytes(b"these are my notes, not a database\n" * 10)
+    before = bogus.read_bytes()
+    with pytest.raises(StoreError, match="not an SQLite database"):
+        await Store.open(str(bogus))
+    assert bogus.read_bytes() == before
+    assert not (tmp_path / "notes.sqlite3-wal").exists()
+
+
+async def test_foreign_sqlite_database_is_refused(tmp_path: Path) -> None:
+    other = tmp_path / "other.sqlite3"
+    with sqlite3.connect(other) as conn:
+        conn.execute("create table invoices (id integer primary key)")
+    with pytest.raises(StoreError, match="not an Evidence Desk workspace"):
+        await Store.open(str(other))
+    with sqlite3.connect(other) as conn:
+        tables = {r[0] for r in conn.execute("select name from sqlite_master where type='table'")}
+    assert tables == {"invoices"}
+
+
+async def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "ws.sqlite3"
+    store = await Store.open(str(path))
+    await store.create_task("keep me")
+    await store.close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("update alembic_version set version_num = '9999_from_the_future'")
+    with pytest.raises(StoreError, match="newer Evidence Desk"):
+        await Store.open(str(path))
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("select count(*) from tasks").fetchone() == (1,)
+        assert conn.execute("select version_num from alembic_version").fetchone() == ("9999_from_the_future",)
+
+
+async def test_reopen_is_idempotent_and_wal_is_on(tmp_path: Path) -> None:
+    path = tmp_path / "ws.sqlite3"
+    for _ in range(2):
+        store = await Store.open(str(path))
+        await store.create_task("again")
+        assert await store.integrity_check() == "ok"
+        await store.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("pragma journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("select count(*) from tasks").fetchone() == (2,)
+
+
+async def test_task_lookup_by_short_prefix(db_url: str) -> None:
+    store = await Store.open(db_url)
+    task = await store.create_task("prefix me")
+    assert (await store.get_task(task.id[:8])).id == task.id
+    with pytest.raises(StoreError, match="no task"):
+        await store.get_task("zzzzzzzz")
+    await store.close()
