@@ -1,0 +1,108 @@
+"""The core/desktop boundary: core never imports Qt, qasync or desktop, and importing core stays cheap."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CORE = REPO / "core"
+FORBIDDEN = ("desktop", "PySide6", "shiboken6", "qasync")
+
+
+def forbidden_imports(source: str, filename: str = "<string>") -> list[tuple[int, str]]:
+    """Every import anywhere in the module (top level, functions, TYPE_CHECKING) of a forbidden root."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source, filename=filename)):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        elif (
+            isinstance(node, ast.Call)
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+            and (
+                (isinstance(node.func, ast.Name) and node.func.id == "__import__")
+                or (isinstance(node.func, ast.Attribute) and node.func.attr == "import_module")
+            )
+        ):
+            names = [node.args[0].value]
+        for name in names:
+            if name.split(".")[0] in FORBIDDEN:
+                found.append((getattr(node, "lineno", 0), name))
+    return found
+
+
+def core_files() -> list[Path]:
+    return sorted(CORE.rglob("*.py"))
+
+
+def test_core_tree_is_found() -> None:
+    files = core_files()
+    assert CORE / "__init__.py" in files
+    assert CORE / "tasks" / "state_machine.py" in files
+
+
+def test_core_never_imports_qt_qasync_or_desktop() -> None:
+    offenders = [
+        f"{path.relative_to(REPO)}:{line}: {name}"
+        for path in core_files()
+        for line, name in forbidden_imports(path.read_text(encoding="utf-8"), str(path))
+    ]
+    assert not offenders, "core must not depend on the desk:\n" + "\n".join(offenders)
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "import PySide6",
+        "import PySide6.QtCore as qc",
+        "from PySide6.QtWidgets import QWidget",
+        "import shiboken6",
+        "import qasync",
+        "from desktop import app",
+        "import desktop.bridge",
+        "import os, qasync",
+        "def f():\n    from desktop.views import x\n    return x",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from PySide6.QtCore import QObject",
+        "try:\n    import qasync\nexcept ImportError:\n    pass",
+        "__import__('PySide6')",
+        "import importlib\nimportlib.import_module('desktop.app')",
+    ],
+)
+def test_checker_catches_every_import_form(snippet: str) -> None:
+    assert forbidden_imports(snippet), snippet
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "import os",
+        "from core.domain import TaskStatus",
+        "from . import desktop",  # a relative sibling called desktop is core's own module
+        "import desktop_tools",
+        "x = 'import PySide6'",
+    ],
+)
+def test_checker_allows_harmless_imports(snippet: str) -> None:
+    assert forbidden_imports(snippet) == []
+
+
+@pytest.mark.slow
+def test_importing_core_pulls_in_no_litellm_qt_or_desktop() -> None:
+    code = (
+        "import core, core.domain, core.tasks, core.config, core.errors; import sys; "
+        "bad=[m for m in ('litellm','PySide6','qasync','desktop') if m in sys.modules]; "
+        "assert not bad, bad"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
