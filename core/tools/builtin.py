@@ -1,0 +1,166 @@
+"""The tools every agent gets: corpus search, document reading and (when enabled) URL fetching.
+
+Results are written for a model to read and for an analyst to audit: each says what was searched
+or read, where it came from, and how to continue (the next offset), and carries the same facts
+in ``data`` for the evidence builder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated
+
+import httpx
+from pydantic import Field
+
+from core.config import Settings
+from core.tools.corpus import Corpus, CorpusQueryError, DocumentNotFoundError, html_to_text
+from core.tools.registry import ToolError, ToolRegistry, ToolResult
+
+HttpClientFactory = Callable[[], httpx.AsyncClient]
+
+MAX_FETCH_BYTES = 20_000_000
+_TEXTUAL_TYPES = ("text/", "application/json", "application/xml", "application/xhtml+xml", "+json", "+xml")
+
+Query = Annotated[
+    str, Field(description="Free-text words to look for; operators and quotes are treated as words.")
+]
+Limit = Annotated[int, Field(ge=1, le=50, description="Maximum number of hits to return (1-50).")]
+DocumentId = Annotated[str, Field(description="A document id as returned by search_corpus.")]
+Offset = Annotated[int, Field(ge=0, description="Character offset to start reading at (0 = beginning).")]
+Length = Annotated[int, Field(ge=1, le=200_000, description="Number of characters to read (1-200000).")]
+Url = Annotated[str, Field(description="An absolute http:// or https:// URL.")]
+
+NO_CORPUS = (
+    "no document corpus is configured, so there is nothing to search; "
+    "set the 'corpus' setting to a documents folder"
+)
+FETCH_DISABLED = (
+    "fetch_url is disabled in configuration; set fetch_url_enabled = true "
+    "(or EVIDENCE_DESK_FETCH_URL_ENABLED=1) to allow fetching web pages"
+)
+
+
+def _default_client_factory(settings: Settings) -> HttpClientFactory:
+    def factory() -> httpx.AsyncClient:
+        return httpx.AsyncClient(timeout=settings.llm_timeout_s, follow_redirects=True)
+
+    return factory
+
+
+def build_default_registry(
+    settings: Settings,
+    corpus: Corpus | None,
+    http_client_factory: HttpClientFactory | None = None,
+) -> ToolRegistry:
+    """Register the built-in tools bound to this corpus and these settings."""
+    registry = ToolRegistry()
+
+    def search_corpus(query: Query, limit: Limit = 5) -> ToolResult:
+        """Search the local document corpus and return the best-matching documents, best first.
+
+        Use the returned document ids with read_document to read the full text.
+        """
+        if corpus is None:
+            raise ToolError(NO_CORPUS)
+        try:
+            hits = corpus.search(query, limit)
+        except CorpusQueryError as exc:
+            raise ToolError(f"{exc}; give one or more words") from None
+        if not hits:
+            return ToolResult(
+                content=f"no documents match {query!r}; try other or fewer words",
+                data={"query": query, "hits": []},
+            )
+        lines = [f"{len(hits)} result(s) for {query!r}, best first:"]
+        for rank, hit in enumerate(hits, start=1):
+            lines.append(f"{rank}. document_id: {hit.document_id}")
+            lines.append(f"   title: {hit.title}")
+            lines.append(f"   path: {hit.path}")
+            lines.append(f"   snippet: {' '.join(hit.snippet.split())}")
+        return ToolResult(
+            content="\n".join(lines),
+            data={"query": query, "hits": [hit.model_dump() for hit in hits]},
+        )
+
+    def read_document(document_id: DocumentId, offset: Offset = 0, length: Length = 4000) -> ToolResult:
+        """Read part of a corpus document by id, starting at a character offset.
+
+        Long documents come in pages: call again with the reported next_offset to continue.
+        """
+        if corpus is None:
+            raise ToolError(NO_CORPUS)
+        try:
+            page = corpus.read(document_id, offset, length)
+        except DocumentNotFoundError as exc:
+            raise ToolError(f"{exc}; call search_corpus first and use a document_id it returns") from None
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
+        end = page.offset + len(page.text)
+        if page.next_offset is None:
+            position = f"characters {page.offset}-{end} of {page.total_length}; end of document"
+        else:
+            position = (
+                f"characters {page.offset}-{end} of {page.total_length}; "
+                f"more remains, continue with offset={page.next_offset}"
+            )
+        header = f"title: {page.title}\nurl: {page.url}\ndocument_id: {page.document_id}\n({position})"
+        return ToolResult(
+            content=f"{header}\n\n{page.text}",
+            url=page.url,
+            title=page.title,
+            data=page.model_dump(exclude={"text"}),
+        )
+
+    registry.register(search_corpus)
+    registry.register(read_document)
+
+    if not settings.fetch_url_enabled:
+        registry.register_disabled("fetch_url", FETCH_DISABLED)
+        return registry
+
+    make_client = http_client_factory or _default_client_factory(settings)
+
+    async def fetch_url(url: Url) -> ToolResult:
+        """Fetch a web page over HTTP(S) and return its text (HTML is converted to plain text)."""
+        parsed = httpx.URL(url)
+        if parsed.scheme not in ("http", "https") or not parsed.host:
+            raise ToolError(f"only absolute http:// or https:// URLs can be fetched, got {url!r}")
+        async with make_client() as client:
+            try:
+                async with client.stream(
+                    "GET", url, follow_redirects=True, timeout=settings.llm_timeout_s
+                ) as response:
+                    if response.status_code >= 400:
+                        raise ToolError(f"HTTP {response.status_code} {response.reason_phrase} from {url}")
+                    content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+                    if content_type and not any(t in content_type for t in _TEXTUAL_TYPES):
+                        raise ToolError(f"{url} returned {content_type!r}, which is not text")
+                    body = bytearray()
+                    async for chunk in response.aiter_bytes():
+                        body.extend(chunk)
+                        if len(body) > MAX_FETCH_BYTES:
+                            raise ToolError(f"{url} is larger than {MAX_FETCH_BYTES} bytes; not fetched")
+                    encoding = response.charset_encoding or "utf-8"
+                    final_url = str(response.url)
+            except httpx.HTTPError as exc:
+                raise ToolError(f"could not fetch {url}: {type(exc).__name__}: {exc}") from None
+        try:
+            text = bytes(body).decode(encoding, errors="replace")
+        except LookupError:  # unknown charset name in the header
+            text = bytes(body).decode("utf-8", errors="replace")
+        title: str | None = None
+        if content_type in ("text/html", "application/xhtml+xml") or (
+            not content_type and text.lstrip()[:15].lower().startswith(("<!doctype html", "<html"))
+        ):
+            text, title = html_to_text(text)
+        header = f"url: {final_url}" + (f"\ntitle: {title}" if title else "")
+        return ToolResult(
+            content=f"{header}\n\n{text}",
+            url=final_url,
+            title=title,
+            data={"url": final_url, "content_type": content_type, "length": len(text)},
+        )
+
+    registry.register(fetch_url)
+    return registry

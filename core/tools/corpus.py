@@ -1,0 +1,430 @@
+"""A local document folder searchable with SQLite FTS5.
+
+The index lives at a caller-chosen path (the documents folder may be read-only or shared) and is
+refreshed incrementally by (mtime_ns, size), so a large corpus costs one ``stat`` per file per
+refresh rather than a re-read. The index is a cache: if it is corrupt or from an older layout it is
+deleted and rebuilt, never repaired.
+
+Everything here is synchronous ``sqlite3``; async callers run it through ``asyncio.to_thread``
+(the tool registry does that for sync tools). A lock serialises access so concurrent tool calls from
+parallel team nodes cannot interleave a refresh with a query.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from html.parser import HTMLParser
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+SUPPORTED_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".html", ".htm"})
+MAX_QUERY_TERMS = 64
+SNIPPET_TOKENS = 24
+_TOKEN_RE = re.compile(r"\w+", re.UNICODE)
+_MD_TITLE_RE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
+
+
+class CorpusQueryError(ValueError):
+    """The query text contains nothing that can be searched for."""
+
+
+class DocumentNotFoundError(LookupError):
+    """No indexed document has this id."""
+
+
+class RefreshStats(BaseModel):
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+    warnings: list[str] = Field(default_factory=list)
+    rebuilt: bool = False
+
+
+class SearchHit(BaseModel):
+    document_id: str
+    title: str
+    path: str
+    snippet: str
+    score: float  # bm25: lower is better; kept so callers can show or compare relevance
+
+
+class DocumentPage(BaseModel):
+    document_id: str
+    title: str
+    path: str
+    url: str
+    text: str
+    offset: int
+    total_length: int
+    next_offset: int | None
+
+
+# ---------------------------------------------------------------------------------------------- text
+
+
+_SKIP_TAGS = frozenset({"script", "style", "noscript", "template", "svg", "head"})
+_BLOCK_TAGS = frozenset(
+    {
+        "address", "article", "aside", "blockquote", "br", "dd", "div", "dl", "dt", "fieldset",
+        "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header",
+        "hr", "li", "main", "nav", "ol", "p", "pre", "section", "table", "tr", "td", "th", "ul",
+    }
+)  # fmt: skip
+
+
+class _HtmlText(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.title_parts: list[str] = []
+        self.h1_parts: list[str] = []
+        self._skip_depth = 0
+        self._in_title = False
+        self._in_h1 = False
+        self._h1_done = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "title":
+            self._in_title = True
+        elif tag in _SKIP_TAGS:
+            self._skip_depth += 1
+        if tag == "h1" and not self._h1_done:
+            self._in_h1 = True
+        if tag in _BLOCK_TAGS:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self._in_title = False
+        elif tag in _SKIP_TAGS and self._skip_depth:
+            self._skip_depth -= 1
+        if tag == "h1" and self._in_h1:
+            self._in_h1 = False
+            self._h1_done = True
+        if tag in _BLOCK_TAGS:
+            self.parts.append("\n")
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title_parts.append(data)
+            return
+        if self._skip_depth:
+            return
+        if self._in_h1:
+            self.h1_parts.append(data)
+        self.parts.append(data)
+
+
+def html_to_text(html: str) -> tuple[str, str | None]:
+    """Return (plain text, title) for an HTML document; title from ``<title>`` else the first ``<h1>``."""
+    parser = _HtmlText()
+    parser.feed(html)
+    parser.close()
+    lines = [" ".join(line.split()) for line in "".join(parser.parts).splitlines()]
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    title = " ".join("".join(parser.title_parts).split()) or " ".join("".join(parser.h1_parts).split())
+    return text, title or None
+
+
+def _markdown_title(text: str) -> str | None:
+    match = _MD_TITLE_RE.search(text)
+    return match.group(1).strip() if match else None
+
+
+def fts_query(text: str) -> str:
+    """Turn free text into an FTS5 query that cannot be a syntax error.
+
+    Every word becomes a quoted phrase, so operators (AND, NEAR, ``*``, ``^``, quotes, parentheses)
+    in the user's text are just words. Terms are ORed: analysts and models type questions, not
+    keyword lists, and requiring every word would return nothing; bm25 still ranks documents
+    matching more (and rarer) terms first.
+    """
+    seen: dict[str, None] = {}
+    for token in _TOKEN_RE.findall(text.lower()):
+        seen.setdefault(token, None)
+    terms = list(seen)[:MAX_QUERY_TERMS]
+    if not terms:
+        raise CorpusQueryError(f"the search query {text!r} contains no words to search for")
+    return " OR ".join(f'"{term}"' for term in terms)
+
+
+# -------------------------------------------------------------------------------------------- corpus
+
+
+def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
+    """Tell a damaged index (rebuild it) from a busy or unopenable one (rebuilding would not help)."""
+    if isinstance(exc, sqlite3.OperationalError):
+        message = str(exc).lower()
+        return not any(
+            word in message for word in ("locked", "busy", "unable to open", "readonly", "disk i/o")
+        )
+    return True
+
+
+class Corpus:
+    """A documents folder plus its FTS5 index file."""
+
+    def __init__(self, folder: Path, index_path: Path, *, max_staleness_s: float = 5.0) -> None:
+        self.folder = Path(folder).resolve()
+        self.index_path = Path(index_path)
+        self.max_staleness_s = max_staleness_s
+        self.warnings: list[str] = []
+        self._lock = threading.RLock()
+        self._last_refresh: float | None = None
+
+    # -- index file ---------------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        self.index_path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.index_path)
+        try:
+            conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if row is None:
+                conn.executescript(
+                    """
+                    CREATE TABLE IF NOT EXISTS docs (
+                        rowid INTEGER PRIMARY KEY,
+                        doc_id TEXT NOT NULL UNIQUE,
+                        title TEXT NOT NULL,
+                        mtime_ns INTEGER NOT NULL,
+                        size INTEGER NOT NULL
+                    );
+                    CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
+                        title, body, tokenize = 'porter unicode61 remove_diacritics 2'
+                    );
+                    """
+                )
+                conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                conn.commit()
+            elif row[0] != str(SCHEMA_VERSION):
+                raise sqlite3.DatabaseError(f"index schema version {row[0]} is not {SCHEMA_VERSION}")
+            conn.execute("SELECT count(*) FROM docs").fetchone()
+            conn.execute("SELECT count(*) FROM fts").fetchone()
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _delete_index(self) -> None:
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            Path(f"{self.index_path}{suffix}").unlink(missing_ok=True)
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        conn = self._connect()
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    # -- refresh ------------------------------------------------------------------------------------
+
+    def _scan(self) -> dict[str, tuple[Path, int, int]]:
+        found: dict[str, tuple[Path, int, int]] = {}
+        index_resolved = self.index_path.resolve()
+        for dirpath, dirnames, filenames in os.walk(self.folder):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for filename in sorted(filenames):
+                if filename.startswith("."):
+                    continue
+                path = Path(dirpath) / filename
+                if path.suffix.lower() not in SUPPORTED_SUFFIXES or path.resolve() == index_resolved:
+                    continue
+                try:
+                    st = path.stat()
+                except OSError as exc:
+                    self._warn(f"cannot stat {path}: {exc}")
+                    continue
+                found[path.relative_to(self.folder).as_posix()] = (path, st.st_mtime_ns, st.st_size)
+        return found
+
+    def _warn(self, message: str) -> None:
+        logger.warning("corpus: %s", message)
+        self.warnings.append(message)
+
+    def _load(self, path: Path) -> tuple[str, str]:
+        raw = path.read_bytes()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = raw.decode("utf-8", errors="replace")
+            self._warn(f"{path} is not valid UTF-8; undecodable bytes were replaced")
+        text = text.removeprefix("\ufeff")
+        title: str | None
+        if path.suffix.lower() in (".html", ".htm"):
+            text, title = html_to_text(text)
+        elif path.suffix.lower() in (".md", ".markdown"):
+            title = _markdown_title(text)
+        else:
+            title = None
+        return text, title or path.stem
+
+    def refresh(self) -> RefreshStats:
+        """Bring the index in line with the folder; re-read only files whose mtime or size changed."""
+        with self._lock:
+            rebuilt = False
+            warnings_before = len(self.warnings)
+            try:
+                stats = self._refresh_once()
+            except sqlite3.DatabaseError as exc:
+                if not _is_corruption(exc):
+                    raise
+                self._warn(f"index {self.index_path} is unusable ({exc}); rebuilding it")
+                self._delete_index()
+                stats = self._refresh_once()
+                rebuilt = True
+            stats.rebuilt = rebuilt
+            stats.warnings = self.warnings[warnings_before:]
+            self._last_refresh = time.monotonic()
+            return stats
+
+    def _refresh_once(self) -> RefreshStats:
+        if not self.folder.is_dir():
+            raise FileNotFoundError(f"corpus folder {self.folder} does not exist")
+        stats = RefreshStats()
+        on_disk = self._scan()
+        with self._connection() as conn:
+            indexed = {
+                doc_id: (rowid, mtime_ns, size)
+                for rowid, doc_id, mtime_ns, size in conn.execute(
+                    "SELECT rowid, doc_id, mtime_ns, size FROM docs"
+                )
+            }
+            with conn:  # one transaction: a crash mid-refresh leaves the previous index intact
+                for doc_id, (rowid, _, _) in indexed.items():
+                    if doc_id not in on_disk:
+                        conn.execute("DELETE FROM docs WHERE rowid = ?", (rowid,))
+                        conn.execute("DELETE FROM fts WHERE rowid = ?", (rowid,))
+                        stats.removed += 1
+                for doc_id, (path, mtime_ns, size) in on_disk.items():
+                    previous = indexed.get(doc_id)
+                    if previous is not None and previous[1:] == (mtime_ns, size):
+                        stats.unchanged += 1
+                        continue
+                    try:
+                        text, title = self._load(path)
+                    except OSError as exc:
+                        self._warn(f"skipped unreadable file {path}: {exc}")
+                        stats.skipped += 1
+                        if previous is not None:  # serving the old text would be serving a stale lie
+                            conn.execute("DELETE FROM docs WHERE rowid = ?", (previous[0],))
+                            conn.execute("DELETE FROM fts WHERE rowid = ?", (previous[0],))
+                            stats.removed += 1
+                        continue
+                    if previous is None:
+                        cur = conn.execute(
+                            "INSERT INTO docs (doc_id, title, mtime_ns, size) VALUES (?, ?, ?, ?)",
+                            (doc_id, title, mtime_ns, size),
+                        )
+                        conn.execute(
+                            "INSERT INTO fts (rowid, title, body) VALUES (?, ?, ?)",
+                            (cur.lastrowid, title, text),
+                        )
+                        stats.added += 1
+                    else:
+                        rowid = previous[0]
+                        conn.execute(
+                            "UPDATE docs SET title = ?, mtime_ns = ?, size = ? WHERE rowid = ?",
+                            (title, mtime_ns, size, rowid),
+                        )
+                        conn.execute("DELETE FROM fts WHERE rowid = ?", (rowid,))
+                        conn.execute(
+                            "INSERT INTO fts (rowid, title, body) VALUES (?, ?, ?)", (rowid, title, text)
+                        )
+                        stats.updated += 1
+        return stats
+
+    def _ensure_fresh(self) -> None:
+        if self._last_refresh is None or time.monotonic() - self._last_refresh > self.max_staleness_s:
+            self.refresh()
+
+    def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[object, ...]]:
+        """Run a read query, rebuilding once if the index turned out corrupt after the last refresh."""
+        with self._lock:
+            self._ensure_fresh()
+            try:
+                with self._connection() as conn:
+                    return conn.execute(sql, params).fetchall()
+            except sqlite3.DatabaseError as exc:
+                if not _is_corruption(exc):
+                    raise
+                self._warn(f"index {self.index_path} is unusable ({exc}); rebuilding it")
+                self._delete_index()
+                self._last_refresh = None
+                self.refresh()
+                with self._connection() as conn:
+                    return conn.execute(sql, params).fetchall()
+
+    # -- queries ------------------------------------------------------------------------------------
+
+    def search(self, query: str, limit: int = 5) -> list[SearchHit]:
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        match = fts_query(query)
+        rows = self._query(
+            f"""
+            SELECT docs.doc_id, docs.title,
+                   snippet(fts, 1, '«', '»', ' … ', {SNIPPET_TOKENS}),
+                   bm25(fts, 4.0, 1.0) AS score
+            FROM fts JOIN docs ON docs.rowid = fts.rowid
+            WHERE fts MATCH ?
+            ORDER BY score, docs.doc_id
+            LIMIT ?
+            """,
+            (match, limit),
+        )
+        return [
+            SearchHit(
+                document_id=str(doc_id),
+                title=str(title),
+                path=str(self.folder / str(doc_id)),
+                snippet=str(snippet),
+                score=float(score),  # type: ignore[arg-type]
+            )
+            for doc_id, title, snippet, score in rows
+        ]
+
+    def document_ids(self) -> list[str]:
+        return [str(row[0]) for row in self._query("SELECT doc_id FROM docs ORDER BY doc_id", ())]
+
+    def read(self, document_id: str, offset: int = 0, length: int = 4000) -> DocumentPage:
+        if offset < 0:
+            raise ValueError(f"offset must be >= 0, got {offset}")
+        if length < 1:
+            raise ValueError(f"length must be >= 1, got {length}")
+        rows = self._query(
+            "SELECT docs.title, fts.body FROM docs JOIN fts ON fts.rowid = docs.rowid WHERE docs.doc_id = ?",
+            (document_id,),
+        )
+        if not rows:
+            raise DocumentNotFoundError(f"no document with id {document_id!r} in corpus {self.folder}")
+        title, body = str(rows[0][0]), str(rows[0][1])
+        total = len(body)
+        if offset > total:
+            raise ValueError(f"offset {offset} is past the end of {document_id!r} (total_length {total})")
+        end = min(offset + length, total)
+        path = self.folder / document_id
+        return DocumentPage(
+            document_id=document_id,
+            title=title,
+            path=str(path),
+            url=path.as_uri(),
+            text=body[offset:end],
+            offset=offset,
+            total_length=total,
+            next_offset=end if end < total else None,
+        )

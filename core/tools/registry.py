@@ -1,0 +1,251 @@
+"""Typed Python functions as LLM tools.
+
+The agent loop hands whatever the model produced straight to :meth:`ToolRegistry.execute`. Models
+send malformed JSON, wrong types and made-up tool names, and tools hit I/O errors; none of that may
+end a run, so every such problem comes back as an error *result* the model can read and correct.
+Only cancellation propagates, because it is the scheduler stopping the run, not the tool failing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+import typing
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from core.errors import ConfigurationError
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_MAX_INPUT_REPR = 120
+
+
+class ToolResult(BaseModel):
+    """What the agent loop records as evidence; ``content`` is the complete text, never truncated."""
+
+    content: str
+    is_error: bool = False
+    url: str | None = None
+    title: str | None = None
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolError(Exception):
+    """Raised by a tool for an expected problem; its message reaches the model without a type name."""
+
+
+class UnknownToolError(ConfigurationError):
+    """A plan or caller named tools the registry does not have."""
+
+    def __init__(self, unknown: Sequence[str], available: Sequence[str]) -> None:
+        self.unknown = list(unknown)
+        self.available = list(available)
+        super().__init__(
+            f"unknown tool(s): {', '.join(self.unknown)}; "
+            f"available tools: {', '.join(self.available) or 'none'}"
+        )
+
+
+def _first_paragraph(doc: str | None) -> str:
+    if not doc:
+        return ""
+    cleaned = inspect.cleandoc(doc)
+    return " ".join(cleaned.split("\n\n", 1)[0].split())
+
+
+def _strip_titles(schema: Any) -> Any:
+    """Drop pydantic's auto-generated ``title`` keys: they only repeat the property name."""
+    if isinstance(schema, dict):
+        out: dict[str, Any] = {}
+        for key, value in schema.items():
+            if key == "properties" and isinstance(value, dict):
+                out[key] = {prop: _strip_titles(sub) for prop, sub in value.items()}
+            elif key == "title" and isinstance(value, str):
+                continue
+            else:
+                out[key] = _strip_titles(value)
+        return out
+    if isinstance(schema, list):
+        return [_strip_titles(item) for item in schema]
+    return schema
+
+
+def _format_validation_error(exc: ValidationError) -> str:
+    parts: list[str] = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        text = f"{where}: {err['msg']}"
+        if err["type"] != "missing":  # for a missing field the "input" is the whole argument object
+            got = repr(err.get("input"))
+            if len(got) > _MAX_INPUT_REPR:
+                got = got[:_MAX_INPUT_REPR] + "..."
+            text += f" (got {got})"
+        parts.append(text)
+    return "; ".join(parts)
+
+
+def _to_result(value: Any) -> ToolResult:
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, str):
+        return ToolResult(content=value)
+    if isinstance(value, BaseModel):
+        return ToolResult(content=value.model_dump_json(), data=value.model_dump(mode="json"))
+    text = json.dumps(value, ensure_ascii=False)  # TypeError for non-serialisable values
+    return ToolResult(content=text, data=value if isinstance(value, dict) else {})
+
+
+class Tool:
+    """One callable tool: its JSON schema and an ``invoke`` that never raises for tool-level problems."""
+
+    def __init__(self, fn: Callable[..., Any], *, name: str | None = None) -> None:
+        self.fn = fn
+        self.name = name or fn.__name__
+        if not _NAME_RE.match(self.name):
+            raise ValueError(f"tool name {self.name!r} must match {_NAME_RE.pattern}")
+        self.description = _first_paragraph(fn.__doc__)
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.arguments_model = self._build_model(fn)
+        parameters = _strip_titles(self.arguments_model.model_json_schema())
+        parameters.setdefault("properties", {})
+        self.schema: dict[str, Any] = {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": parameters},
+        }
+
+    def _build_model(self, fn: Callable[..., Any]) -> type[BaseModel]:
+        try:
+            hints = typing.get_type_hints(fn, include_extras=True)
+        except NameError as exc:
+            raise TypeError(
+                f"tool {self.name}: cannot resolve annotations ({exc}); define types at module level"
+            ) from exc
+        fields: dict[str, Any] = {}
+        for param in inspect.signature(fn).parameters.values():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
+                raise TypeError(
+                    f"tool {self.name}: parameter {param.name!r} must be a named keyword parameter"
+                )
+            if param.name not in hints:
+                raise TypeError(f"tool {self.name}: parameter {param.name!r} needs a type annotation")
+            default = ... if param.default is inspect.Parameter.empty else param.default
+            fields[param.name] = (hints[param.name], default)
+        model_name = (
+            "".join(part.capitalize() for part in self.name.replace("-", "_").split("_")) + "Arguments"
+        )
+        model: type[BaseModel] = create_model(
+            model_name, __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False), **fields
+        )
+        return model
+
+    def _parse(self, raw_arguments: str | dict[str, Any] | None) -> dict[str, Any]:
+        if raw_arguments is None:
+            return {}
+        if isinstance(raw_arguments, dict):
+            return raw_arguments
+        if not raw_arguments.strip():
+            return {}
+        try:
+            parsed = json.loads(raw_arguments)
+        except json.JSONDecodeError as exc:
+            raise ToolError(
+                f"invalid arguments for {self.name}: not valid JSON ({exc}); send a JSON object"
+            ) from None
+        if not isinstance(parsed, dict):
+            raise ToolError(
+                f"invalid arguments for {self.name}: expected a JSON object, got {type(parsed).__name__}"
+            )
+        return parsed
+
+    async def invoke(self, raw_arguments: str | dict[str, Any] | None) -> ToolResult:
+        try:
+            arguments = self._parse(raw_arguments)
+        except ToolError as exc:
+            return ToolResult(content=str(exc), is_error=True)
+        try:
+            validated = self.arguments_model.model_validate(arguments)
+        except ValidationError as exc:
+            return ToolResult(
+                content=f"invalid arguments for {self.name}: {_format_validation_error(exc)}", is_error=True
+            )
+        kwargs = {key: getattr(validated, key) for key in type(validated).model_fields}
+        try:
+            if self.is_async:
+                value = await self.fn(**kwargs)
+            else:
+                value = await asyncio.to_thread(self.fn, **kwargs)
+            return _to_result(value)
+        except ToolError as exc:
+            return ToolResult(content=f"{self.name} failed: {exc}", is_error=True)
+        except Exception as exc:  # the model must see the failure; CancelledError is not an Exception
+            return ToolResult(content=f"{self.name} failed: {type(exc).__name__}: {exc}", is_error=True)
+
+
+class ToolRegistry:
+    """Named tools, plus names that exist but are switched off (so calling them explains why)."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._disabled: dict[str, str] = {}
+
+    def register(self, fn: Callable[..., Any], *, name: str | None = None) -> Tool:
+        tool = Tool(fn, name=name)
+        self.add(tool)
+        return tool
+
+    def add(self, tool: Tool) -> None:
+        if tool.name in self._tools or tool.name in self._disabled:
+            raise ValueError(f"tool {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+
+    def register_disabled(self, name: str, reason: str) -> None:
+        """Keep a switched-off tool out of the schemas while still answering calls with ``reason``."""
+        if name in self._tools or name in self._disabled:
+            raise ValueError(f"tool {name!r} is already registered")
+        self._disabled[name] = reason
+
+    def get(self, name: str) -> Tool:
+        try:
+            return self._tools[name]
+        except KeyError:
+            raise UnknownToolError([name], self.names()) from None
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def _check_known(self, allowed: Sequence[str]) -> None:
+        unknown = [n for n in allowed if n not in self._tools and n not in self._disabled]
+        if unknown:
+            raise UnknownToolError(unknown, self.names())
+
+    def schemas(self, allowed: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        if allowed is None:
+            return [tool.schema for tool in self._tools.values()]
+        self._check_known(allowed)
+        wanted = set(allowed)
+        return [tool.schema for name, tool in self._tools.items() if name in wanted]
+
+    def subset(self, allowed: Sequence[str]) -> ToolRegistry:
+        self._check_known(allowed)
+        wanted = set(allowed)
+        sub = ToolRegistry()
+        for name, tool in self._tools.items():
+            if name in wanted:
+                sub._tools[name] = tool
+        for name, reason in self._disabled.items():
+            if name in wanted:
+                sub._disabled[name] = reason
+        return sub
+
+    async def execute(self, name: str, raw_arguments: str | dict[str, Any] | None) -> ToolResult:
+        tool = self._tools.get(name)
+        if tool is None:
+            if name in self._disabled:
+                return ToolResult(content=self._disabled[name], is_error=True)
+            available = ", ".join(self.names()) or "none"
+            return ToolResult(content=f"unknown tool {name!r}; available tools: {available}", is_error=True)
+        return await tool.invoke(raw_arguments)
