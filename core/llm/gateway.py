@@ -1,0 +1,340 @@
+"""The one door to language models: litellm behind timeouts, observable retries and typed errors.
+
+Retries happen here rather than inside litellm so that every attempt, failed ones included,
+becomes a ``UsageRecord``: cost reports and the benchmark count what was really sent. litellm is
+imported lazily (it takes seconds) and only in this package; the desk warms it up in the
+background after the first paint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from core.config import Settings
+from core.errors import ConfigurationError
+from core.llm.errors import (
+    LLMBadRequest,
+    LLMConnectionError,
+    LLMError,
+    LLMRateLimited,
+    LLMServerError,
+    LLMTimeout,
+    ScriptError,
+)
+from core.llm.scripted import PROVIDER_NAME, load_script, request_text
+
+_SCRIPTED_PREFIX = f"{PROVIDER_NAME}/"
+
+
+class ToolCallRequest(BaseModel):
+    id: str
+    name: str
+    arguments: str  # JSON text exactly as the model produced it; parsing is the tool layer's job
+
+
+class TokenUsage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+class LLMResponse(BaseModel):
+    content: str | None = None
+    tool_calls: list[ToolCallRequest] = Field(default_factory=list)
+    finish_reason: str | None = None
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    latency_s: float = 0.0
+    model: str
+    provider: str
+
+
+class UsageRecord(BaseModel):
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    ok: bool
+    error_kind: str | None = None
+    attempt: int
+
+
+_litellm: Any = None
+
+
+def _import_litellm() -> Any:
+    global _litellm
+    if _litellm is None:
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        import litellm as litellm_module
+
+        litellm: Any = litellm_module
+        litellm.telemetry = False
+        litellm.suppress_debug_info = True
+        litellm.set_verbose = False
+        # Debug logs can carry request headers; keep litellm's loggers at WARNING whatever the root says.
+        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+        from core.llm.scripted import register_scripted_provider
+
+        register_scripted_provider()
+        _litellm = litellm
+    return _litellm
+
+
+def warm_up_litellm() -> None:
+    """Pay litellm's import cost early (the desk calls this off the UI thread after painting)."""
+    _import_litellm()
+
+
+_KNOWN_FAMILIES = {"gpt-": "openai", "o1": "openai", "o3": "openai", "o4": "openai", "claude": "anthropic"}
+
+
+def provider_family(model: str) -> str:
+    """Which provider a model name belongs to, for snapshots and per-provider settings."""
+    if model.startswith(_SCRIPTED_PREFIX):
+        return PROVIDER_NAME
+    try:
+        _, provider, _, _ = _import_litellm().get_llm_provider(model=model)
+        return str(provider)
+    except Exception:
+        if "/" in model:
+            return model.split("/", 1)[0]
+        for prefix, family in _KNOWN_FAMILIES.items():
+            if model.startswith(prefix):
+                return family
+        return "unknown"
+
+
+_SECRET_NAME = re.compile(r"(API_KEY|_KEY|TOKEN|SECRET)$", re.IGNORECASE)
+_KEY_SHAPES = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|sk-ant-[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,})")
+
+
+def redact(text: str) -> str:
+    """Strip anything that looks like a credential and flatten to one line of bounded length."""
+    for name, value in os.environ.items():
+        if value and len(value) >= 8 and _SECRET_NAME.search(name) and value in text:
+            text = text.replace(value, "[redacted]")
+    text = _KEY_SHAPES.sub("[redacted]", text)
+    text = text.strip().splitlines()[0] if text.strip() else text
+    return text if len(text) <= 400 else text[:397] + "..."
+
+
+def _strip_litellm_prefix(text: str) -> str:
+    return re.sub(r"^litellm\.\w+:\s*", "", text)
+
+
+def _map_error(exc: BaseException, model: str, timeout_s: float) -> LLMError:
+    """Turn litellm's exception family into our typed errors (order matters: Timeout is a connection error)."""
+    from core.llm.scripted import script_error_class
+
+    litellm = _import_litellm()
+    if isinstance(exc, script_error_class()):
+        return ScriptError(redact(str(getattr(exc, "detail", exc))), model=model)
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return LLMTimeout(f"{model}: no answer within {timeout_s:g} s", model=model)
+    detail = redact(_strip_litellm_prefix(str(exc))) or type(exc).__name__
+    if isinstance(exc, litellm.Timeout):
+        return LLMTimeout(f"{model}: timed out ({detail})", model=model)
+    if isinstance(exc, litellm.RateLimitError):
+        return LLMRateLimited(f"{model}: rate limited ({detail})", model=model)
+    if isinstance(exc, (litellm.InternalServerError, litellm.ServiceUnavailableError)):
+        return LLMServerError(f"{model}: provider server error ({detail})", model=model)
+    if isinstance(exc, litellm.APIConnectionError):
+        return LLMConnectionError(f"{model}: cannot reach the provider ({detail})", model=model)
+    if isinstance(exc, litellm.AuthenticationError):
+        return LLMBadRequest(f"{model}: authentication failed ({detail})", model=model, kind="authentication")
+    if isinstance(exc, litellm.NotFoundError):
+        return LLMBadRequest(f"{model}: model not found ({detail})", model=model, kind="not_found")
+    if isinstance(exc, litellm.ContextWindowExceededError):
+        return LLMBadRequest(
+            f"{model}: context window exceeded ({detail})", model=model, kind="context_window"
+        )
+    if isinstance(
+        exc, (litellm.BadRequestError, litellm.PermissionDeniedError, litellm.UnprocessableEntityError)
+    ):
+        return LLMBadRequest(f"{model}: request refused ({detail})", model=model)
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and status >= 500:
+        return LLMServerError(f"{model}: provider server error {status} ({detail})", model=model)
+    if isinstance(status, int) and 400 <= status < 500:
+        return LLMBadRequest(f"{model}: request refused with {status} ({detail})", model=model)
+    return LLMError(
+        f"{model}: unexpected failure {type(exc).__name__} ({detail})", model=model, kind="unexpected"
+    )
+
+
+def _response_format_param(response_format: dict[str, Any] | type[BaseModel] | None) -> Any:
+    if response_format is None or isinstance(response_format, dict):
+        return response_format
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": response_format.__name__, "schema": response_format.model_json_schema()},
+    }
+
+
+def _messages_text(messages_or_text: list[dict[str, Any]] | str) -> str:
+    return messages_or_text if isinstance(messages_or_text, str) else request_text(messages_or_text)
+
+
+class LLMGateway:
+    """Completion with timeouts, retries that are all recorded, and errors callers can branch on."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        on_usage: Callable[[UsageRecord], None] | None = None,
+        *,
+        retry_backoff_s: float = 0.5,
+    ) -> None:
+        self.settings = settings
+        self.on_usage = on_usage
+        self.retry_backoff_s = retry_backoff_s
+        self.usage: list[UsageRecord] = []
+
+    def _record(self, record: UsageRecord) -> None:
+        self.usage.append(record)
+        if self.on_usage is not None:
+            self.on_usage(record)
+
+    def _script_api_base(self, model: str) -> str:
+        script = self.settings.script
+        if script is None:
+            raise ConfigurationError(f"model {model} needs a script: set EVIDENCE_DESK_SCRIPT or --script")
+        load_script(script)  # a broken script is a configuration problem, reported before any call
+        return str(script.resolve())
+
+    async def complete(
+        self,
+        *,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: str | None = None,
+        response_format: dict[str, Any] | type[BaseModel] | None = None,
+        timeout_s: float | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        num_retries: int | None = None,
+    ) -> LLMResponse:
+        timeout = timeout_s if timeout_s is not None else self.settings.llm_timeout_s
+        retries = num_retries if num_retries is not None else self.settings.llm_num_retries
+        kwargs: dict[str, Any] = {"model": model, "messages": messages, "timeout": timeout, "num_retries": 0}
+        if model.startswith(_SCRIPTED_PREFIX):
+            kwargs["api_base"] = self._script_api_base(model)
+        if tools:
+            kwargs["tools"] = tools
+            if tool_choice is not None:
+                kwargs["tool_choice"] = tool_choice
+        if response_format is not None:
+            kwargs["response_format"] = _response_format_param(response_format)
+        if max_tokens is not None:
+            kwargs["max_tokens"] = max_tokens
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        litellm = _import_litellm()
+        provider = provider_family(model)
+
+        attempt = 0
+        while True:
+            attempt += 1
+            started = time.perf_counter()
+            try:
+                raw = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                error = _map_error(exc, model, timeout)
+                self._record(
+                    UsageRecord(
+                        model=model,
+                        latency_s=time.perf_counter() - started,
+                        ok=False,
+                        error_kind=error.kind,
+                        attempt=attempt,
+                    )
+                )
+                if error.transient and attempt <= retries:
+                    await asyncio.sleep(self.retry_backoff_s * 2 ** (attempt - 1))
+                    continue
+                if error.transient and attempt > 1:
+                    error = type(error)(f"{error} after {attempt} attempts", model=model, kind=error.kind)
+                raise error from None
+            latency = time.perf_counter() - started
+            response = self._parse(raw, model, provider, latency)
+            self._record(
+                UsageRecord(
+                    model=model,
+                    prompt_tokens=response.usage.prompt_tokens,
+                    completion_tokens=response.usage.completion_tokens,
+                    latency_s=latency,
+                    ok=True,
+                    attempt=attempt,
+                )
+            )
+            return response
+
+    @staticmethod
+    def _parse(raw: Any, model: str, provider: str, latency: float) -> LLMResponse:
+        choice = raw.choices[0]
+        message = choice.message
+        calls = [
+            ToolCallRequest(
+                id=str(tc.id), name=str(tc.function.name), arguments=str(tc.function.arguments or "")
+            )
+            for tc in (getattr(message, "tool_calls", None) or [])
+        ]
+        usage = getattr(raw, "usage", None)
+        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion = int(getattr(usage, "completion_tokens", 0) or 0)
+        return LLMResponse(
+            content=message.content,
+            tool_calls=calls,
+            finish_reason=choice.finish_reason,
+            usage=TokenUsage(
+                prompt_tokens=prompt,
+                completion_tokens=completion,
+                total_tokens=int(getattr(usage, "total_tokens", 0) or prompt + completion),
+            ),
+            latency_s=latency,
+            model=model,
+            provider=provider,
+        )
+
+    def token_count(self, model: str, messages_or_text: list[dict[str, Any]] | str) -> int:
+        """Tokens a request would use; scripted and unknown models get the chars/4 estimate."""
+        if not model.startswith(_SCRIPTED_PREFIX):
+            try:
+                litellm = _import_litellm()
+                if isinstance(messages_or_text, str):
+                    return int(litellm.token_counter(model=model, text=messages_or_text))
+                return int(litellm.token_counter(model=model, messages=messages_or_text))
+            except Exception:
+                pass
+        return len(_messages_text(messages_or_text)) // 4
+
+    def context_window(self, model: str) -> int | None:
+        """Input token budget from litellm's local model map; None when the model is not in it."""
+        if model.startswith(_SCRIPTED_PREFIX):
+            return None
+        try:
+            info = _import_litellm().get_model_info(model=model)
+        except Exception:
+            return None
+        value = info.get("max_input_tokens") or info.get("max_tokens")
+        return int(value) if value else None
+
+    def supports_response_format(self, model: str) -> bool:
+        if model.startswith(_SCRIPTED_PREFIX):
+            return True
+        try:
+            return bool(_import_litellm().supports_response_schema(model=model))
+        except Exception:
+            return False

@@ -1,0 +1,452 @@
+"""The ``scripted`` litellm provider: deterministic model answers read from a JSON script.
+
+Tests, demos and benchmarks call ``litellm.acompletion(model="scripted/NAME", api_base=<script
+path>)`` and go through litellm exactly like a real model, so the gateway's parameter handling,
+exception mapping and response parsing are exercised with no network. The script path travels
+in ``api_base`` (litellm hands it to the provider untouched), which lets one process use several
+scripts at once.
+
+The provider is stateless about conversations: the turn it answers with is the number of
+assistant messages already in the request, so concurrent runs and replays of a stored session get
+the same answers. The only state is a per-turn call counter for ``fail_times``.
+
+The litellm subclass is built lazily in ``scripted_provider()`` because importing litellm costs
+seconds and ``import core.llm`` must stay cheap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import threading
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from core.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+PROVIDER_NAME = "scripted"
+
+ErrorKind = Literal["timeout", "rate_limit", "server_error", "connection", "bad_request"]
+
+
+class ScriptedToolCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ScriptedUsage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    prompt_tokens: int = Field(ge=0)
+    completion_tokens: int = Field(ge=0)
+
+
+class Turn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    content: str | None = None
+    tool_calls: list[ScriptedToolCall] = Field(default_factory=list)
+    delay_s: float = Field(default=0.0, ge=0, le=3600)
+    usage: ScriptedUsage | None = None
+    error: ErrorKind | None = None
+    fail_times: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _has_an_outcome(self) -> Turn:
+        answers = self.content is not None or bool(self.tool_calls)
+        if not answers and self.error is None:
+            raise ValueError("a turn needs content, tool_calls or error")
+        if self.fail_times is not None:
+            if self.error is None:
+                raise ValueError("fail_times needs an error to fail with")
+            if not answers:
+                raise ValueError("fail_times needs content or tool_calls to answer with after the failures")
+        return self
+
+
+class Conversation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(min_length=1)
+    match: str | None = None
+    turns: list[Turn] = Field(min_length=1)
+
+    @field_validator("match")
+    @classmethod
+    def _match_compiles(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                re.compile(v)
+            except re.error as exc:
+                raise ValueError(f"invalid regex {v!r}: {exc}") from None
+        return v
+
+
+class Script(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    conversations: list[Conversation] = Field(min_length=1)
+
+
+def _json_path(loc: Sequence[int | str]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+_cache: dict[Path, tuple[int, int, Script]] = {}
+_cache_lock = threading.Lock()
+
+
+def load_script(path: Path) -> Script:
+    """Parse and validate a script, cached per file until its mtime or size changes.
+
+    Raises ``ConfigurationError`` naming the file and the JSON path of the first faults, so an
+    analyst editing a replay script can find the mistake without reading a traceback.
+    """
+    path = Path(path)
+    try:
+        resolved = path.resolve()
+        stat = resolved.stat()
+        with _cache_lock:
+            hit = _cache.get(resolved)
+        if hit is not None and hit[0] == stat.st_mtime_ns and hit[1] == stat.st_size:
+            return hit[2]
+        text = resolved.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigurationError(f"cannot read script {path}: {exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigurationError(
+            f"script {path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        ) from None
+    try:
+        script = Script.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{_json_path(err['loc'])}: {err['msg']}" for err in exc.errors()[:5])
+        more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+        raise ConfigurationError(f"invalid script {path}: {problems}{more}") from None
+    with _cache_lock:
+        _cache[resolved] = (stat.st_mtime_ns, stat.st_size, script)
+    return script
+
+
+class ScriptLookupError(Exception):
+    """The script has no answer for a request; becomes a non-retried ``ScriptError`` in the gateway."""
+
+
+def _part_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            text = part.get("text") if isinstance(part, dict) else getattr(part, "text", None)
+            if isinstance(text, str):
+                texts.append(text)
+        return "\n".join(texts)
+    return str(content)
+
+
+def _field(message: Any, name: str) -> Any:
+    return message.get(name) if isinstance(message, dict) else getattr(message, name, None)
+
+
+def request_text(messages: Sequence[Any]) -> str:
+    """The text ``match`` regexes search: every message's content joined with newlines."""
+    return "\n".join(_part_text(_field(m, "content")) for m in messages)
+
+
+def assistant_turns(messages: Sequence[Any]) -> int:
+    return sum(1 for m in messages if _field(m, "role") == "assistant")
+
+
+def select_turn(script: Script, path: Path, name: str, messages: Sequence[Any]) -> tuple[int, int, Turn]:
+    """Pick (conversation index, turn index, turn): first conversation for NAME whose match is found."""
+    text = request_text(messages)
+    for ci, conv in enumerate(script.conversations):
+        if conv.model != name:
+            continue
+        if conv.match is not None and re.search(conv.match, text) is None:
+            continue
+        ti = assistant_turns(messages)
+        if ti >= len(conv.turns):
+            raise ScriptLookupError(
+                f"script {path}: scripted/{name} has no turn {ti} in conversations[{ci}] "
+                f"(it has {len(conv.turns)} turns; the request already holds {ti} assistant messages)"
+            )
+        return ci, ti, conv.turns[ti]
+    models = sorted({c.model for c in script.conversations if c.model == name})
+    why = "none of its match patterns is found in the request" if models else "no conversation has this model"
+    raise ScriptLookupError(
+        f"script {path}: no conversation answers scripted/{name} at turn {assistant_turns(messages)}: {why}"
+    )
+
+
+@dataclass(frozen=True)
+class ScriptedRequest:
+    """What one provider call received; tests assert on it instead of on litellm internals."""
+
+    model: str
+    message_count: int
+    tool_names: tuple[str, ...]
+    tool_choice: Any
+    response_format: bool
+    script: str
+    conversation: int | None = None
+    turn: int | None = None
+
+
+@dataclass
+class ScriptedStats:
+    in_flight: int = 0
+    peak_in_flight: int = 0
+    requests: list[ScriptedRequest] = field(default_factory=list)
+    calls: dict[tuple[str, int, int], int] = field(default_factory=dict)
+
+
+_stats = ScriptedStats()
+
+
+def scripted_stats() -> ScriptedStats:
+    """A snapshot of the provider's counters (copies, so later calls do not change it)."""
+    return ScriptedStats(
+        in_flight=_stats.in_flight,
+        peak_in_flight=_stats.peak_in_flight,
+        requests=list(_stats.requests),
+        calls=dict(_stats.calls),
+    )
+
+
+def reset_scripted_stats() -> None:
+    """Forget recorded requests, the peak and the ``fail_times`` counters (a replay starts fresh)."""
+    _stats.peak_in_flight = _stats.in_flight
+    _stats.requests.clear()
+    _stats.calls.clear()
+
+
+def _estimate_tokens(text: str) -> int:
+    return len(text) // 4
+
+
+def _tool_names(tools: Any) -> tuple[str, ...]:
+    names: list[str] = []
+    for tool in tools or []:
+        fn = tool.get("function") if isinstance(tool, dict) else None
+        name = fn.get("name") if isinstance(fn, dict) else None
+        names.append(str(name) if name is not None else "?")
+    return tuple(names)
+
+
+def _prepare_litellm_import() -> None:
+    # Without this litellm fetches its model cost map over the network at import time.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+def _raise_scripted_error(kind: str, model: str, detail: str) -> None:
+    _prepare_litellm_import()
+    from litellm.exceptions import (
+        APIConnectionError,
+        BadRequestError,
+        InternalServerError,
+        RateLimitError,
+        Timeout,
+    )
+
+    message = f"scripted {kind}: {detail}"
+    provider = PROVIDER_NAME
+    if kind == "timeout":
+        raise Timeout(message=message, model=model, llm_provider=provider)
+    if kind == "rate_limit":
+        raise RateLimitError(message=message, model=model, llm_provider=provider)
+    if kind == "server_error":
+        raise InternalServerError(message=message, model=model, llm_provider=provider)
+    if kind == "connection":
+        raise APIConnectionError(message=message, model=model, llm_provider=provider)
+    raise BadRequestError(message=message, model=model, llm_provider=provider)
+
+
+async def _answer(
+    model: str, messages: list[Any], api_base: str | None, optional_params: dict[str, Any]
+) -> Any:
+    import litellm
+
+    record = ScriptedRequest(
+        model=model,
+        message_count=len(messages),
+        tool_names=_tool_names(optional_params.get("tools")),
+        tool_choice=optional_params.get("tool_choice"),
+        response_format=optional_params.get("response_format") is not None,
+        script=api_base or "",
+    )
+    if not api_base:
+        _stats.requests.append(record)
+        raise ScriptLookupError(f"scripted/{model}: no script path given (pass it as api_base)")
+    path = Path(api_base)
+    try:
+        script = load_script(path)
+    except ConfigurationError as exc:
+        _stats.requests.append(record)
+        raise ScriptLookupError(str(exc)) from None
+    try:
+        ci, ti, turn = select_turn(script, path, model, messages)
+    except ScriptLookupError:
+        _stats.requests.append(record)
+        raise
+    _stats.requests.append(ScriptedRequest(**{**record.__dict__, "conversation": ci, "turn": ti}))
+    key = (str(path), ci, ti)
+    seen = _stats.calls.get(key, 0)
+    _stats.calls[key] = seen + 1
+
+    _stats.in_flight += 1
+    _stats.peak_in_flight = max(_stats.peak_in_flight, _stats.in_flight)
+    try:
+        if turn.delay_s > 0:
+            await asyncio.sleep(turn.delay_s)
+    finally:
+        _stats.in_flight -= 1
+
+    if turn.error is not None and (turn.fail_times is None or seen < turn.fail_times):
+        _raise_scripted_error(
+            turn.error, model, f"scripted/{model} conversations[{ci}].turns[{ti}] call {seen + 1}"
+        )
+
+    tool_calls: list[dict[str, Any]] = [
+        {
+            "id": f"call_{ti}_{i}",
+            "type": "function",
+            "function": {"name": tc.name, "arguments": json.dumps(tc.arguments, ensure_ascii=False)},
+        }
+        for i, tc in enumerate(turn.tool_calls)
+    ]
+    if turn.usage is not None:
+        prompt_tokens, completion_tokens = turn.usage.prompt_tokens, turn.usage.completion_tokens
+    else:
+        produced = (turn.content or "") + "".join(t["function"]["arguments"] for t in tool_calls)
+        prompt_tokens = _estimate_tokens(request_text(messages))
+        completion_tokens = _estimate_tokens(produced)
+    message: dict[str, Any] = {"role": "assistant", "content": turn.content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return litellm.ModelResponse(
+        model=f"{PROVIDER_NAME}/{model}",
+        choices=[{"index": 0, "finish_reason": "tool_calls" if tool_calls else "stop", "message": message}],
+        usage={
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    )
+
+
+_provider: Any = None
+_script_error_class: Any = None
+
+
+def script_error_class() -> type[Exception]:
+    """litellm's BadRequestError subclass the provider raises for ``ScriptLookupError``.
+
+    litellm re-wraps foreign exceptions from a custom provider as a (retryable) connection error
+    with a traceback in the message; its own exception types pass through untouched, so the
+    lookup failure travels as one of them and the gateway recognises it by class.
+    """
+    global _script_error_class
+    if _script_error_class is None:
+        _prepare_litellm_import()
+        from litellm.exceptions import BadRequestError
+
+        class ScriptedScriptError(BadRequestError):
+            def __init__(self, detail: str, model: str) -> None:
+                super().__init__(message=detail, model=model, llm_provider=PROVIDER_NAME)
+                self.detail = detail
+
+        _script_error_class = ScriptedScriptError
+    cls: type[Exception] = _script_error_class
+    return cls
+
+
+def scripted_provider() -> Any:
+    """The provider instance (created on first use; imports litellm)."""
+    global _provider
+    if _provider is None:
+        _prepare_litellm_import()
+        from litellm.llms.custom_llm import CustomLLM
+
+        error_cls = script_error_class()
+
+        class ScriptedLLM(CustomLLM):
+            async def acompletion(
+                self, model: str, messages: list[Any], api_base: str | None, *args: Any, **kwargs: Any
+            ) -> Any:
+                optional_params = kwargs.get("optional_params")
+                if optional_params is None and len(args) >= 7:
+                    optional_params = args[6]
+                try:
+                    return await _answer(model, messages, api_base, dict(optional_params or {}))
+                except ScriptLookupError as exc:
+                    raise error_cls(str(exc), model) from None
+
+        _provider = ScriptedLLM()
+    return _provider
+
+
+_primed = False
+
+
+def _prime_litellm_types(litellm: Any) -> None:
+    """Build litellm's response types once with warnings silenced.
+
+    pydantic emits a UserWarning about litellm's ``ReadOnly`` TypedDicts the first time a response
+    with a message is constructed; doing it here keeps it out of user output and out of test runs
+    that turn warnings into errors.
+    """
+    global _primed
+    if _primed:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        litellm.ModelResponse(
+            model="warm-up",
+            choices=[
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls",
+                    "message": {
+                        "role": "assistant",
+                        "content": "",
+                        "tool_calls": [
+                            {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                        ],
+                    },
+                }
+            ],
+            usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        )
+    _primed = True
+
+
+def register_scripted_provider() -> None:
+    """Make ``scripted/*`` models resolvable in litellm; idempotent."""
+    _prepare_litellm_import()
+    import litellm
+
+    _prime_litellm_types(litellm)
+    provider = scripted_provider()
+    entries = [e for e in litellm.custom_provider_map if e.get("provider") != PROVIDER_NAME]
+    entries.append({"provider": PROVIDER_NAME, "custom_handler": provider})
+    litellm.custom_provider_map = entries
