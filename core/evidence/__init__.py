@@ -1,0 +1,33 @@
+"""Evidence: built from the event log, rendered with stable ids for synthesis and validation."""
+
+from core.evidence.builder import (
+    build_run_evidence,
+    run_evidence_from_events,
+    session_messages,
+    transcript_from_events,
+)
+from core.evidence.render import (
+    EvidenceItem,
+    RenderedEvidence,
+    evidence_char_length,
+    render_items,
+    render_packet,
+    render_run,
+)
+from core.evidence.wrapping import EXTERNAL_CONTENT_WARNING, neutralise, wrap_external
+
+__all__ = [
+    "EXTERNAL_CONTENT_WARNING",
+    "EvidenceItem",
+    "RenderedEvidence",
+    "build_run_evidence",
+    "evidence_char_length",
+    "neutralise",
+    "render_items",
+    "render_packet",
+    "render_run",
+    "run_evidence_from_events",
+    "session_messages",
+    "transcript_from_events",
+    "wrap_external",
+]

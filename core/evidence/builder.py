@@ -1,0 +1,124 @@
+"""From the event log to evidence: the only way runs become ``RunEvidence``.
+
+Evidence is rebuilt from transcript and tool events, never from request snapshots, so a compact
+snapshot setting can never reduce what synthesis and validation see.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from core.domain.evidence import RunEvidence, ToolEvidence
+from core.store import EventRecord, Store
+
+
+def transcript_from_events(events: Sequence[EventRecord]) -> list[dict[str, Any]]:
+    """The chat messages these events describe, in order, ready to send to a model again."""
+    messages: list[dict[str, Any]] = []
+    for ev in events:
+        p = ev.payload
+        if ev.kind == "run_started":
+            messages.extend(p.get("input_messages") or [])
+        elif ev.kind == "llm_response_received":
+            msg: dict[str, Any] = {"role": "assistant", "content": p.get("content")}
+            calls = p.get("tool_calls") or []
+            if calls:
+                msg["tool_calls"] = [
+                    {
+                        "id": c["id"],
+                        "type": "function",
+                        "function": {"name": c["name"], "arguments": c["arguments"]},
+                    }
+                    for c in calls
+                ]
+            messages.append(msg)
+        elif ev.kind == "tool_result_recorded":
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": p.get("tool_call_id"),
+                    "name": p.get("tool_name"),
+                    "content": ev.content or "",
+                }
+            )
+        elif ev.kind in ("finalization_requested", "message_added"):
+            messages.append(p["message"])
+    return _drop_dangling_tool_calls(messages)
+
+
+def _drop_dangling_tool_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A run killed between a tool request and its results leaves calls with no answers.
+
+    Providers reject such a history, so calls without results are removed from the replayed
+    transcript (the events themselves stay untouched).
+    """
+    answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        calls = m.get("tool_calls")
+        if calls and any(c["id"] not in answered for c in calls):
+            kept = [c for c in calls if c["id"] in answered]
+            m = {**m}
+            if kept:
+                m["tool_calls"] = kept
+            else:
+                m.pop("tool_calls")
+                if not m.get("content"):
+                    continue
+        out.append(m)
+    return out
+
+
+def run_evidence_from_events(run_id: str, session_id: str, events: Sequence[EventRecord]) -> RunEvidence:
+    tool_results: list[ToolEvidence] = []
+    finish_reason = ""
+    output_text = ""
+    warnings: list[str] = []
+    finished = False
+    for ev in events:
+        if ev.kind == "tool_result_recorded":
+            p = ev.payload
+            tool_results.append(
+                ToolEvidence(
+                    tool_name=str(p.get("tool_name", "")),
+                    tool_call_id=p.get("tool_call_id"),
+                    content=ev.content or "",
+                    event_payload=p,
+                    url=p.get("url"),
+                    title=p.get("title"),
+                    created_at=ev.created_at,
+                    is_error=bool(p.get("is_error", False)),
+                )
+            )
+        elif ev.kind == "run_finished":
+            finished = True
+            finish_reason = str(ev.payload.get("finish_reason", ""))
+            output_text = str(ev.payload.get("output_text") or "")
+            warnings.extend(ev.payload.get("warnings") or [])
+        elif ev.kind == "run_interrupted":
+            warnings.append(str(ev.payload.get("message", "the run was interrupted")))
+    if not finished:
+        finish_reason = finish_reason or "interrupted"
+        if not any("interrupted" in w for w in warnings):
+            warnings.append("the run never recorded its end (the process was interrupted)")
+    return RunEvidence(
+        run_id=run_id,
+        session_id=session_id,
+        output_text=output_text,
+        finish_reason=finish_reason,
+        transcript=transcript_from_events(events),
+        tool_results=tool_results,
+        warnings=warnings,
+    )
+
+
+async def build_run_evidence(store: Store, session_id: str, run_id: str) -> RunEvidence:
+    """Evidence of one run; works for runs that ended by budget, cancellation, error or crash."""
+    events = await store.get_run_event_records(session_id, run_id)
+    return run_evidence_from_events(run_id, session_id, events)
+
+
+async def session_messages(store: Store, session_id: str) -> list[dict[str, Any]]:
+    """Everything the session has said so far, to continue it in a new attempt."""
+    return transcript_from_events(await store.get_session_events(session_id))

@@ -1,0 +1,321 @@
+"""The one renderer of gathered evidence.
+
+Synthesis, validation and the desk all read evidence through this module so that an evidence id
+(``E3``) means the same thing everywhere: the validator cites ``E3``, the citation checker looks up
+``E3`` in the index returned here, and the desk shows the same item. Ids are assigned in packet
+order, so rendering the same packet twice gives the same ids.
+
+Nothing is cut by a fixed count: a 60,000-character tool result is rendered whole. Deciding what
+fits in a context window is the caller's job (chunked validation uses :func:`render_items` to render a
+subset with the original ids).
+
+Every piece of content that came from outside (tool results, agent outputs, and the free-text
+metadata next to them such as titles, URLs and error messages) is either fenced with
+:func:`wrap_external` or forced onto one quoted, neutralised line, so it cannot forge a fence.
+Text is built with lists and one ``join`` because packets can be tens of megabytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from core.domain.evidence import NodeRunResult, RunEvidence, TaskEvidencePacket, ToolEvidence
+from core.evidence.wrapping import EXTERNAL_CONTENT_WARNING, neutralise, wrap_external
+
+__all__ = [
+    "EvidenceItem",
+    "EvidenceKind",
+    "RenderedEvidence",
+    "evidence_char_length",
+    "render_items",
+    "render_packet",
+    "render_run",
+]
+
+EvidenceKind = Literal["tool_result", "node_output", "run_output", "final_output", "transcript"]
+
+_FAILED_NODE_STATUSES = frozenset({"failed", "cancelled", "budget_exhausted"})
+
+
+class EvidenceItem(BaseModel):
+    evidence_id: str
+    kind: EvidenceKind
+    label: str
+    source: str
+    run_id: str | None = None
+    session_id: str | None = None
+    node_id: str | None = None
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    is_error: bool = False
+    url: str | None = None
+    title: str | None = None
+    content: str
+
+
+class RenderedEvidence(BaseModel):
+    text: str
+    items: list[EvidenceItem]
+
+    def by_id(self) -> dict[str, EvidenceItem]:
+        return {item.evidence_id: item for item in self.items}
+
+
+def _quoted(value: str) -> str:
+    """One line, quoted, escapes visible: for external free text that sits outside a fence."""
+    return json.dumps(neutralise(value), ensure_ascii=False)
+
+
+def _one_line(text: str) -> str:
+    """Headers are built partly from names an LLM chose (tool names); keep them on one line and
+    unable to forge a fence."""
+    return neutralise(text).replace("\r", "\\r").replace("\n", "\\n")
+
+
+def _item_header(item: EvidenceItem) -> str:
+    parts = [f"[{item.evidence_id}] {item.kind.replace('_', ' ')}: {item.source}"]
+    if item.url:
+        parts.append(f"url: {_quoted(item.url)}")
+    if item.title:
+        parts.append(f"title: {_quoted(item.title)}")
+    if item.is_error:
+        parts.append("ERROR")
+    return _one_line(" | ".join(parts))
+
+
+def _item_block(item: EvidenceItem) -> str:
+    return f"{_item_header(item)}\n{wrap_external(item.content, label=item.label, item_id=item.evidence_id)}"
+
+
+def render_items(items: list[EvidenceItem], *, include_warning: bool = True) -> str:
+    """Render a subset of items with their original ids (chunked validation, desk previews)."""
+    parts: list[str] = [EXTERNAL_CONTENT_WARNING] if include_warning else []
+    parts.extend(_item_block(item) for item in items)
+    return "\n\n".join(parts) + "\n"
+
+
+class _Builder:
+    """Collects sections and items in order; ``text=False`` skips string work (length metrics)."""
+
+    def __init__(self, *, text: bool = True) -> None:
+        self._want_text = text
+        self.parts: list[str] = []
+        self.items: list[EvidenceItem] = []
+
+    def line(self, text: str) -> None:
+        if self._want_text:
+            self.parts.append(text)
+
+    def item(self, **fields: Any) -> None:
+        item = EvidenceItem(evidence_id=f"E{len(self.items) + 1}", **fields)
+        self.items.append(item)
+        if self._want_text:
+            self.parts.append(_item_block(item))
+
+    def result(self) -> RenderedEvidence:
+        return RenderedEvidence(text="\n\n".join(self.parts) + "\n", items=self.items)
+
+
+def _tool_item(b: _Builder, tool: ToolEvidence, *, run: RunEvidence, where: str, node_id: str | None) -> None:
+    call = f" ({tool.tool_call_id})" if tool.tool_call_id else ""
+    b.item(
+        kind="tool_result",
+        label=f"tool-result:{tool.tool_name}",
+        source=f"{where} / {tool.tool_name}{call}",
+        run_id=run.run_id,
+        session_id=run.session_id,
+        node_id=node_id,
+        tool_name=tool.tool_name,
+        tool_call_id=tool.tool_call_id,
+        is_error=tool.is_error,
+        url=tool.url,
+        title=tool.title,
+        content=tool.content,
+    )
+
+
+def _transcript_text(transcript: Iterable[dict[str, Any]]) -> str:
+    lines: list[str] = []
+    for message in transcript:
+        content = message.get("content")
+        if not isinstance(content, str):
+            content = json.dumps(content, ensure_ascii=False, default=str)
+        extra = {k: v for k, v in message.items() if k not in ("role", "content")}
+        suffix = f" {json.dumps(extra, ensure_ascii=False, default=str)}" if extra else ""
+        lines.append(f"{message.get('role', '?')}{suffix}: {content}")
+    return "\n".join(lines)
+
+
+def _run_body(
+    b: _Builder,
+    run: RunEvidence,
+    *,
+    where: str,
+    node_id: str | None,
+    output: str | None,
+    include_transcript: bool,
+) -> None:
+    """Warnings, tool results, then (optionally) the run's own output as a ``run_output`` item."""
+    for warning in run.warnings:
+        b.line(f"Run warning: {_quoted(warning)}")
+    for tool in run.tool_results:
+        _tool_item(b, tool, run=run, where=where, node_id=node_id)
+    if include_transcript and run.transcript:
+        b.item(
+            kind="transcript",
+            label=f"transcript:{run.run_id}",
+            source=f"{where} transcript",
+            run_id=run.run_id,
+            session_id=run.session_id,
+            node_id=node_id,
+            content=_transcript_text(run.transcript),
+        )
+    if output:
+        b.item(
+            kind="run_output",
+            label=f"run-output:{run.run_id}",
+            source=f"{where} output",
+            run_id=run.run_id,
+            session_id=run.session_id,
+            node_id=node_id,
+            content=output,
+        )
+
+
+def _run_heading(title: str, run: RunEvidence) -> str:
+    finish = f", finish_reason: {run.finish_reason}" if run.finish_reason else ""
+    return _one_line(f"=== {title} (run {run.run_id}, session {run.session_id}{finish}) ===")
+
+
+def _node_section(b: _Builder, node: NodeRunResult, *, include_transcript: bool) -> None:
+    where = f"team node '{node.node_id}'"
+    facts = [f"status: {node.status}"]
+    if node.role:
+        facts.insert(0, f"role: {node.role}")
+    if node.finish_reason:
+        facts.append(f"finish_reason: {node.finish_reason}")
+    if node.error is not None:
+        facts.append(f"error: {_quoted(node.error)}")
+    b.line(_one_line(f"=== Team node '{node.node_id}' ({', '.join(facts)}) ==="))
+    run = node.evidence
+    output = node.output_text or (run.output_text if run is not None else "")
+    if run is None:
+        b.line("(no run evidence recorded for this node)")
+    else:
+        b.line(_one_line(f"Run {run.run_id}, session {run.session_id}"))
+        # The run's own output is shown separately only when it differs from the node output.
+        extra_output = run.output_text if run.output_text and run.output_text != output else None
+        _run_body(
+            b,
+            run,
+            where=where,
+            node_id=node.node_id,
+            output=extra_output,
+            include_transcript=include_transcript,
+        )
+    if output:
+        b.item(
+            kind="node_output",
+            label=f"node-output:{node.node_id}",
+            source=where,
+            run_id=run.run_id if run is not None else None,
+            session_id=run.session_id if run is not None else None,
+            node_id=node.node_id,
+            is_error=node.error is not None or node.status in _FAILED_NODE_STATUSES,
+            content=output,
+        )
+    elif run is not None:
+        b.line("(node produced no output)")
+
+
+def _build_packet(
+    b: _Builder, packet: TaskEvidencePacket, *, include_final_output: bool, include_transcript: bool
+) -> None:
+    b.line(EXTERNAL_CONTENT_WARNING)
+    b.line(_one_line(f"Evidence for task {packet.task_id}, attempt {packet.attempt_index}."))
+    main = packet.main_run
+    if main is not None:
+        b.line(_run_heading("Main run", main))
+        main_output = main.output_text if main.output_text != packet.final_output else None
+        _run_body(
+            b, main, where="main run", node_id=None, output=main_output, include_transcript=include_transcript
+        )
+    covered = {node.evidence.run_id for node in packet.team_node_results if node.evidence is not None}
+    if main is not None:
+        covered.add(main.run_id)
+    for node in packet.team_node_results:
+        _node_section(b, node, include_transcript=include_transcript)
+    for run in packet.team_runs:
+        if run.run_id in covered:
+            continue
+        covered.add(run.run_id)
+        b.line(_run_heading("Team run not attached to a plan node", run))
+        _run_body(
+            b,
+            run,
+            where=f"team run {run.run_id}",
+            node_id=None,
+            output=run.output_text or None,
+            include_transcript=include_transcript,
+        )
+    if include_final_output and packet.final_output:
+        b.line("=== Final output ===")
+        b.item(kind="final_output", label="final-output", source="final output", content=packet.final_output)
+
+
+def render_packet(
+    packet: TaskEvidencePacket, *, include_final_output: bool = True, include_transcript: bool = False
+) -> RenderedEvidence:
+    """Render a whole attempt's evidence: main run, team nodes, stray team runs, final output.
+
+    Transcripts are off by default because tool results and outputs already carry their content;
+    they exist for debugging views that need the model's own turns.
+    """
+    b = _Builder()
+    _build_packet(b, packet, include_final_output=include_final_output, include_transcript=include_transcript)
+    return b.result()
+
+
+def render_run(
+    run: RunEvidence,
+    *,
+    title: str | None = None,
+    node_id: str | None = None,
+    include_output: bool = True,
+    include_transcript: bool = False,
+    include_warning: bool = True,
+) -> RenderedEvidence:
+    """Render one run (typically a node's evidence handed to a downstream node or synthesis).
+
+    Ids start at E1: the ids are local to this rendering, not to the packet.
+    """
+    b = _Builder()
+    if include_warning:
+        b.line(EXTERNAL_CONTENT_WARNING)
+    where = title or (f"team node '{node_id}'" if node_id else f"run {run.run_id}")
+    b.line(_run_heading(where, run))
+    _run_body(
+        b,
+        run,
+        where=where,
+        node_id=node_id,
+        output=run.output_text if include_output and run.output_text else None,
+        include_transcript=include_transcript,
+    )
+    return b.result()
+
+
+def evidence_char_length(packet: TaskEvidencePacket) -> int:
+    """Characters of gathered evidence, for coverage metrics.
+
+    Defined as the total content of the items :func:`render_packet` indexes (tool results, node
+    outputs, run outputs not already equal to the final output, the final output), so a coverage
+    ratio computed against rendered items always has a consistent denominator.
+    """
+    b = _Builder(text=False)
+    _build_packet(b, packet, include_final_output=True, include_transcript=False)
+    return sum(len(item.content) for item in b.items)
