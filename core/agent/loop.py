@@ -1,0 +1,449 @@
+"""The agent's tool loop, as explicit steps: request, call tools, finalize.
+
+Every step leaves session events in the store, so whatever happens to the run (budget,
+cancellation, a provider failure) its evidence is already on disk when it ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from core.config import Settings
+from core.llm import LLMGateway, LLMResponse
+from core.llm.errors import LLMBadRequest, LLMError
+from core.llm.gateway import provider_family
+from core.store import NewEvent, Store
+from core.tools.registry import ToolRegistry, ToolResult
+
+# Finish reasons. Only the first three carry an answer a person may read as the run's answer.
+STOP = "stop"
+FINALIZED = "max_tool_iterations_finalized"
+UNFINALIZED = "max_tool_iterations_unfinalized"
+CANCELLED = "cancelled"
+LLM_ERROR = "llm_error"
+EMPTY = "empty_response"
+USABLE_FINISH_REASONS = frozenset({STOP, FINALIZED})
+
+FINALIZATION_INSTRUCTION = (
+    "The tool budget for this task is spent: no more tools can be called. Answer the task now from "
+    "the evidence already gathered above. Say plainly what you could not confirm or what is missing."
+)
+NO_ANSWER_MESSAGE = (
+    "No usable answer was produced: the agent reached its tool budget and the final answer "
+    "request failed or came back empty. The evidence gathered so far is kept for review."
+)
+
+COMPACT_SNAPSHOT_KEYS = (
+    "iteration",
+    "provider",
+    "model",
+    "message_count",
+    "tool_names",
+    "message_chars",
+    "tool_schema_chars",
+    "max_tokens",
+    "temperature",
+    "thinking",
+)
+_SECRET_KEYS = frozenset(
+    {"api_key", "apikey", "authorization", "x-api-key", "api-key", "headers", "extra_headers"}
+)
+
+
+class RunProgress(BaseModel):
+    run_id: str
+    session_id: str
+    iteration: int
+    phase: str  # "llm" | "tools" | "finalizing" | "finished"
+    current_tool: str | None = None
+    node_id: str | None = None
+
+
+class RunOutcome(BaseModel):
+    run_id: str
+    session_id: str
+    output_text: str
+    finish_reason: str
+    iterations: int
+    error: str | None = None
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+
+    @property
+    def usable(self) -> bool:
+        return self.finish_reason in USABLE_FINISH_REASONS and bool(self.output_text.strip())
+
+
+def scrub_secrets(value: Any) -> Any:
+    """Drop anything that looks like a credential before it can reach the event log."""
+    if isinstance(value, dict):
+        return {k: scrub_secrets(v) for k, v in value.items() if str(k).lower() not in _SECRET_KEYS}
+    if isinstance(value, list):
+        return [scrub_secrets(v) for v in value]
+    return value
+
+
+def _chars(obj: Any) -> int:
+    return len(json.dumps(obj, ensure_ascii=False, default=str))
+
+
+class AgentLoop:
+    """One loop per run; parallel team nodes each get their own instance and session."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        gateway: LLMGateway,
+        tools: ToolRegistry,
+        settings: Settings,
+        on_progress: Callable[[RunProgress], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.gateway = gateway
+        self.tools = tools
+        self.settings = settings
+        self.on_progress = on_progress
+
+    async def run(
+        self,
+        *,
+        session_id: str,
+        history: Sequence[dict[str, Any]],
+        new_messages: Sequence[dict[str, Any]],
+        model: str,
+        task_id: str | None = None,
+        attempt_id: str | None = None,
+        run_kind: str = "agent",
+        node_id: str | None = None,
+        max_tool_iterations: int | None = None,
+        include_tools: bool = True,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> RunOutcome:
+        """Run until the model answers without tools, the budget is spent, or the run is cancelled.
+
+        ``history`` is what the session already holds (earlier runs); ``new_messages`` are added by
+        this run and recorded in ``run_started`` so the transcript can be rebuilt from events alone.
+        """
+        budget = self.settings.max_tool_iterations if max_tool_iterations is None else max_tool_iterations
+        run = await self.store.create_run(
+            session_id=session_id,
+            kind=run_kind,
+            model=model,
+            task_id=task_id,
+            attempt_id=attempt_id,
+            node_id=node_id,
+        )
+        state = _RunState(
+            run_id=run.id,
+            session_id=session_id,
+            task_id=task_id,
+            node_id=node_id,
+            messages=[*history, *new_messages],
+        )
+        schemas = self.tools.schemas() if include_tools and budget > 0 else []
+        await self._append(
+            state,
+            "run_started",
+            {
+                "model": model,
+                "run_kind": run_kind,
+                "node_id": node_id,
+                "attempt_id": attempt_id,
+                "max_tool_iterations": budget,
+                "include_tools": include_tools,
+                "tool_names": [s["function"]["name"] for s in schemas],
+                "input_messages": list(new_messages),
+                "history_length": len(history),
+            },
+        )
+        try:
+            outcome = await self._loop(state, model, schemas, budget, max_tokens, temperature)
+        except asyncio.CancelledError:
+            # Record the end even though we are being cancelled; shield so the write completes.
+            finish = _Finish(CANCELLED, state.last_content or "", "the run was cancelled")
+            await asyncio.shield(self._finish(state, finish))
+            raise
+        await self._finish(state, outcome)
+        return RunOutcome(
+            run_id=state.run_id,
+            session_id=session_id,
+            output_text=outcome.output_text,
+            finish_reason=outcome.finish_reason,
+            iterations=state.iteration,
+            error=outcome.error,
+            messages=state.messages,
+        )
+
+    # ------------------------------------------------------------------ steps
+    async def _loop(
+        self,
+        state: _RunState,
+        model: str,
+        schemas: list[dict[str, Any]],
+        budget: int,
+        max_tokens: int | None,
+        temperature: float | None,
+    ) -> _Finish:
+        tool_rounds = 0
+        while True:
+            state.iteration += 1
+            offered = schemas if schemas and tool_rounds < budget else []
+            self._progress(state, "llm")
+            try:
+                response = await self._request(state, model, offered, None, max_tokens, temperature)
+            except LLMError as exc:
+                return _Finish(LLM_ERROR, "", str(exc))
+            if not response.tool_calls or not offered:
+                text = (response.content or "").strip()
+                if not text:
+                    return _Finish(EMPTY, "", "the model returned an empty answer")
+                return _Finish(STOP, response.content or "", None)
+            await self._call_tools(state, response)
+            tool_rounds += 1
+            if tool_rounds >= budget:
+                return await self._finalize(state, model, schemas, max_tokens, temperature)
+
+    async def _request(
+        self,
+        state: _RunState,
+        model: str,
+        tools: list[dict[str, Any]],
+        tool_choice: str | None,
+        max_tokens: int | None,
+        temperature: float | None,
+    ) -> LLMResponse:
+        snapshot = self._snapshot(state, model, tools, tool_choice, max_tokens, temperature)
+        try:
+            response = await self.gateway.complete(
+                model=model,
+                messages=state.messages,
+                tools=tools or None,
+                tool_choice=tool_choice,
+                max_tokens=max_tokens,
+                temperature=temperature,
+            )
+        except LLMError as exc:
+            await self._append_many(
+                state,
+                [
+                    snapshot,
+                    NewEvent(
+                        kind="llm_call_failed",
+                        payload={"iteration": state.iteration, "kind": exc.kind, "error": str(exc)},
+                    ),
+                ],
+            )
+            raise
+        assistant: dict[str, Any] = {"role": "assistant", "content": response.content}
+        if response.tool_calls:
+            assistant["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in response.tool_calls
+            ]
+        state.messages.append(assistant)
+        state.last_content = response.content or state.last_content
+        received = NewEvent(
+            kind="llm_response_received",
+            payload={
+                "iteration": state.iteration,
+                "content": response.content,
+                "tool_calls": [c.model_dump() for c in response.tool_calls],
+                "finish_reason": response.finish_reason,
+                "usage": response.usage.model_dump(),
+                "latency_s": round(response.latency_s, 6),
+                "model": response.model,
+            },
+        )
+        events = [snapshot, received]
+        if response.tool_calls and tools:
+            events += [
+                NewEvent(
+                    kind="tool_call_started",
+                    payload={
+                        "iteration": state.iteration,
+                        "tool_name": c.name,
+                        "tool_call_id": c.id,
+                        "arguments": c.arguments,
+                    },
+                )
+                for c in response.tool_calls
+            ]
+        await self._append_many(state, events)
+        return response
+
+    def _snapshot(
+        self,
+        state: _RunState,
+        model: str,
+        tools: list[dict[str, Any]],
+        tool_choice: str | None,
+        max_tokens: int | None,
+        temperature: float | None,
+    ) -> NewEvent:
+        payload: dict[str, Any] = {
+            "iteration": state.iteration,
+            "provider": provider_family(model),
+            "model": model,
+            "message_count": len(state.messages),
+            "tool_names": [t["function"]["name"] for t in tools],
+            "message_chars": _chars(state.messages),
+            "tool_schema_chars": _chars(tools) if tools else 0,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "thinking": False,
+        }
+        if not self.settings.debug_full_request_snapshots:
+            return NewEvent(kind="llm_request_snapshotted", payload=payload)
+        full = scrub_secrets({"messages": state.messages, "tools": tools, "tool_choice": tool_choice})
+        return NewEvent(
+            kind="llm_request_snapshotted",
+            payload={**payload, **full},
+            content=json.dumps(full, ensure_ascii=False, default=str),
+        )
+
+    async def _call_tools(self, state: _RunState, response: LLMResponse) -> None:
+        """Run the turn's calls concurrently; append results to the transcript in call order."""
+        self._progress(state, "tools", current_tool=", ".join(c.name for c in response.tool_calls))
+        results: list[ToolResult] = await asyncio.gather(
+            *(self.tools.execute(c.name, c.arguments) for c in response.tool_calls)
+        )
+        events: list[NewEvent] = []
+        for call, result in zip(response.tool_calls, results, strict=True):
+            state.messages.append(
+                {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": result.content}
+            )
+            events.append(
+                NewEvent(
+                    kind="tool_result_recorded",
+                    payload={
+                        "iteration": state.iteration,
+                        "tool_name": call.name,
+                        "tool_call_id": call.id,
+                        "is_error": result.is_error,
+                        "url": result.url,
+                        "title": result.title,
+                        "content_chars": len(result.content),
+                        "data": result.data,
+                    },
+                    content=result.content,
+                )
+            )
+        await self._append_many(state, events)
+
+    async def _finalize(
+        self,
+        state: _RunState,
+        model: str,
+        schemas: list[dict[str, Any]],
+        max_tokens: int | None,
+        temperature: float | None,
+    ) -> _Finish:
+        """One last call with no tools offered: the model must answer from what it gathered."""
+        self._progress(state, "finalizing")
+        instruction = {"role": "user", "content": FINALIZATION_INSTRUCTION}
+        state.messages.append(instruction)
+        await self._append(
+            state, "finalization_requested", {"iteration": state.iteration, "message": instruction}
+        )
+        state.iteration += 1
+        try:
+            try:
+                response = await self._request(state, model, [], None, max_tokens, temperature)
+            except LLMBadRequest as exc:
+                if "tool" not in str(exc).lower():
+                    raise
+                # Some providers insist tools stay declared once tool messages exist.
+                response = await self._request(state, model, schemas, "none", max_tokens, temperature)
+        except LLMError as exc:
+            return _Finish(UNFINALIZED, NO_ANSWER_MESSAGE, f"finalization failed: {exc}")
+        text = (response.content or "").strip()
+        if not text:
+            return _Finish(UNFINALIZED, NO_ANSWER_MESSAGE, "finalization returned no answer")
+        return _Finish(FINALIZED, response.content or "", None)
+
+    async def _finish(self, state: _RunState, finish: _Finish) -> None:
+        warnings = _warnings_for(finish)
+        await self._append(
+            state,
+            "run_finished",
+            {
+                "finish_reason": finish.finish_reason,
+                "output_text": finish.output_text,
+                "error": finish.error,
+                "iterations": state.iteration,
+                "warnings": warnings,
+            },
+        )
+        await self.store.finish_run(
+            state.run_id, finish_reason=finish.finish_reason, output_text=finish.output_text
+        )
+        self._progress(state, "finished")
+
+    # ------------------------------------------------------------------ plumbing
+    async def _append(
+        self, state: _RunState, kind: str, payload: dict[str, Any], content: str | None = None
+    ) -> None:
+        await self._append_many(state, [NewEvent(kind=kind, payload=payload, content=content)])
+
+    async def _append_many(self, state: _RunState, events: list[NewEvent]) -> None:
+        await self.store.append_events(state.session_id, events, run_id=state.run_id, task_id=state.task_id)
+
+    def _progress(self, state: _RunState, phase: str, current_tool: str | None = None) -> None:
+        if self.on_progress is not None:
+            self.on_progress(
+                RunProgress(
+                    run_id=state.run_id,
+                    session_id=state.session_id,
+                    iteration=state.iteration,
+                    phase=phase,
+                    current_tool=current_tool,
+                    node_id=state.node_id,
+                )
+            )
+
+
+class _RunState:
+    __slots__ = ("iteration", "last_content", "messages", "node_id", "run_id", "session_id", "task_id")
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        session_id: str,
+        task_id: str | None,
+        node_id: str | None,
+        messages: list[dict[str, Any]],
+    ) -> None:
+        self.run_id = run_id
+        self.session_id = session_id
+        self.task_id = task_id
+        self.node_id = node_id
+        self.messages = messages
+        self.iteration = 0
+        self.last_content: str | None = None
+
+
+class _Finish:
+    __slots__ = ("error", "finish_reason", "output_text")
+
+    def __init__(self, finish_reason: str, output_text: str, error: str | None) -> None:
+        self.finish_reason = finish_reason
+        self.output_text = output_text
+        self.error = error
+
+
+def _warnings_for(finish: _Finish) -> list[str]:
+    messages = {
+        FINALIZED: "the tool budget was reached; the answer was written from the evidence gathered so far",
+        UNFINALIZED: "the tool budget was reached and no final answer could be produced",
+        CANCELLED: "the run was cancelled before it finished",
+        LLM_ERROR: f"the model call failed: {finish.error}",
+        EMPTY: "the model returned an empty answer",
+    }
+    return [messages[finish.finish_reason]] if finish.finish_reason in messages else []
