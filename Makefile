@@ -35,5 +35,8 @@ pytest: $(TEST_STAMP)
 
 test: lint typecheck pytest
 
+bench: $(TEST_STAMP)
+	for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -229,7 +229,7 @@ class AgentLoop:
                 temperature=temperature,
             )
         except LLMError as exc:
-            await self._append_many(
+            self._enqueue(
                 state,
                 [
                     snapshot,
@@ -274,7 +274,7 @@ class AgentLoop:
                 )
                 for c in response.tool_calls
             ]
-        await self._append_many(state, events)
+        self._enqueue(state, events)
         return response
 
     def _snapshot(
@@ -301,9 +301,11 @@ class AgentLoop:
         if not self.settings.debug_full_request_snapshots:
             return NewEvent(kind="llm_request_snapshotted", payload=payload)
         full = scrub_secrets({"messages": state.messages, "tools": tools, "tool_choice": tool_choice})
+        # The full request is stored once, in ``content``; duplicating it in the payload is what
+        # made request logs balloon before compact snapshots existed.
         return NewEvent(
             kind="llm_request_snapshotted",
-            payload={**payload, **full},
+            payload={**payload, "full_request": True},
             content=json.dumps(full, ensure_ascii=False, default=str),
         )
 
@@ -334,7 +336,7 @@ class AgentLoop:
                     content=result.content,
                 )
             )
-        await self._append_many(state, events)
+        self._enqueue(state, events)
 
     async def _finalize(
         self,
@@ -393,6 +395,10 @@ class AgentLoop:
 
     async def _append_many(self, state: _RunState, events: list[NewEvent]) -> None:
         await self.store.append_events(state.session_id, events, run_id=state.run_id, task_id=state.task_id)
+
+    def _enqueue(self, state: _RunState, events: list[NewEvent]) -> None:
+        """Mid-run events are written behind the loop; run start and end are awaited."""
+        self.store.enqueue_events(state.session_id, events, run_id=state.run_id, task_id=state.task_id)
 
     def _progress(self, state: _RunState, phase: str, current_tool: str | None = None) -> None:
         if self.on_progress is not None:

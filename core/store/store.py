@@ -119,6 +119,9 @@ class Store:
         self._sessions = async_sessionmaker(engine, expire_on_commit=False)
         self._write_sessions = async_sessionmaker(self.write_engine, expire_on_commit=False)
         self._write_lock = asyncio.Lock()
+        self._queue: list[tuple[str, list[NewEvent], str | None, str | None]] = []
+        self._writer: asyncio.Task[None] | None = None
+        self._writer_error: Exception | None = None
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
@@ -142,7 +145,10 @@ class Store:
         return store
 
     async def close(self) -> None:
-        await self.engine.dispose()
+        try:
+            await self.flush()
+        finally:
+            await self.engine.dispose()
         if self.write_engine is not self.engine:
             await self.write_engine.dispose()
 
@@ -439,35 +445,91 @@ class Store:
     ) -> list[EventRecord]:
         """Append several events of one session atomically, with contiguous ``seq`` numbers.
 
-        Uses Core statements rather than the ORM: the event log is the hot write path of every
-        run, and one transaction per batch keeps the per-turn cost of the agent loop low.
+        Anything queued with ``enqueue_events`` is written first, so the log keeps the order in
+        which a coroutine produced its events.
         """
+        await self.flush()
         if not events:
             return []
-        now = utcnow()
         async with self._write_conn() as conn:
-            first = await conn.scalar(
-                update(SessionRow)
-                .where(SessionRow.id == session_id)
-                .values(next_seq=SessionRow.next_seq + len(events))
-                .returning(SessionRow.next_seq - len(events))
-            )
-            if first is None:
-                raise StoreError(f"no session with id {session_id!r}")
-            rows = [
-                {
-                    "session_id": session_id,
-                    "run_id": run_id,
-                    "task_id": task_id,
-                    "seq": int(first) + i,
-                    "kind": ev.kind,
-                    "payload": ev.payload,
-                    "content": ev.content,
-                    "created_at": now,
-                }
-                for i, ev in enumerate(events)
-            ]
-            ids = (await conn.execute(insert(EventRow).returning(EventRow.id), rows)).scalars().all()
+            return await self._insert_events(conn, session_id, events, run_id, task_id)
+
+    def enqueue_events(
+        self,
+        session_id: str,
+        events: Sequence[NewEvent],
+        *,
+        run_id: str | None = None,
+        task_id: str | None = None,
+    ) -> None:
+        """Write-behind append for the agent loop's hot path.
+
+        The events are committed by one background writer that coalesces everything queued into
+        a single transaction, so a turn does not wait for its log writes. ``flush()`` (called by
+        every read of the log and by ``append_events``) waits until they are durable. A process
+        killed between enqueue and commit loses at most the last few milliseconds of events; the
+        run then has no ``run_finished`` and crash recovery marks it interrupted.
+        """
+        if self._writer_error is not None:
+            raise StoreError(f"the event log could not be written: {self._writer_error}")
+        if not events:
+            return
+        self._queue.append((session_id, list(events), run_id, task_id))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.get_running_loop().create_task(self._drain_queue())
+
+    async def _drain_queue(self) -> None:
+        while self._queue:
+            batch, self._queue = self._queue, []
+            try:
+                async with self._write_conn() as conn:
+                    for session_id, events, run_id, task_id in batch:
+                        await self._insert_events(conn, session_id, events, run_id, task_id)
+            except Exception as exc:  # surfaced by the next flush()
+                self._writer_error = exc
+                self._queue.clear()
+                return
+
+    async def flush(self) -> None:
+        """Wait until every queued event is committed; raise if the writer failed."""
+        while self._writer is not None and not self._writer.done():
+            await asyncio.shield(self._writer)
+        if self._writer_error is not None:
+            error, self._writer_error = self._writer_error, None
+            raise StoreError(f"the event log could not be written: {error}")
+
+    async def _insert_events(
+        self,
+        conn: AsyncConnection,
+        session_id: str,
+        events: Sequence[NewEvent],
+        run_id: str | None,
+        task_id: str | None,
+    ) -> list[EventRecord]:
+        # Core statements, not the ORM: this is the hot write path of every run.
+        now = utcnow()
+        first = await conn.scalar(
+            update(SessionRow)
+            .where(SessionRow.id == session_id)
+            .values(next_seq=SessionRow.next_seq + len(events))
+            .returning(SessionRow.next_seq - len(events))
+        )
+        if first is None:
+            raise StoreError(f"no session with id {session_id!r}")
+        rows = [
+            {
+                "session_id": session_id,
+                "run_id": run_id,
+                "task_id": task_id,
+                "seq": int(first) + i,
+                "kind": ev.kind,
+                "payload": ev.payload,
+                "content": ev.content,
+                "created_at": now,
+            }
+            for i, ev in enumerate(events)
+        ]
+        ids = (await conn.execute(insert(EventRow).returning(EventRow.id), rows)).scalars().all()
         return [EventRecord(id=int(i), **row) for i, row in zip(ids, rows, strict=True)]
 
     @asynccontextmanager
@@ -485,6 +547,7 @@ class Store:
             .where(EventRow.session_id == session_id, EventRow.run_id == run_id)
             .order_by(EventRow.seq)
         )
+        await self.flush()
         async with self._read() as s:
             return [EventRecord.model_validate(r) for r in (await s.scalars(q)).all()]
 
@@ -494,6 +557,7 @@ class Store:
         q = select(EventRow).where(EventRow.session_id == session_id)
         if kinds:
             q = q.where(EventRow.kind.in_(list(kinds)))
+        await self.flush()
         async with self._read() as s:
             return [EventRecord.model_validate(r) for r in (await s.scalars(q.order_by(EventRow.seq))).all()]
 
@@ -501,6 +565,7 @@ class Store:
         q = select(EventRow).where(EventRow.task_id == task_id)
         if kinds:
             q = q.where(EventRow.kind.in_(list(kinds)))
+        await self.flush()
         async with self._read() as s:
             return [EventRecord.model_validate(r) for r in (await s.scalars(q.order_by(EventRow.id))).all()]
 

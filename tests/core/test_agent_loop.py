@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -160,9 +161,10 @@ async def test_full_snapshots_only_with_debug_flag_and_never_secrets(
     outcome = await _run(store, settings, gateway_for)
     events = await store.get_run_event_records(outcome.session_id, outcome.run_id)
     snaps = [e for e in events if e.kind == "llm_request_snapshotted"]
-    assert set(COMPACT_SNAPSHOT_KEYS) < set(snaps[0].payload)
-    assert snaps[0].payload["messages"][0]["content"] == "question"
-    assert snaps[0].payload["tools"][0]["function"]["name"] == "lookup"
+    assert set(snaps[0].payload) == {*COMPACT_SNAPSHOT_KEYS, "full_request"}
+    full = json.loads(snaps[0].content or "")
+    assert full["messages"][0]["content"] == "question"
+    assert full["tools"][0]["function"]["name"] == "lookup"
     blob = " ".join(f"{e.payload} {e.content}" for e in events).lower()
     assert "sk-test-secret" not in blob and "authorization" not in blob and "api_key" not in blob
 

@@ -124,3 +124,18 @@ async def test_task_lookup_by_short_prefix(db_url: str) -> None:
     with pytest.raises(StoreError, match="no task"):
         await store.get_task("zzzzzzzz")
     await store.close()
+
+
+async def test_write_behind_keeps_order_and_reports_failures(db_url: str) -> None:
+    store = await Store.open(db_url)
+    session = await store.create_session(task_id=None, kind="main")
+    store.enqueue_events(session.id, [NewEvent(kind="queued", payload={"n": n}) for n in range(3)])
+    await store.append_event(session.id, "direct", {})
+    events = await store.get_session_events(session.id)
+    assert [(e.seq, e.kind) for e in events] == [(1, "queued"), (2, "queued"), (3, "queued"), (4, "direct")]
+
+    store.enqueue_events("no-such-session", [NewEvent(kind="lost", payload={})])
+    with pytest.raises(StoreError, match="event log could not be written"):
+        await store.flush()
+    await store.flush()  # the failure is reported once, then the store is usable again
+    await store.close()
