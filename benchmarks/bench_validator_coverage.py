@@ -1,0 +1,158 @@
+"""Validator evidence coverage on a large packet: bytes of evidence in the validator's input / bytes gathered.
+
+Builds a packet of 30 tool results (about 6 MB), validates it through the real gateway and the
+scripted provider, and measures coverage independently of the service's own bookkeeping: every
+request sent to the validator is recorded, and each item's content is looked up in those requests
+in 4 KB segments. Run twice: with the whole packet in one request (the scripted model has no
+window), and with chunking forced by a 200,000-token ``validator_context_tokens``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._common import scratch_dir, scripted_settings
+from core.config import Settings
+from core.domain.evidence import RunEvidence, TaskEvidencePacket, ToolEvidence
+from core.evidence import evidence_char_length, neutralise
+from core.llm import LLMGateway
+from core.store import Store
+from core.validation import ValidationService
+
+TOOL_RESULTS = 30
+ITEM_CHARS = 200_000
+SEGMENT = 4096
+
+VERDICT = json.dumps(
+    {
+        "goal_achievement": "answered",
+        "completeness": "complete",
+        "rule_compliance": "no rules",
+        "status": "accepted",
+        "score": 0.9,
+        "citations": [],
+    }
+)
+FINDINGS = json.dumps({"findings": [], "notes": ""})
+
+
+class RecordingGateway(LLMGateway):
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings, retry_backoff_s=0.001)
+        self.sent: list[str] = []
+
+    async def complete(self, **kwargs: Any) -> Any:
+        self.sent.append("\n".join(str(m.get("content") or "") for m in kwargs["messages"]))
+        return await super().complete(**kwargs)
+
+
+def build_packet() -> TaskEvidencePacket:
+    tools = []
+    for i in range(TOOL_RESULTS):
+        lines, size, j = [], 0, 0
+        while size < ITEM_CHARS:
+            line = f"doc {i:02d} line {j:05d}: revenue for segment {j % 17} was {1000 + (i * 7919 + j * 104729) % 9000} units."
+            lines.append(line)
+            size += len(line) + 1
+            j += 1
+        tools.append(
+            ToolEvidence(tool_name="read_document", tool_call_id=f"call_{i}", content="\n".join(lines))
+        )
+    run = RunEvidence(run_id="run-main", session_id="sess-main", output_text="", tool_results=tools)
+    answer = "Revenue grew in every segment; segment 3 led with 9,412 units."
+    return TaskEvidencePacket(task_id="bench", attempt_index=1, main_run=run, final_output=answer)
+
+
+def _found(piece: str, haystack: str, hint: int) -> int:
+    """Position of ``piece`` in ``haystack`` (searched from ``hint`` first), or -1."""
+    at = haystack.find(piece, hint)
+    return at if at >= 0 else haystack.find(piece)
+
+
+def measured_coverage(packet: TaskEvidencePacket, sent: list[str]) -> float:
+    """Bytes of each item's content found, segment by segment, in what the validator received.
+
+    A chunk boundary can fall inside a segment; then the longest prefix present is counted and the
+    rest of the segment is looked up again, so split items are measured exactly.
+    """
+    haystack = "\n".join(sent)
+    contents = [neutralise(t.content) for t in packet.main_run.tool_results] if packet.main_run else []
+    contents.append(neutralise(packet.final_output))
+    found, pos = 0, 0
+    for content in contents:
+        for start in range(0, len(content), SEGMENT):
+            rest = content[start : start + SEGMENT]
+            while rest:
+                at = _found(rest, haystack, pos)
+                if at >= 0:
+                    found, pos = found + len(rest), at
+                    break
+                lo, hi = 0, len(rest)  # longest present prefix: presence is monotone in length
+                while lo < hi:
+                    mid = (lo + hi + 1) // 2
+                    if _found(rest[:mid], haystack, pos) >= 0:
+                        lo = mid
+                    else:
+                        hi = mid - 1
+                if lo == 0:
+                    rest = rest[1:]  # this character never reached the validator
+                    continue
+                found += lo
+                rest = rest[lo:]
+    return found / evidence_char_length(packet)
+
+
+async def run_case(label: str, **overrides: Any) -> None:
+    folder = scratch_dir()
+    conversations = [
+        {"model": "validator", "match": "Findings from the evidence chunks", "turns": [{"content": VERDICT}]},
+        {"model": "validator", "match": "Evidence review, chunk", "turns": [{"content": FINDINGS}]},
+        {"model": "validator", "turns": [{"content": VERDICT}]},
+    ]
+    settings = scripted_settings(folder, conversations, **overrides)
+    store = await Store.open(settings.db_url)
+    try:
+        packet = build_packet()
+        task = await store.create_task("Summarise revenue by segment")
+        attempt = await store.create_attempt(task.id, 1, trigger="initial", prompt="Summarise revenue")
+        session = await store.create_session(task_id=task.id, kind="main")
+        gateway = RecordingGateway(settings)
+        started = time.perf_counter()
+        report = await ValidationService(store, gateway, settings).validate(
+            packet,
+            task_text="Summarise revenue by segment",
+            history=[],
+            task_id=task.id,
+            attempt_id=attempt.id,
+            attempt_index=1,
+            session_id=session.id,
+            agent_model="gpt-4o",
+        )
+        elapsed = time.perf_counter() - started
+        gathered = evidence_char_length(packet)
+        coverage = measured_coverage(packet, gateway.sent)
+        print(
+            f"{label:<34} gathered {gathered / 1e6:6.2f} MB  requests {len(gateway.sent):3d}  "
+            f"strategy {report.debug['strategy']:<8} chunks {report.debug['chunk_count']:3d}  "
+            f"coverage measured {coverage:7.2%}  reported {report.debug['coverage']:7.2%}  "
+            f"status {report.result.status}  {elapsed:5.1f} s"
+        )
+    finally:
+        await store.close()
+
+
+async def main() -> None:
+    await run_case("single request (no window limit)")
+    await run_case("chunked (200k-token window)", validator_context_tokens=200_000)
+    await run_case("chunked (32k-token window)", validator_context_tokens=32_000)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,311 @@
+"""Structured output: ask for JSON matching a schema, check it ourselves, re-ask with one error.
+
+Why a hand-written loop instead of Instructor: the product needs every failed parse to become an
+``output_schema_validation_failed`` event *before* the retry decision, a stuck-loop stop after two
+identical errors, re-asks that carry only the latest failure (the prompt never grows attempt by
+attempt), a fallback model, transport errors that never trigger a schema re-ask, and every attempt
+going through ``LLMGateway`` so usage is recorded. That is a small loop over pydantic (and
+``jsonschema`` for plain-dict schemas, already a litellm dependency), and it keeps one code path for
+the validator, the planner and agent answers with a declared output schema.
+
+The response is parsed strictly: one JSON value, optionally inside a single markdown code fence.
+Prose around the JSON is a parse failure, not something to dig a JSON object out of, because a
+judge whose answer had to be excavated from prose (or from echoed prompt-injection text) is not a
+reliable judge.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from core.errors import ConfigurationError
+from core.llm.errors import LLMError
+from core.llm.gateway import LLMGateway, TokenUsage
+
+__all__ = [
+    "GENERIC_FEEDBACK",
+    "SchemaFailure",
+    "SchemaViolation",
+    "StructuredOutcome",
+    "check_structured",
+    "complete_structured",
+    "default_feedback",
+]
+
+T = TypeVar("T")
+
+Stage = Literal["json-parse", "schema-validate"]
+OutcomeStatus = Literal["ok", "schema-stuck-loop", "schema-retry-exhausted", "transport-error", "empty"]
+
+GENERIC_FEEDBACK = (
+    "Your previous reply could not be used because it did not match the requested JSON schema. "
+    "Reply again with only one JSON object that matches the schema: no prose, no code fences."
+)
+
+# The bad output is echoed back so the model sees its mistake; a multi-megabyte runaway answer is
+# cut in the echo only (the failure event keeps it whole), or one bad reply could fill the window.
+ECHO_LIMIT_CHARS = 20_000
+
+
+class SchemaFailure(BaseModel):
+    stage: Stage
+    attempt: int  # 1-based call number within the current model's loop
+    retries: int  # schema re-asks made so far in this request, across models
+    message: str
+    raw_output: str
+    model: str
+
+
+class SchemaViolation(ValueError):
+    """A custom ``parse`` callable raises this to say which stage failed and why."""
+
+    def __init__(self, message: str, *, stage: Stage = "schema-validate") -> None:
+        super().__init__(message)
+        self.stage: Stage = stage
+
+
+@dataclass
+class StructuredOutcome(Generic[T]):
+    status: OutcomeStatus
+    model_used: str
+    value: T | None = None
+    raw: str = ""
+    retries: int = 0
+    error: str | None = None
+    error_kind: str | None = None  # LLMError.kind for transport errors
+    failures: list[SchemaFailure] = field(default_factory=list)
+    calls: int = 0
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    latency_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and self.value is not None
+
+
+_FENCE = re.compile(r"^```[A-Za-z0-9_-]*[ \t]*\r?\n(?P<body>.*)\r?\n[ \t]*```$", re.DOTALL)
+
+
+def _json_text(raw: str) -> str:
+    text = raw.strip()
+    match = _FENCE.match(text)
+    return match.group("body") if match else text
+
+
+def _pydantic_message(exc: ValidationError) -> str:
+    # Input values are left out on purpose: two replies with the same mistake must give the same
+    # message, which is what the stuck-loop check compares.
+    errors = exc.errors(include_url=False, include_input=False)
+    parts = [f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}" for err in errors[:6]]
+    more = f" (and {len(errors) - 6} more)" if len(errors) > 6 else ""
+    return "; ".join(parts) + more
+
+
+def _schema_validator(schema: dict[str, Any]) -> Any:
+    from jsonschema import validators
+    from jsonschema.exceptions import SchemaError
+
+    cls = validators.validator_for(schema)
+    try:
+        cls.check_schema(schema)
+    except SchemaError as exc:
+        raise ConfigurationError(f"invalid output JSON schema: {exc.message}") from None
+    return cls(schema)
+
+
+def check_structured(
+    raw: str,
+    output: type[BaseModel] | dict[str, Any],
+    *,
+    parse: Callable[[str], Any] | None = None,
+    validator: Any = None,
+) -> tuple[Any, tuple[Stage, str] | None]:
+    """Parse one reply: ``(value, None)`` or ``(None, (stage, message))``. Never raises for bad text.
+
+    Public so the agent loop can check a terminal answer against a task's declared schema with the
+    same rules the re-ask loop uses.
+    """
+    if not raw.strip():
+        return None, ("json-parse", "the reply was empty; expected one JSON object")
+    if parse is not None:
+        try:
+            return parse(raw), None
+        except SchemaViolation as exc:
+            return None, (exc.stage, str(exc) or type(exc).__name__)
+        except json.JSONDecodeError as exc:
+            return None, ("json-parse", f"{exc.msg} at line {exc.lineno} column {exc.colno}")
+        except ValidationError as exc:
+            return None, ("schema-validate", _pydantic_message(exc))
+        except (ValueError, TypeError, KeyError, RecursionError) as exc:
+            return None, ("schema-validate", f"{type(exc).__name__}: {exc}"[:500])
+    try:
+        data = json.loads(_json_text(raw))
+    except json.JSONDecodeError as exc:
+        hint = " (only the JSON object is allowed, without text around it)" if exc.msg == "Extra data" else ""
+        return None, ("json-parse", f"{exc.msg} at line {exc.lineno} column {exc.colno}{hint}")
+    except RecursionError:
+        return None, ("json-parse", "the JSON is nested too deeply")
+    if isinstance(output, dict):
+        check = validator if validator is not None else _schema_validator(output)
+        error = next(iter(sorted(check.iter_errors(data), key=lambda e: list(e.path))), None)
+        if error is not None:
+            where = "/".join(str(p) for p in error.path) or "(top level)"
+            return None, ("schema-validate", f"{where}: {error.message}"[:500])
+        return data, None
+    if not isinstance(data, dict):
+        return None, ("schema-validate", f"expected a JSON object, got {type(data).__name__}")
+    try:
+        return output.model_validate(data), None
+    except ValidationError as exc:
+        return None, ("schema-validate", _pydantic_message(exc))
+    except RecursionError:
+        return None, ("schema-validate", "the JSON is nested too deeply")
+
+
+def default_feedback(failure: SchemaFailure) -> str:
+    what = "was not valid JSON" if failure.stage == "json-parse" else "did not match the schema"
+    return (
+        f"Your previous reply {what}: {failure.message}\n"
+        "Reply again with only one JSON object that matches the requested schema: "
+        "no prose before or after it, no code fences."
+    )
+
+
+def _response_format(output: type[BaseModel] | dict[str, Any]) -> dict[str, Any] | type[BaseModel]:
+    if isinstance(output, dict):
+        name = str(output.get("title") or "output")
+        safe = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "output"
+        return {"type": "json_schema", "json_schema": {"name": safe, "schema": output}}
+    return output
+
+
+def _echo(raw: str) -> str:
+    if len(raw) <= ECHO_LIMIT_CHARS:
+        return raw
+    return (
+        raw[:ECHO_LIMIT_CHARS]
+        + f"\n[... {len(raw) - ECHO_LIMIT_CHARS} more characters of this reply omitted ...]"
+    )
+
+
+async def complete_structured(
+    gateway: LLMGateway,
+    *,
+    model: str,
+    messages: list[dict[str, Any]],
+    output: type[BaseModel] | dict[str, Any],
+    max_retries: int,
+    fallback_model: str | None = None,
+    on_failure: Callable[[SchemaFailure], Awaitable[None]] | None = None,
+    timeout_s: float | None = None,
+    feedback_builder: Callable[[SchemaFailure], str] | None = None,
+    parse: Callable[[str], Any] | None = None,
+) -> StructuredOutcome[Any]:
+    """One structured answer, re-asking on schema failures and falling back to another model.
+
+    ``messages`` is never modified: re-ask messages live only in the request, so nothing of a
+    failed attempt reaches a session transcript. Transport failures (timeouts, rate limits, server
+    and connection errors, after the gateway's own retries) go straight to the fallback model, if
+    any, never to a schema re-ask. ``CancelledError`` propagates.
+    """
+    validator = _schema_validator(output) if isinstance(output, dict) and parse is None else None
+    outcome: StructuredOutcome[Any] = StructuredOutcome(status="empty", model_used=model)
+    models = [model] + ([fallback_model] if fallback_model and fallback_model != model else [])
+    for current in models:
+        outcome.model_used = current
+        await _run_model(
+            gateway,
+            outcome,
+            model=current,
+            messages=messages,
+            output=output,
+            max_retries=max_retries,
+            on_failure=on_failure,
+            timeout_s=timeout_s,
+            feedback_builder=feedback_builder,
+            parse=parse,
+            validator=validator,
+        )
+        if outcome.status == "ok":
+            break
+    return outcome
+
+
+async def _run_model(
+    gateway: LLMGateway,
+    outcome: StructuredOutcome[Any],
+    *,
+    model: str,
+    messages: list[dict[str, Any]],
+    output: type[BaseModel] | dict[str, Any],
+    max_retries: int,
+    on_failure: Callable[[SchemaFailure], Awaitable[None]] | None,
+    timeout_s: float | None,
+    feedback_builder: Callable[[SchemaFailure], str] | None,
+    parse: Callable[[str], Any] | None,
+    validator: Any,
+) -> None:
+    response_format = _response_format(output) if gateway.supports_response_format(model) else None
+    extra: list[dict[str, Any]] = []
+    previous: tuple[Stage, str] | None = None
+    all_empty = True
+    for attempt in range(1, max_retries + 2):
+        try:
+            response = await gateway.complete(
+                model=model,
+                messages=[*messages, *extra],
+                response_format=response_format,
+                timeout_s=timeout_s,
+            )
+        except LLMError as exc:
+            outcome.status, outcome.error, outcome.error_kind = "transport-error", str(exc), exc.kind
+            return
+        outcome.calls += 1
+        outcome.latency_s += response.latency_s
+        outcome.usage = TokenUsage(
+            prompt_tokens=outcome.usage.prompt_tokens + response.usage.prompt_tokens,
+            completion_tokens=outcome.usage.completion_tokens + response.usage.completion_tokens,
+            total_tokens=outcome.usage.total_tokens + response.usage.total_tokens,
+        )
+        raw = response.content or ""
+        outcome.raw = raw
+        value, problem = check_structured(raw, output, parse=parse, validator=validator)
+        if problem is None:
+            outcome.status, outcome.value, outcome.error = "ok", value, None
+            return
+        all_empty = all_empty and not raw.strip()
+        stage, message = problem
+        failure = SchemaFailure(
+            stage=stage,
+            attempt=attempt,
+            retries=outcome.retries,
+            message=message,
+            raw_output=raw,
+            model=model,
+        )
+        outcome.failures.append(failure)
+        outcome.error = f"{model}: {stage}: {message}"
+        if on_failure is not None:
+            await on_failure(failure)
+        if problem == previous:
+            outcome.status = "empty" if all_empty else "schema-stuck-loop"
+            return
+        if attempt > max_retries:
+            outcome.status = "empty" if all_empty else "schema-retry-exhausted"
+            return
+        previous = problem
+        try:
+            feedback = (
+                feedback_builder(failure) if feedback_builder is not None else default_feedback(failure)
+            )
+        except Exception:
+            feedback = GENERIC_FEEDBACK
+        # Only the latest failure travels: the request is the original plus one exchange.
+        extra = [{"role": "assistant", "content": _echo(raw)}, {"role": "user", "content": feedback}]
+        outcome.retries += 1

@@ -1,0 +1,72 @@
+"""Rendering of the validator prompts from the templates under ``resources/prompts``.
+
+Order follows long-context practice: the task, the rules and the rubric first, the evidence in the
+middle, the recent conversation and the answer last, then a short restatement of the rubric. The
+evidence text arrives already rendered (and fenced) by ``core.evidence``; nothing here cuts it.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+from core.evidence.wrapping import neutralise, wrap_external
+from core.resources import prompts_dir
+
+__all__ = ["HISTORY_MESSAGES", "format_history", "render_template", "system_prompt", "wrap_answer"]
+
+HISTORY_MESSAGES = 30
+
+
+@lru_cache(maxsize=1)
+def _environment() -> Any:
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(prompts_dir())),
+        autoescape=False,  # markdown for a model, not HTML; external content is fenced instead
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+
+
+def render_template(name: str, **values: Any) -> str:
+    return str(_environment().get_template(name).render(**values))
+
+
+def system_prompt() -> str:
+    return render_template("validation_system.md.j2").strip()
+
+
+def _message_line(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if content is None:
+        content = ""
+    elif not isinstance(content, str):
+        content = json.dumps(content, ensure_ascii=False, default=str)
+    calls = message.get("tool_calls") or []
+    names = []
+    for call in calls if isinstance(calls, list) else []:
+        fn = call.get("function") if isinstance(call, dict) else None
+        names.append(str(fn.get("name")) if isinstance(fn, dict) else "?")
+    suffix = f" [tool calls: {', '.join(names)}]" if names else ""
+    role = str(message.get("role", "?")).replace("\n", " ")
+    return f"{role}{suffix}: {content}"
+
+
+def format_history(history: list[dict[str, Any]]) -> tuple[str, int]:
+    """The last ``HISTORY_MESSAGES`` messages, fenced as external content (they quote tool output)."""
+    recent = history[-HISTORY_MESSAGES:]
+    if not recent:
+        return "", 0
+    text = "\n\n".join(_message_line(m) for m in recent)
+    return wrap_external(text, label="conversation-history"), len(recent)
+
+
+def wrap_answer(answer: str) -> str:
+    return wrap_external(answer, label="final-answer")
+
+
+def one_line(text: str) -> str:
+    return neutralise(text).replace("\r", " ").replace("\n", " ")

@@ -1,0 +1,562 @@
+"""Evidence-grounded validation of one attempt: policy, prompt, budget, verdict, citations, snapshot.
+
+Fail-open by design: every model problem (timeout, unparseable output, provider failure, a
+chunk that could not be reviewed) becomes a ``validator_error`` result that still reaches the
+analyst with the answer; only cancellation propagates. An unparseable or empty reply is never
+counted as accepted.
+
+Policy-skipped validations (``validation_mode`` off, or ``keywords`` with no trigger in the answer)
+return ``skipped=True`` with status ``insufficient_evidence`` (the answer was not confirmed) and an
+issue saying why; they write the snapshot event (so the audit trail says why nothing was judged)
+but no validation row, so nothing is ever stored as an endorsement that did not happen.
+
+Deterministic pre-checks (empty answer, run ended with tool calls pending) are not skips: they are
+clear task failures and return ``rejected`` without an LLM call, whatever the mode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from core.config import Settings, ValidationMode
+from core.domain.evidence import TaskEvidencePacket
+from core.domain.status import ValidationStatus
+from core.domain.validation import CitationCheck, FailureCategory, ValidationResult
+from core.evidence.render import (
+    EvidenceItem,
+    RenderedEvidence,
+    evidence_char_length,
+    render_items,
+    render_packet,
+)
+from core.evidence.wrapping import wrap_external
+from core.llm.gateway import LLMGateway, provider_family
+from core.llm.structured import SchemaFailure, StructuredOutcome, complete_structured
+from core.store.store import Store
+from core.validation.chunking import plan_chunks
+from core.validation.citations import check_citations, normalise_id
+from core.validation.prompt import format_history, one_line, render_template, system_prompt, wrap_answer
+from core.validation.schema import ChunkFindings, ValidatorOutput
+
+__all__ = [
+    "DEFAULT_UNKNOWN_WINDOW",
+    "SAFETY_MARGIN",
+    "ValidationReport",
+    "ValidationService",
+    "token_budget",
+]
+
+log = logging.getLogger(__name__)
+
+SNAPSHOT_EVENT = "task_validation_snapshotted"
+SCHEMA_FAILED_EVENT = "output_schema_validation_failed"
+
+SAFETY_MARGIN = 0.10  # token counters of different providers disagree by a few percent
+MAX_OUTPUT_RESERVE = 4096
+DEFAULT_UNKNOWN_WINDOW = 32_000  # a real model missing from litellm's map: assume a modest window
+MIN_CHUNK_TOKENS = 256
+_SCRIPTED_PREFIX = "scripted/"
+
+
+class ValidationReport(BaseModel):
+    result: ValidationResult
+    prompt: str
+    debug: dict[str, Any]
+    warnings: list[str] = Field(default_factory=list)
+    skipped: bool = False
+
+
+def token_budget(window: int) -> int:
+    """Input tokens usable in a ``window``: minus room for the verdict and a safety margin."""
+    reserve = min(MAX_OUTPUT_RESERVE, window // 4)
+    return max(1, int(window * (1 - SAFETY_MARGIN)) - reserve)
+
+
+def _error_result(message: str, raw: str = "") -> ValidationResult:
+    return ValidationResult(
+        status=ValidationStatus.VALIDATOR_ERROR,
+        score=0.0,
+        issues=[message],
+        raw_response=raw,
+    )
+
+
+def _messages(user: str) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": system_prompt()}, {"role": "user", "content": user}]
+
+
+def _prompt_text(messages: list[dict[str, Any]]) -> str:
+    return "\n\n".join(f"--- {m['role']} ---\n{m['content']}" for m in messages)
+
+
+class _Judgement(BaseModel):
+    """What the LLM part produced, before citation checks and persistence."""
+
+    result: ValidationResult
+    prompt: str
+    strategy: str
+    chunk_count: int = 0
+    schema_retries: int = 0
+    calls: int = 0
+    prompt_tokens: int = 0
+    verdict_prompt_tokens: int | None = None
+    evidence_chars_in_input: int = 0
+    model_used: str = ""
+    chunk_raw_responses: list[str] = Field(default_factory=list)
+    prompt_tokens_used: int = 0
+    completion_tokens_used: int = 0
+    error: str | None = None
+
+
+class ValidationService:
+    def __init__(self, store: Store, gateway: LLMGateway, settings: Settings) -> None:
+        self.store = store
+        self.gateway = gateway
+        self.settings = settings
+
+    # ------------------------------------------------------------------ public
+    async def validate(
+        self,
+        packet: TaskEvidencePacket,
+        *,
+        task_text: str,
+        history: list[dict[str, Any]],
+        task_id: str,
+        attempt_id: str,
+        attempt_index: int,
+        session_id: str,
+        agent_model: str,
+        pending_tool_calls: bool = False,
+    ) -> ValidationReport:
+        started = time.perf_counter()
+        settings = self.settings
+        model = settings.validator_model
+        warnings: list[str] = []
+        if provider_family(model) == provider_family(agent_model):
+            warnings.append(
+                f"same-family-validator: validator {model} and agent {agent_model} are both from the "
+                f"{provider_family(model)} family; judges tend to favour answers from their own family"
+            )
+        rendered = await asyncio.to_thread(render_packet, packet, include_final_output=False)
+        gathered = await asyncio.to_thread(evidence_char_length, packet)
+        debug: dict[str, Any] = {
+            **_packet_facts(packet),
+            "evidence_chars": gathered,
+            "evidence_item_count": len(rendered.items),
+            "final_output_chars": len(packet.final_output),
+            "validator_model": model,
+            "agent_model": agent_model,
+            "validation_mode": str(settings.validation_mode),
+        }
+
+        answer = packet.final_output
+        skipped = False
+        judgement: _Judgement | None = None
+        if not answer.strip():
+            judgement = _precheck(
+                "pre-check:empty-answer", "the agent produced no answer", FailureCategory.GOAL_MISSED
+            )
+        elif pending_tool_calls:
+            judgement = _precheck(
+                "pre-check:pending-tool-calls",
+                "the run ended with tool calls still pending, so the answer is unfinished",
+                FailureCategory.INCOMPLETE,
+            )
+        elif settings.validation_mode == ValidationMode.OFF:
+            skipped = True
+            judgement = _skip("skipped:mode-off", "not validated: validation_mode is off")
+        elif settings.validation_mode == ValidationMode.KEYWORDS and not _has_trigger(
+            answer, settings.trigger_keywords
+        ):
+            skipped = True
+            judgement = _skip(
+                "skipped:no-trigger-keyword", "not validated: the answer contains no trigger keyword"
+            )
+        else:
+            try:
+                judgement = await self._judge(
+                    packet,
+                    rendered,
+                    task_text=task_text,
+                    history=history,
+                    session_id=session_id,
+                    task_id=task_id,
+                    attempt_index=attempt_index,
+                    warnings=warnings,
+                )
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # fail open: a bug or a config problem must not hide the answer
+                log.exception("validation failed unexpectedly")
+                message = f"validator failed: {type(exc).__name__}: {exc}"
+                judgement = _Judgement(
+                    result=_error_result(message), prompt="", strategy="error", error=message
+                )
+
+        result = self._finish_result(judgement.result, rendered, warnings, debug)
+        latency = time.perf_counter() - started
+        coverage = (judgement.evidence_chars_in_input / gathered) if gathered else 1.0
+        debug.update(
+            {
+                "strategy": judgement.strategy,
+                "chunk_count": judgement.chunk_count,
+                "prompt_tokens": judgement.prompt_tokens,
+                "verdict_prompt_tokens": judgement.verdict_prompt_tokens,
+                "evidence_chars_in_input": judgement.evidence_chars_in_input,
+                "coverage": coverage,
+                "schema_retries": judgement.schema_retries,
+                "llm_calls": judgement.calls,
+                "usage": {
+                    "prompt_tokens": judgement.prompt_tokens_used,
+                    "completion_tokens": judgement.completion_tokens_used,
+                },
+                "model_used": judgement.model_used or None,
+                "error": judgement.error,
+                "latency_s": round(latency, 4),
+                "warnings": list(warnings),
+                "skipped": skipped,
+                "attempt_id": attempt_id,
+                "chunk_raw_responses": judgement.chunk_raw_responses,
+            }
+        )
+        store_prompt = settings.debug_store_validation_prompt and bool(judgement.prompt)
+        payload = {
+            **debug,
+            "result": result.model_dump(mode="json"),
+            "status": str(result.status),
+            "attempt_index": attempt_index,
+            "raw_response": result.raw_response,
+            "prompt_stored": store_prompt,
+        }
+        await self.store.append_event(
+            session_id,
+            SNAPSHOT_EVENT,
+            payload,
+            content=judgement.prompt if store_prompt else None,
+            task_id=task_id,
+        )
+        if not skipped:
+            await self.store.add_validation(
+                task_id=task_id,
+                attempt_id=attempt_id,
+                attempt_index=attempt_index,
+                result=result.model_dump(mode="json"),
+                raw_response=result.raw_response,
+                prompt=judgement.prompt if store_prompt else None,
+                debug=debug,
+            )
+        return ValidationReport(
+            result=result, prompt=judgement.prompt, debug=debug, warnings=warnings, skipped=skipped
+        )
+
+    # ------------------------------------------------------------------ judging
+    async def _judge(
+        self,
+        packet: TaskEvidencePacket,
+        rendered: RenderedEvidence,
+        *,
+        task_text: str,
+        history: list[dict[str, Any]],
+        session_id: str,
+        task_id: str,
+        attempt_index: int,
+        warnings: list[str],
+    ) -> _Judgement:
+        settings = self.settings
+        model = settings.validator_model
+        rules_text = ""
+        if settings.rules is not None:
+            try:
+                rules_text = settings.rules.read_text(encoding="utf-8", errors="replace").strip()
+            except OSError as exc:
+                message = f"cannot read the analyst rules file {settings.rules}: {exc}"
+                return _Judgement(result=_error_result(message), prompt="", strategy="error", error=message)
+        history_text, history_count = format_history(history)
+        common = {
+            "task_text": task_text.strip(),
+            "rules_text": rules_text,
+            "history_text": history_text,
+            "history_count": history_count,
+            "final_answer": wrap_answer(packet.final_output),
+            "attempt_index": attempt_index,
+        }
+        messages = _messages(
+            render_template(
+                "validation.md.j2", evidence_text=rendered.text, has_evidence=bool(rendered.items), **common
+            )
+        )
+        prompt_tokens = await asyncio.to_thread(self.gateway.token_count, model, messages)
+        window = settings.validator_context_tokens or self.gateway.context_window(model)
+        if window is None and not model.startswith(_SCRIPTED_PREFIX):
+            window = DEFAULT_UNKNOWN_WINDOW
+            warnings.append(
+                f"unknown-context-window: {model} is not in litellm's model map; "
+                f"assuming {DEFAULT_UNKNOWN_WINDOW} tokens (set validator_context_tokens)"
+            )
+        budget = token_budget(window) if window is not None else None
+        emit = self._failure_emitter(session_id, task_id, attempt_index)
+        answer_chars = len(packet.final_output)
+        if budget is None or prompt_tokens <= budget:
+            outcome = await self._ask(messages, ValidatorOutput, emit("verdict"))
+            judgement = _from_outcome(outcome, prompt=_prompt_text(messages), strategy="single")
+            judgement.prompt_tokens = prompt_tokens
+            judgement.evidence_chars_in_input = sum(len(i.content) for i in rendered.items) + answer_chars
+            return judgement
+        return await self._judge_chunked(
+            rendered,
+            common=common,
+            budget=budget,
+            prompt_tokens=prompt_tokens,
+            emit=emit,
+            warnings=warnings,
+            answer_chars=answer_chars,
+        )
+
+    async def _judge_chunked(
+        self,
+        rendered: RenderedEvidence,
+        *,
+        common: dict[str, Any],
+        budget: int,
+        prompt_tokens: int,
+        emit: Callable[[str], Callable[[SchemaFailure], Awaitable[None]]],
+        warnings: list[str],
+        answer_chars: int,
+    ) -> _Judgement:
+        model = self.settings.validator_model
+
+        def count(text: str) -> int:
+            return self.gateway.token_count(model, text)
+
+        chunk_common = {k: common[k] for k in ("task_text", "rules_text", "final_answer")}
+        probe = _messages(
+            render_template(
+                "validation_chunk.md.j2",
+                chunk_index=999,
+                chunk_count=999,
+                evidence_text=render_items([], include_warning=True),
+                **chunk_common,
+            )
+        )
+        fixed = await asyncio.to_thread(self.gateway.token_count, model, probe)
+        chunk_tokens = budget - fixed
+        if chunk_tokens < MIN_CHUNK_TOKENS:
+            warnings.append(
+                f"context-overflow: the task, rules and answer leave {max(chunk_tokens, 0)} of {budget} tokens "
+                f"for evidence; chunks of {MIN_CHUNK_TOKENS} tokens may exceed the validator's window"
+            )
+            chunk_tokens = MIN_CHUNK_TOKENS
+        chunks = await asyncio.to_thread(plan_chunks, rendered.items, chunk_tokens=chunk_tokens, count=count)
+        warnings.append(f"chunked-validation: {len(chunks)} chunks")
+        prompts: list[str] = []
+        findings: list[dict[str, Any]] = []
+        judgement = _Judgement(
+            result=_error_result("no verdict"),
+            prompt="",
+            strategy="chunked",
+            chunk_count=len(chunks),
+            prompt_tokens=prompt_tokens,
+        )
+        sent_chars = 0
+        for index, chunk in enumerate(chunks, start=1):
+            messages = _messages(
+                render_template(
+                    "validation_chunk.md.j2",
+                    chunk_index=index,
+                    chunk_count=len(chunks),
+                    evidence_text=render_items(chunk),
+                    **chunk_common,
+                )
+            )
+            prompts.append(f"=== chunk {index} of {len(chunks)} ===\n{_prompt_text(messages)}")
+            outcome = await self._ask(messages, ChunkFindings, emit(f"chunk-{index}"))
+            _add_usage(judgement, outcome)
+            judgement.chunk_raw_responses.append(outcome.raw)
+            if not outcome.ok:
+                message = (
+                    f"chunk {index} of {len(chunks)} could not be reviewed: {outcome.error or outcome.status}"
+                )
+                judgement.result = _error_result(message, outcome.raw)
+                judgement.error = message
+                judgement.prompt = "\n\n".join(prompts)
+                judgement.evidence_chars_in_input = sent_chars + answer_chars
+                return judgement
+            sent_chars += sum(len(part.content) for part in chunk)
+            value = outcome.value
+            assert isinstance(value, ChunkFindings)
+            findings.append({"chunk": index, **value.model_dump(mode="json")})
+        judgement.evidence_chars_in_input = sent_chars + answer_chars
+        index_lines = [
+            f"- {item.evidence_id}: {one_line(item.source)} ({len(item.content)} characters)"
+            for item in rendered.items
+        ]
+        findings_text = wrap_external(
+            json.dumps(findings, ensure_ascii=False, indent=1), label="chunk-findings"
+        )
+        verdict_messages = _messages(
+            render_template(
+                "validation_verdict.md.j2",
+                item_count=len(rendered.items),
+                evidence_chars=sum(len(i.content) for i in rendered.items),
+                chunk_count=len(chunks),
+                evidence_index="\n".join(index_lines) or "(no evidence items)",
+                findings_text=findings_text,
+                **common,
+            )
+        )
+        judgement.verdict_prompt_tokens = await asyncio.to_thread(
+            self.gateway.token_count, model, verdict_messages
+        )
+        prompts.append(f"=== verdict ===\n{_prompt_text(verdict_messages)}")
+        judgement.prompt = "\n\n".join(prompts)
+        outcome = await self._ask(verdict_messages, ValidatorOutput, emit("verdict"))
+        final = _from_outcome(outcome, prompt=judgement.prompt, strategy="chunked")
+        _add_usage(judgement, outcome)
+        judgement.result, judgement.model_used, judgement.error = final.result, final.model_used, final.error
+        return judgement
+
+    async def _ask(
+        self,
+        messages: list[dict[str, Any]],
+        output: type[BaseModel],
+        on_failure: Callable[[SchemaFailure], Awaitable[None]],
+    ) -> StructuredOutcome[Any]:
+        settings = self.settings
+        return await complete_structured(
+            self.gateway,
+            model=settings.validator_model,
+            messages=messages,
+            output=output,
+            max_retries=settings.max_schema_retries,
+            fallback_model=settings.validator_fallback_model,
+            on_failure=on_failure,
+            timeout_s=settings.validator_timeout_s,
+        )
+
+    def _failure_emitter(
+        self, session_id: str, task_id: str, attempt_index: int
+    ) -> Callable[[str], Callable[[SchemaFailure], Awaitable[None]]]:
+        def for_purpose(purpose: str) -> Callable[[SchemaFailure], Awaitable[None]]:
+            async def emit(failure: SchemaFailure) -> None:
+                payload = {
+                    **failure.model_dump(exclude={"raw_output"}),
+                    "raw_output_chars": len(failure.raw_output),
+                    "purpose": f"validation:{purpose}",
+                    "attempt_index": attempt_index,
+                }
+                # The raw output travels in the event's content column (it can be megabytes).
+                await self.store.append_event(
+                    session_id, SCHEMA_FAILED_EVENT, payload, content=failure.raw_output, task_id=task_id
+                )
+
+            return emit
+
+        return for_purpose
+
+    # ------------------------------------------------------------------ result policy
+    def _finish_result(
+        self,
+        result: ValidationResult,
+        rendered: RenderedEvidence,
+        warnings: list[str],
+        debug: dict[str, Any],
+    ) -> ValidationResult:
+        contents = _item_contents(rendered.items)
+        checked = check_citations(result.citations, contents)
+        result = result.model_copy(update={"citations": checked})
+        counts = {c.value: 0 for c in CitationCheck}
+        for citation in checked:
+            counts[citation.check.value] += 1
+        debug["citation_checks"] = counts
+        verified = counts[CitationCheck.VERIFIED.value]
+        if checked and verified < len(checked):
+            warnings.append(f"unverified-citations: {len(checked) - verified} of {len(checked)}")
+        if (
+            self.settings.require_verified_citations
+            and result.status == ValidationStatus.ACCEPTED
+            and rendered.items
+            and verified == 0
+        ):
+            debug["downgraded_from"] = "accepted"
+            result = ValidationResult.model_validate(
+                {
+                    **result.model_dump(exclude={"passed"}),
+                    "status": ValidationStatus.INSUFFICIENT_EVIDENCE,
+                    "issues": [
+                        *result.issues,
+                        "accepted verdict not confirmed: none of its citations was found in the evidence "
+                        "(require_verified_citations is on)",
+                    ],
+                }
+            )
+        return result
+
+
+def _item_contents(items: list[EvidenceItem]) -> dict[str, str]:
+    return {normalise_id(item.evidence_id): item.content for item in items}
+
+
+def _has_trigger(answer: str, keywords: list[str]) -> bool:
+    folded = answer.casefold()
+    return any(k.strip() and k.strip().casefold() in folded for k in keywords)
+
+
+def _packet_facts(packet: TaskEvidencePacket) -> dict[str, Any]:
+    runs = []
+    if packet.main_run is not None:
+        runs.append(packet.main_run)
+    runs.extend(n.evidence for n in packet.team_node_results if n.evidence is not None)
+    runs.extend(packet.team_runs)
+    seen: dict[str, Any] = {}
+    for run in runs:
+        seen.setdefault(run.run_id, run)
+    sessions = list(dict.fromkeys(r.session_id for r in seen.values()))
+    return {
+        "evidence_run_ids": list(seen),
+        "evidence_session_ids": sessions,
+        "tool_result_count": sum(len(r.tool_results) for r in seen.values()),
+    }
+
+
+def _precheck(strategy: str, issue: str, category: FailureCategory) -> _Judgement:
+    result = ValidationResult(
+        status=ValidationStatus.REJECTED,
+        score=0.0,
+        issues=[issue],
+        category=category,
+        recommended_revision_prompt="Complete the task and give a final answer based on the evidence you gather.",
+    )
+    return _Judgement(result=result, prompt="", strategy=strategy)
+
+
+def _skip(strategy: str, issue: str) -> _Judgement:
+    result = ValidationResult(status=ValidationStatus.INSUFFICIENT_EVIDENCE, score=0.0, issues=[issue])
+    return _Judgement(result=result, prompt="", strategy=strategy)
+
+
+def _add_usage(judgement: _Judgement, outcome: StructuredOutcome[Any]) -> None:
+    judgement.calls += outcome.calls
+    judgement.schema_retries += outcome.retries
+    judgement.prompt_tokens_used += outcome.usage.prompt_tokens
+    judgement.completion_tokens_used += outcome.usage.completion_tokens
+
+
+def _from_outcome(outcome: StructuredOutcome[Any], *, prompt: str, strategy: str) -> _Judgement:
+    judgement = _Judgement(result=_error_result("no verdict"), prompt=prompt, strategy=strategy)
+    _add_usage(judgement, outcome)
+    judgement.model_used = outcome.model_used
+    if outcome.ok and isinstance(outcome.value, ValidatorOutput):
+        judgement.result = outcome.value.to_result(outcome.raw)
+    else:
+        kind = f": {outcome.error_kind}" if outcome.error_kind else ""
+        message = f"validator gave no usable verdict ({outcome.status}{kind}): {outcome.error or 'no answer'}"
+        judgement.result = _error_result(message, outcome.raw)
+        judgement.error = message
+    return judgement
