@@ -1,16 +1,25 @@
 """The headless command line (``evidence-desk SUBCOMMAND``).
 
-Exit codes are part of the interface: 0 success, 2 usage, 3 refused action, 4 configuration or
-input error. Errors are one line on stderr, never a traceback.
+Exit codes are part of the interface: 0 success, 2 usage, 3 refused action (illegal transition,
+stale version), 4 configuration or input error (bad script, unreadable database). Errors are one
+line on stderr, never a traceback, and leave the database unchanged.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import sys
+from collections.abc import Awaitable, Callable, Coroutine
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
 
+from core.config import Settings, load_settings
+from core.domain import FeedbackAction, TaskStatus
 from core.errors import ConfigurationError, EvidenceDeskError, RefusedAction, StoreError
+from core.store import TaskRecord
 
 EXIT_OK, EXIT_USAGE, EXIT_REFUSED, EXIT_INPUT = 0, 2, 3, 4
 
@@ -22,12 +31,44 @@ def app_version() -> str:
         return "0+unknown"
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # one line, exit code 2
+        print(f"{self.prog}: usage error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="evidence-desk", description="Review LLM answers against their evidence."
-    )
+    common = _Parser(add_help=False)
+    common.add_argument("--db", metavar="URL", help="workspace database (file path or SQLAlchemy URL)")
+    common.add_argument("--script", metavar="FILE", help="scripted-provider script for scripted/* models")
+    common.add_argument("--corpus", metavar="DIR", help="documents folder the agent searches")
+    common.add_argument("--json", action="store_true", help="machine-readable output")
+
+    parser = _Parser(prog="evidence-desk", description="Review LLM answers against their evidence.")
     parser.add_argument("--version", action="version", version=f"evidence-desk {app_version()}")
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("run", parents=[common], help="run a task to its resting status")
+    p.add_argument("text", help="the task")
+    p.add_argument("--team", metavar="FILE|auto", help="team template file, or 'auto' for a planned team")
+    p.add_argument("--output-schema", metavar="FILE", help="JSON schema the final answer must satisfy")
+    p.add_argument("--title", help="short title shown in the queue")
+
+    p = sub.add_parser("list", parents=[common], help="list tasks")
+    p.add_argument("--status", action="append", choices=[s.value for s in TaskStatus], default=[])
+
+    p = sub.add_parser("show", parents=[common], help="everything an auditor needs about a task")
+    p.add_argument("task_id")
+
+    p = sub.add_parser("feedback", parents=[common], help="record the analyst's decision")
+    p.add_argument("task_id")
+    p.add_argument("action", choices=[a.value for a in FeedbackAction])
+    p.add_argument("--prompt", help="what to change (revise)")
+    p.add_argument("--note", help="a note kept with the decision")
+    p.add_argument("--version", dest="expected_version", type=int, help="task version you reviewed")
+    p.add_argument("--no-run", action="store_true", help="revise: record only, do not start the new attempt")
+
+    p = sub.add_parser("recover", parents=[common], help="recover tasks interrupted by a crashed process")
     return parser
 
 
@@ -36,12 +77,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
-        return int(exc.code or 0)
+        return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
+    handler = _COMMANDS[args.command]
     try:
-        return EXIT_OK
+        settings = load_settings(db_url=args.db, script=args.script, corpus=args.corpus)
+        return asyncio.run(handler(args, settings))
     except RefusedAction as exc:
         print(f"evidence-desk: refused: {exc}", file=sys.stderr)
         return EXIT_REFUSED
@@ -51,3 +94,223 @@ def main(argv: list[str] | None = None) -> int:
     except EvidenceDeskError as exc:
         print(f"evidence-desk: {exc}", file=sys.stderr)
         return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("evidence-desk: interrupted", file=sys.stderr)
+        return 130
+
+
+# ---------------------------------------------------------------------- commands
+async def _with_workspace(
+    settings: Settings, body: Callable[[Any], Awaitable[int]], *, recover: bool = True
+) -> int:
+    from core.tasks.service import recover_interrupted
+    from core.workspace import Workspace
+
+    ws = await Workspace.open(settings)
+    try:
+        if recover:
+            await recover_interrupted(ws)
+        return await body(ws)
+    finally:
+        await ws.close()
+
+
+async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    from core.tasks.service import TaskService
+
+    schema = _read_json(Path(args.output_schema)) if args.output_schema else None
+
+    async def body(ws: Any) -> int:
+        service = TaskService(ws)
+        task = await service.create(args.text, team=args.team, output_schema=schema, title=args.title)
+        if not args.json:
+            print(f"task {task.id} created; running...", file=sys.stderr)
+        task = await service.run(task.id)
+        await _print_task_summary(ws, task, args.json)
+        return EXIT_OK
+
+    return await _with_workspace(settings, body)
+
+
+async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
+    async def body(ws: Any) -> int:
+        statuses = [TaskStatus(s) for s in args.status] or None
+        tasks = await ws.store.list_tasks(statuses=statuses)
+        if args.json:
+            _emit([_task_json(t) for t in tasks])
+            return EXIT_OK
+        for t in tasks:
+            score = f"{t.latest_score:.2f}" if t.latest_score is not None else "  - "
+            outcome = t.validation_outcome.value if t.validation_outcome else "-"
+            print(f"{t.id[:12]}  {t.status.value:<17} {outcome:<14} {score}  v{t.version:<3} {t.title}")
+        return EXIT_OK
+
+    return await _with_workspace(settings, body)
+
+
+async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
+    async def body(ws: Any) -> int:
+        data = await task_dossier(ws.store, args.task_id)
+        if args.json:
+            _emit(data)
+        else:
+            _print_dossier(data)
+        return EXIT_OK
+
+    return await _with_workspace(settings, body)
+
+
+async def cmd_feedback(args: argparse.Namespace, settings: Settings) -> int:
+    from core.tasks.review import ReviewService
+    from core.tasks.service import TaskService
+
+    action = FeedbackAction(args.action)
+    if action is FeedbackAction.REVISE and not args.prompt:
+        print("evidence-desk: usage error: revise needs --prompt TEXT", file=sys.stderr)
+        return EXIT_USAGE
+
+    async def body(ws: Any) -> int:
+        service = TaskService(ws)
+        review = ReviewService(service)
+        task = await ws.store.get_task(args.task_id)
+        expected = args.expected_version if args.expected_version is not None else task.version
+        task = await review.feedback(
+            task.id, action, expected_version=expected, prompt=args.prompt, note=args.note
+        )
+        if action is FeedbackAction.REVISE and not args.no_run:
+            task = await service.run(task.id)
+        await _print_task_summary(ws, task, args.json)
+        return EXIT_OK
+
+    return await _with_workspace(settings, body)
+
+
+async def cmd_recover(args: argparse.Namespace, settings: Settings) -> int:
+    from core.tasks.service import recover_interrupted
+
+    async def body(ws: Any) -> int:
+        recovered = await recover_interrupted(ws)
+        if args.json:
+            _emit([_task_json(t) for t in recovered])
+        else:
+            for t in recovered:
+                print(f"{t.id[:12]}  recovered -> {t.status.value}")
+        return EXIT_OK
+
+    return await _with_workspace(settings, body, recover=False)
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], Coroutine[Any, Any, int]]] = {
+    "run": cmd_run,
+    "list": cmd_list,
+    "show": cmd_show,
+    "feedback": cmd_feedback,
+    "recover": cmd_recover,
+}
+
+
+# ---------------------------------------------------------------------- output
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigurationError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    if not isinstance(data, dict):
+        raise ConfigurationError(f"{path}: a JSON schema must be an object")
+    return data
+
+
+def _emit(data: Any) -> None:
+    json.dump(data, sys.stdout, indent=2, ensure_ascii=False, default=str)
+    sys.stdout.write("\n")
+
+
+def _task_json(t: TaskRecord) -> dict[str, Any]:
+    return {
+        "id": t.id,
+        "title": t.title,
+        "status": t.status.value,
+        "validation_outcome": t.validation_outcome.value if t.validation_outcome else None,
+        "score": t.latest_score,
+        "category": t.latest_category,
+        "attempts": t.attempt_count,
+        "version": t.version,
+        "read_only": t.read_only,
+        "updated_at": t.updated_at.isoformat(),
+    }
+
+
+async def _print_task_summary(ws: Any, task: TaskRecord, as_json: bool) -> None:
+    attempts = await ws.store.list_attempts(task.id)
+    rows = [
+        {
+            "index": a.index,
+            "trigger": a.trigger,
+            "finish_reason": a.finish_reason,
+            "validation_status": a.validation_status,
+            "validation_score": a.validation_score,
+            "validation_outcome": a.validation_outcome.value if a.validation_outcome else None,
+        }
+        for a in attempts
+    ]
+    if as_json:
+        _emit({**_task_json(task), "text": task.text, "attempts": rows})
+        return
+    outcome = task.validation_outcome.value if task.validation_outcome else "none"
+    print(f"task {task.id}  status {task.status.value}  outcome {outcome}  version {task.version}")
+    for r in rows:
+        score = f"{r['validation_score']:.2f}" if r["validation_score"] is not None else "-"
+        print(
+            f"  attempt {r['index']} ({r['trigger']}): finish {r['finish_reason']}, "
+            f"validation {r['validation_status'] or '-'} score {score}"
+        )
+
+
+async def task_dossier(store: Any, task_id: str) -> dict[str, Any]:
+    """Everything stored about a task, as plain JSON-ready data (``show`` and audits)."""
+    from core.tasks.dossier import load_dossier
+
+    d = await load_dossier(store, task_id)
+    data = d.model_dump(mode="json")
+    data["task"] = {
+        **_task_json(d.task),
+        "text": d.task.text,
+        "team": d.task.team_spec,
+        "output_schema": d.task.output_schema,
+    }
+    return data
+
+
+def _print_dossier(data: dict[str, Any]) -> None:
+    t = data["task"]
+    print(f"# Task {t['id']}\n{t['text']}\n")
+    print(f"status {t['status']} · outcome {t['validation_outcome'] or 'none'} · version {t['version']}")
+    for a in data["attempts"]:
+        print(f"\n## Attempt {a['index']} ({a['trigger']}) — finish {a['finish_reason']}")
+        print(f"validation {a['validation_status'] or '-'} score {a['validation_score']}")
+        print(f"\n### Answer\n{a['final_output'] or '(no usable answer)'}")
+        packet = a.get("packet") or {}
+        runs: list[dict[str, Any]] = [packet["main_run"]] if packet.get("main_run") else []
+        runs += [n["evidence"] for n in packet.get("team_node_results", []) if n.get("evidence")]
+        for run in runs:
+            for tool in run.get("tool_results", []):
+                flag = " ERROR" if tool.get("is_error") else ""
+                print(
+                    f"\n### Tool result {tool['tool_name']} ({tool.get('tool_call_id')}){flag}\n{tool['content']}"
+                )
+        for n in packet.get("team_node_results", []):
+            print(
+                f"\n### Team node {n['node_id']}: {n['status']} ({n['finish_reason']}) {n.get('error') or ''}"
+            )
+    for v in data["validations"]:
+        print(f"\n## Validation of attempt {v['attempt_index']}: {v['status']} score {v['score']}")
+        print(f"### Raw validator response\n{v['raw_response']}")
+        print(f"### Debug\n{json.dumps(v['debug'], indent=2, default=str)}")
+        if v.get("prompt"):
+            print(f"### Rendered validation prompt\n{v['prompt']}")
+    if data["feedback"]:
+        print("\n## Feedback history")
+        for f in data["feedback"]:
+            print(f"- {f['created_at']} {f['reviewer']}: {f['action']} {f['prompt'] or ''} {f['note'] or ''}")

@@ -50,6 +50,10 @@ class TaskRow(Base):
     revision_requested_by: Mapped[str | None] = mapped_column(String(16))
     read_only: Mapped[bool] = mapped_column(Boolean, default=False)
     origin: Mapped[str | None] = mapped_column(String(200))
+    # Which process runs the task ("host:pid") and when it last said so: crash recovery only
+    # takes over tasks whose runner is provably gone.
+    runner: Mapped[str | None] = mapped_column(String(200))
+    heartbeat_at: Mapped[datetime | None] = mapped_column()
     version: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -42,6 +42,8 @@ class TaskRecord(_Record):
     revision_requested_by: str | None
     read_only: bool
     origin: str | None
+    runner: str | None
+    heartbeat_at: datetime | None
     version: int
     created_at: datetime
     updated_at: datetime

@@ -255,39 +255,86 @@ class Store:
                 raise StoreError(f"task id prefix {prefix!r} is ambiguous")
         raise StoreError(f"no task with id {prefix!r}")
 
+    SORTABLE = (
+        "updated_at",
+        "created_at",
+        "title",
+        "latest_score",
+        "latest_category",
+        "attempt_count",
+        "status",
+    )
+
+    def _task_filter(
+        self,
+        q: Any,
+        statuses: Sequence[TaskStatus] | None,
+        text: str | None,
+        outcomes: Sequence[str | None] | None,
+    ) -> Any:
+        if statuses:
+            q = q.where(TaskRow.status.in_([s.value for s in statuses]))
+        if text:
+            q = q.where(
+                TaskRow.title.icontains(text, autoescape=True) | TaskRow.text.icontains(text, autoescape=True)
+            )
+        if outcomes:
+            named = [o for o in outcomes if o is not None]
+            cond: Any = TaskRow.validation_outcome.in_(named)
+            if None in outcomes:
+                cond = cond | TaskRow.validation_outcome.is_(None)
+            q = q.where(cond)
+        return q
+
     async def list_tasks(
         self,
         *,
         statuses: Sequence[TaskStatus] | None = None,
         text: str | None = None,
+        outcomes: Sequence[str | None] | None = None,
         limit: int | None = None,
         offset: int = 0,
-        newest_first: bool = True,
+        order_by: str = "updated_at",
+        descending: bool = True,
     ) -> list[TaskRecord]:
-        q = select(TaskRow)
-        if statuses:
-            q = q.where(TaskRow.status.in_([s.value for s in statuses]))
-        if text:
-            q = q.where(TaskRow.title.icontains(text) | TaskRow.text.icontains(text))
-        order = TaskRow.updated_at.desc() if newest_first else TaskRow.updated_at.asc()
-        q = q.order_by(order, TaskRow.id).offset(offset)
+        """One page of tasks; the desk's queue pages through each status group with this."""
+        if order_by not in self.SORTABLE:
+            raise ValueError(f"cannot sort tasks by {order_by!r}")
+        column = getattr(TaskRow, order_by)
+        q = self._task_filter(select(TaskRow), statuses, text, outcomes)
+        q = q.order_by(column.desc() if descending else column.asc(), TaskRow.id).offset(offset)
         if limit is not None:
             q = q.limit(limit)
         async with self._read() as s:
             return [TaskRecord.model_validate(r) for r in (await s.scalars(q)).all()]
 
-    async def count_tasks_by_status(self) -> dict[TaskStatus, int]:
+    async def count_tasks_by_status(
+        self, *, text: str | None = None, outcomes: Sequence[str | None] | None = None
+    ) -> dict[TaskStatus, int]:
+        q = self._task_filter(select(TaskRow.status, func.count()), None, text, outcomes).group_by(
+            TaskRow.status
+        )
         async with self._read() as s:
-            rows = (await s.execute(select(TaskRow.status, func.count()).group_by(TaskRow.status))).all()
+            rows = (await s.execute(q)).all()
         counts = dict.fromkeys(TaskStatus, 0)
         for status, n in rows:
             counts[TaskStatus(status)] = int(n)
         return counts
 
     async def update_task(
-        self, task_id: str, *, expected_version: int | None = None, **fields: Any
+        self,
+        task_id: str,
+        *,
+        expected_version: int | None = None,
+        event: tuple[str, NewEvent] | None = None,
+        **fields: Any,
     ) -> TaskRecord:
-        """Compare-and-set on ``version``: a stale version changes nothing and raises ``VersionConflict``."""
+        """Compare-and-set on ``version``: a stale version changes nothing and raises ``VersionConflict``.
+
+        ``event`` (session id, event) is appended in the same transaction, so a status change and
+        the event that explains it are never separated by a crash.
+        """
+        await self.flush()
         values = {k: (v.value if hasattr(v, "value") else v) for k, v in fields.items()}
         values["updated_at"] = utcnow()
         values["version"] = TaskRow.version + 1
@@ -304,7 +351,15 @@ class Store:
                     f"task {task_id[:8]} changed since it was read (version {expected_version}, "
                     f"now {current.version}, status {current.status}); reload and try again"
                 )
+            if event is not None:
+                session_id, new_event = event
+                await self._insert_events(await s.connection(), session_id, [new_event], None, task_id)
         return await self.get_task(task_id)
+
+    async def touch_heartbeat(self, task_id: str) -> None:
+        """Say the runner is alive without bumping ``version`` (analysts' views stay current)."""
+        async with self._write() as s:
+            await s.execute(update(TaskRow).where(TaskRow.id == task_id).values(heartbeat_at=utcnow()))
 
     # ------------------------------------------------------------------ attempts
     async def create_attempt(self, task_id: str, index: int, *, trigger: str, prompt: str) -> AttemptRecord:

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-21 23:24:38.954000
+Create Date: 2026-11-21
 """
 
 from collections.abc import Sequence
@@ -35,6 +35,8 @@ def upgrade() -> None:
     sa.Column('revision_requested_by', sa.String(length=16), nullable=True),
     sa.Column('read_only', sa.Boolean(), nullable=False),
     sa.Column('origin', sa.String(length=200), nullable=True),
+    sa.Column('runner', sa.String(length=200), nullable=True),
+    sa.Column('heartbeat_at', sa.DateTime(timezone=True), nullable=True),
     sa.Column('version', sa.Integer(), nullable=False),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('updated_at', sa.DateTime(timezone=True), nullable=False),

@@ -1,0 +1,103 @@
+"""ReviewService: the analyst's word on a task, which is final.
+
+Each action names the task version the analyst was looking at; if the task changed since, the
+action fails with a conflict and changes nothing, so two analysts never silently overwrite each
+other. What a status allows comes from the state machine, never from the caller.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from core.domain import FeedbackAction, TaskStatus
+from core.errors import RefusedAction, VersionConflict
+from core.store import NewEvent, TaskRecord
+from core.tasks.service import TaskService, reviewer_name
+from core.tasks.state_machine import IllegalTransition, Trigger, can, next_status
+
+_TRIGGERS = {
+    FeedbackAction.SATISFIED: Trigger.FEEDBACK_SATISFIED,
+    FeedbackAction.REVISE: Trigger.FEEDBACK_REVISE,
+    FeedbackAction.ABANDON: Trigger.FEEDBACK_ABANDON,
+}
+
+
+def allowed_actions(task: TaskRecord) -> set[FeedbackAction]:
+    """What the desk may enable for this task; read-only (imported) tasks allow nothing."""
+    if task.read_only:
+        return set()
+    return {action for action, trigger in _TRIGGERS.items() if can(task.status, trigger)}
+
+
+class ReviewService:
+    def __init__(self, tasks: TaskService) -> None:
+        self.tasks = tasks
+        self.store = tasks.store
+        self.settings = tasks.settings
+
+    async def feedback(
+        self,
+        task_id: str,
+        action: FeedbackAction,
+        *,
+        expected_version: int,
+        prompt: str | None = None,
+        note: str | None = None,
+    ) -> TaskRecord:
+        """Record the analyst's action. ``revise`` leaves the task in needs_revision: the caller
+        starts the new attempt (``TaskService.run``/``start``) so it decides where it runs."""
+        task = await self.store.get_task(task_id)
+        if task.read_only:
+            raise RefusedAction(f"task {task.id[:8]} was imported read-only from a case bundle")
+        if task.version != expected_version:
+            raise VersionConflict(
+                f"task {task.id[:8]} changed since it was read (version {expected_version}, now "
+                f"{task.version}, status {task.status.value}); reload and try again"
+            )
+        trigger = _TRIGGERS[action]
+        if not can(task.status, trigger):
+            raise IllegalTransition(task.status, trigger)
+        if action is FeedbackAction.REVISE and not (prompt and prompt.strip()):
+            raise RefusedAction("a revision needs a prompt saying what to change")
+        if action is FeedbackAction.ABANDON and self.tasks.is_running_here(task.id):
+            await self.tasks.cancel(task.id)
+            task = await self.store.get_task(task.id)
+        target = next_status(task.status, trigger)
+        reviewer = reviewer_name(self.settings.reviewer)
+        now = datetime.now(UTC)
+        assert task.main_session_id is not None
+        event = NewEvent(
+            kind="analyst_feedback_recorded",
+            payload={
+                "reviewer": reviewer,
+                "time": now.isoformat(),
+                "action": action.value,
+                "prompt": prompt,
+                "note": note,
+                "from": task.status.value,
+                "to": target.value,
+            },
+        )
+        fields: dict[str, object] = {"status": target, "runner": None}
+        if action is FeedbackAction.REVISE:
+            fields["revision_requested_by"] = "analyst"
+        updated = await self.store.update_task(
+            task.id, expected_version=task.version, event=(task.main_session_id, event), **fields
+        )
+        attempts = await self.store.list_attempts(task.id)
+        await self.store.add_feedback(
+            task_id=task.id,
+            attempt_id=attempts[-1].id if attempts else None,
+            action=action.value,
+            prompt=prompt,
+            note=note,
+            reviewer=reviewer,
+            from_status=task.status,
+            to_status=target,
+            created_at=now,
+        )
+        self.tasks.ws.bus.publish("task_changed", task.id, status=target.value, version=updated.version)
+        return updated
+
+
+__all__ = ["ReviewService", "TaskStatus", "allowed_actions"]

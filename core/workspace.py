@@ -1,0 +1,72 @@
+"""The core's composition root: one object holding what every service needs.
+
+The desk, the command line and tests each open a ``Workspace`` and hand it to the services, so
+no service reaches for globals and two workspaces can live in one process (the desk opening a
+case bundle next to the live workspace).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import platformdirs
+
+from core.config import APP_NAME, Settings
+from core.events import EventBus
+from core.llm import LLMGateway
+from core.llm.scripted import load_script
+from core.store import Store
+from core.tools.builtin import build_default_registry
+from core.tools.corpus import Corpus
+from core.tools.registry import ToolRegistry
+
+
+def corpus_index_path(folder: Path) -> Path:
+    """Index files live in the user cache, never inside the (possibly read-only) documents folder."""
+    digest = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:16]
+    return Path(platformdirs.user_cache_dir(APP_NAME)) / f"corpus-{digest}.sqlite3"
+
+
+class Workspace:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        store: Store,
+        gateway: LLMGateway,
+        tools: ToolRegistry,
+        bus: EventBus,
+        corpus: Corpus | None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.gateway = gateway
+        self.tools = tools
+        self.bus = bus
+        self.corpus = corpus
+
+    @classmethod
+    async def open(
+        cls, settings: Settings, *, bus: EventBus | None = None, gateway: LLMGateway | None = None
+    ) -> Workspace:
+        if settings.script is not None:
+            # A broken script is a configuration error at start, before anything is written.
+            load_script(settings.script)
+        store = await Store.open(settings.db_url)
+        corpus = None
+        if settings.corpus is not None:
+            index = corpus_index_path(settings.corpus)
+            index.parent.mkdir(parents=True, exist_ok=True)
+            corpus = Corpus(settings.corpus, index)
+        return cls(
+            settings=settings,
+            store=store,
+            gateway=gateway or LLMGateway(settings),
+            tools=build_default_registry(settings, corpus),
+            bus=bus or EventBus(),
+            corpus=corpus,
+        )
+
+    async def close(self) -> None:
+        await self.store.close()

@@ -1,0 +1,99 @@
+"""A run killed with SIGKILL mid-flight is recovered at the next start, evidence intact."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import Desk
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _wait_for(predicate: object, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return
+        time.sleep(0.1)  # polling another process's database; no event loop here
+    raise AssertionError("condition not reached in time")
+
+
+@pytest.mark.slow
+def test_sigkilled_run_is_recovered_with_evidence(desk: Desk) -> None:
+    desk.script(
+        [
+            {
+                "model": "agent",
+                "turns": [
+                    {"tool_calls": [{"name": "search_corpus", "arguments": {"query": "tides"}}]},
+                    {"content": "never delivered", "delay_s": 120},
+                ],
+            }
+        ]
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [
+        sys.executable,
+        "-c",
+        "import sys; from core.cli import main; sys.exit(main(sys.argv[1:]))",
+        "run",
+        "What causes tides?",
+        "--db",
+        str(desk.db),
+        "--script",
+        str(desk.root / "script.json"),
+        "--corpus",
+        str(desk.root / "corpus"),
+    ]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+
+        def tool_result_committed() -> bool:
+            if not desk.db.exists():
+                return False
+            try:
+                rows = desk.rows("select count(*) from events where kind = 'tool_result_recorded'")
+            except sqlite3.OperationalError:
+                return False
+            return rows[0][0] >= 1
+
+        _wait_for(tool_result_committed)
+        assert desk.rows("select status from tasks") == [("running",)]
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+
+    listed = desk.cli_json("list")  # any start recovers interrupted work
+    assert [t["status"] for t in listed] == ["failed"]
+    shown = desk.cli_json("show", listed[0]["id"])
+    kinds = [e["kind"] for e in shown["events"]]
+    assert "task_interrupted" in kinds and "run_interrupted" in kinds
+    tool = next(e for e in shown["events"] if e["kind"] == "tool_result_recorded")
+    assert "Moon" in tool["content"]
+    assert shown["attempts"][0]["state"] == "interrupted"
+    with sqlite3.connect(desk.db) as conn:
+        assert conn.execute("pragma integrity_check").fetchone() == ("ok",)
+    assert json.loads(json.dumps(shown))  # the dossier stays readable
+
+
+def test_live_runner_is_not_taken_over(desk: Desk) -> None:
+    """A task another live process is running must not be 'recovered' under its feet."""
+    desk.script([{"model": "agent", "turns": [{"content": "x"}]}])
+    desk.cli_json("list")  # creates the workspace
+    with sqlite3.connect(desk.db) as conn:
+        conn.execute(
+            "insert into tasks (id, title, text, status, attempt_count, read_only, version, created_at, updated_at,"
+            " runner) values ('t1', 't', 't', 'running', 1, 0, 1, datetime('now'), datetime('now'), ?)",
+            (f"{os.uname().nodename}:{os.getppid()}",),
+        )
+    assert [t["status"] for t in desk.cli_json("list")] == ["running"]
