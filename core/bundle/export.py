@@ -1,0 +1,191 @@
+"""Writing case bundles: everything an auditor needs about some tasks, in one verifiable file."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+import zipfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from core.bundle.format import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    MANIFEST_NAME,
+    BundleError,
+    app_version,
+    canonical,
+    event_hash,
+    events_entry,
+    genesis_hash,
+    sha256_hex,
+    task_entry,
+)
+from core.bundle.redact import Redactor
+from core.store import SessionRecord, Store
+from core.store.models import SessionRow
+
+__all__ = ["ExportSummary", "export_bundle"]
+
+
+@dataclass
+class ExportSummary:
+    path: Path
+    bundle_id: str
+    task_ids: list[str]
+    entries: int
+    events: int
+    uncompressed_bytes: int
+    file_bytes: int
+    redactions: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class _Collected:
+    """Plain JSON-ready data read from the store, before redaction."""
+
+    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    events: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+async def _collect(store: Store, task_ids: Sequence[str]) -> _Collected:
+    data = _Collected()
+    for requested in task_ids:
+        task = await store.get_task(requested)  # accepts a unique prefix; raises StoreError naming it
+        if task.id in data.tasks:
+            continue
+        sessions = await store.list_sessions(task.id)
+        runs = await store.list_runs(task_id=task.id)
+        known = {s.id for s in sessions}
+        # Runs may live in sessions not tied to the task (team nodes); their events are evidence too.
+        missing = sorted({r.session_id for r in runs} - known)
+        if missing:
+            async with store.engine.connect() as conn:
+                rows = (await conn.execute(select(SessionRow).where(SessionRow.id.in_(missing)))).all()
+            sessions.extend(SessionRecord.model_validate(row._mapping) for row in rows)
+        data.tasks[task.id] = {
+            "task.json": task.model_dump(mode="json"),
+            "attempts.json": [a.model_dump(mode="json") for a in await store.list_attempts(task.id)],
+            "sessions.json": [s.model_dump(mode="json") for s in sessions],
+            "runs.json": [r.model_dump(mode="json") for r in runs],
+            "validations.json": [v.model_dump(mode="json") for v in await store.list_validations(task.id)],
+            "feedback.json": [f.model_dump(mode="json") for f in await store.list_feedback(task.id)],
+        }
+        for session in sessions:
+            if session.id in data.events:
+                continue
+            records = await store.get_session_events(session.id)
+            data.events[session.id] = [
+                {k: v for k, v in r.model_dump(mode="json").items() if k != "id"} for r in records
+            ]
+    return data
+
+
+def _build_entries(
+    data: _Collected, redactor: Redactor
+) -> tuple[dict[str, bytes], dict[str, dict[str, Any]], int]:
+    entries: dict[str, bytes] = {}
+    chains: dict[str, dict[str, Any]] = {}
+    total_events = 0
+    for task_id, files in data.tasks.items():
+        for name, obj in files.items():
+            entry = task_entry(task_id, name)
+            entries[entry] = (canonical(redactor.value(obj, entry)) + "\n").encode("utf-8")
+    for session_id, events in data.events.items():
+        entry = events_entry(session_id)
+        prev = genesis_hash(session_id)
+        lines: list[str] = []
+        for event in events:
+            clean = redactor.value(event, entry)
+            digest = event_hash(prev, clean)
+            lines.append(canonical({**clean, "prev_hash": prev, "hash": digest}))
+            prev = digest
+        entries[entry] = ("\n".join(lines) + "\n" if lines else "").encode("utf-8")
+        chains[session_id] = {
+            "entry": entry,
+            "events": len(events),
+            "first_seq": events[0]["seq"] if events else None,
+            "last_seq": events[-1]["seq"] if events else None,
+            "head": prev,
+        }
+        total_events += len(events)
+    return entries, chains, total_events
+
+
+def _write(data: _Collected, redactor: Redactor, out: Path) -> ExportSummary:
+    entries, chains, total_events = _build_entries(data, redactor)
+    redactions = redactor.summary()
+    manifest: dict[str, Any] = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "app_version": app_version(),
+        "created_at": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+        "task_ids": list(data.tasks),
+        "entries": {name: {"sha256": sha256_hex(b), "size": len(b)} for name, b in entries.items()},
+        "chains": chains,
+        "redactions": redactions,
+    }
+    manifest_bytes = (canonical(manifest) + "\n").encode("utf-8")
+    for name, blob in [(MANIFEST_NAME, manifest_bytes), *entries.items()]:
+        label = redactor.leftover(name, blob)
+        if label is not None:
+            raise BundleError(
+                f"redaction {label} still matches in {name} after masking (the match spans JSON syntax "
+                "or an identifier); nothing was written — make the pattern more specific"
+            )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # Write beside the target and rename, so a failed export never leaves a half bundle behind.
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
+            zf.writestr(MANIFEST_NAME, manifest_bytes)
+            for name, blob in entries.items():
+                zf.writestr(name, blob)
+        os.replace(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return ExportSummary(
+        path=out,
+        bundle_id=sha256_hex(manifest_bytes),
+        task_ids=list(data.tasks),
+        entries=len(entries) + 1,
+        events=total_events,
+        uncompressed_bytes=len(manifest_bytes) + sum(len(b) for b in entries.values()),
+        file_bytes=out.stat().st_size,
+        redactions=[{k: v for k, v in r.items() if k != "entries"} for r in redactions],
+    )
+
+
+async def export_bundle(
+    store: Store,
+    task_ids: Sequence[str],
+    out: Path,
+    *,
+    redact: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> ExportSummary:
+    """Export tasks with their attempts, sessions, runs, every event, validations and feedback.
+
+    ``redact`` holds regular expressions masked everywhere; secrets found in ``environ`` (default:
+    the process environment: names ending in ``_API_KEY``, ``_TOKEN``, ``_SECRET``) and ``sk-`` keys
+    are always masked. Raises ``BundleError`` (bad pattern, leftover match) or ``StoreError`` (unknown
+    task) before anything is written.
+    """
+    if not task_ids:
+        raise BundleError("name at least one task to export")
+    redactor = Redactor.build(redact, environ)
+    data = await _collect(store, task_ids)
+    try:
+        return await asyncio.to_thread(_write, data, redactor, Path(out))
+    except OSError as exc:
+        raise BundleError(f"cannot write bundle {out}: {exc.strerror or exc}") from None

@@ -1,0 +1,176 @@
+"""A bundle held in memory, without a database: the desk's read-only view and the importer's input.
+
+The view is built even when verification fails, so the desk can show what the bundle claims under a
+clear warning banner; entries that cannot be parsed at all are listed in ``load_problems``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from core.bundle.format import EVENT_FIELDS, BundleError, events_entry, task_entry
+from core.bundle.verify import LoadedBundle, VerificationReport, load_bundle
+from core.store.records import (
+    AttemptRecord,
+    EventRecord,
+    FeedbackRecord,
+    RunRecord,
+    SessionRecord,
+    TaskRecord,
+    ValidationRecord,
+)
+
+__all__ = ["BundleTask", "OpenedBundle", "open_bundle", "parse_bundle"]
+
+
+@dataclass
+class BundleTask:
+    task: TaskRecord
+    attempts: list[AttemptRecord] = field(default_factory=list)
+    sessions: list[SessionRecord] = field(default_factory=list)
+    runs: list[RunRecord] = field(default_factory=list)
+    validations: list[ValidationRecord] = field(default_factory=list)
+    feedback: list[FeedbackRecord] = field(default_factory=list)
+    # session id -> events in seq order. ``EventRecord.id`` is a position in the bundle (1, 2, ...),
+    # not a workspace id: database ids are not part of the exported, hashed data.
+    events: dict[str, list[EventRecord]] = field(default_factory=dict)
+
+    def all_events(self) -> list[EventRecord]:
+        return [e for evs in self.events.values() for e in evs]
+
+
+@dataclass
+class OpenedBundle:
+    path: Path
+    report: VerificationReport
+    manifest: dict[str, Any]
+    tasks: list[BundleTask]
+    load_problems: list[str] = field(default_factory=list)
+
+    @property
+    def verified(self) -> bool:
+        return self.report.ok and not self.load_problems
+
+    @property
+    def bundle_id(self) -> str:
+        return self.report.bundle_id or ""
+
+    @property
+    def origin(self) -> str:
+        return f"bundle:{self.bundle_id}"
+
+    def task(self, task_id: str) -> BundleTask:
+        for t in self.tasks:
+            if t.task.id == task_id or (len(task_id) >= 6 and t.task.id.startswith(task_id)):
+                return t
+        raise BundleError(f"bundle {self.path.name} holds no task {task_id!r}")
+
+    def banner(self) -> str:
+        """One line the desk shows above a bundle's content."""
+        if self.verified:
+            return f"Case bundle {self.path.name}: verified, read-only (bundle {self.bundle_id[:12]})"
+        problems = self.report.failures + self.load_problems
+        return (
+            f"Case bundle {self.path.name} FAILED verification ({len(problems)} problems; first: "
+            f"{problems[0]}). Its content may have been altered: do not rely on it."
+        )
+
+
+def _json(contents: dict[str, bytes], name: str, problems: list[str]) -> Any:
+    blob = contents.get(name)
+    if blob is None:
+        problems.append(f"{name}: not available")
+        return None
+    try:
+        return json.loads(blob)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        problems.append(f"{name}: not valid JSON ({exc})")
+        return None
+
+
+def _records(model: Any, data: Any, name: str, problems: list[str]) -> list[Any]:
+    if not isinstance(data, list):
+        if data is not None:
+            problems.append(f"{name}: expected a list")
+        return []
+    out = []
+    for i, item in enumerate(data):
+        try:
+            out.append(model.model_validate(item))
+        except ValidationError as exc:
+            problems.append(f"{name}: item {i} is malformed ({exc.error_count()} errors)")
+    return out
+
+
+def _events(
+    contents: dict[str, bytes], session_id: str, counter: list[int], problems: list[str]
+) -> list[EventRecord]:
+    name = events_entry(session_id)
+    blob = contents.get(name)
+    if blob is None:
+        problems.append(f"{name}: not available")
+        return []
+    events: list[EventRecord] = []
+    for lineno, line in enumerate(blob.decode("utf-8", errors="replace").splitlines(), start=1):
+        try:
+            raw = json.loads(line)
+            counter[0] += 1
+            events.append(
+                EventRecord.model_validate({"id": counter[0], **{k: raw.get(k) for k in EVENT_FIELDS}})
+            )
+        except (json.JSONDecodeError, ValidationError, AttributeError):
+            problems.append(f"{name}: line {lineno} is not a readable event")
+    return events
+
+
+def parse_bundle(loaded: LoadedBundle) -> OpenedBundle:
+    """Turn verified (or not) raw entries into records; blocking, pure CPU."""
+    if loaded.manifest is None:
+        raise BundleError(
+            f"cannot open {loaded.report.path}: " + "; ".join(loaded.report.failures or ["no manifest"])
+        )
+    problems: list[str] = []
+    tasks: list[BundleTask] = []
+    counter = [0]
+    origin = f"bundle:{loaded.report.bundle_id}"
+    for task_id in loaded.manifest["task_ids"]:
+        tid = str(task_id)
+        raw_task = _json(loaded.contents, task_entry(tid, "task.json"), problems)
+        try:
+            task = TaskRecord.model_validate(raw_task)
+        except ValidationError as exc:
+            problems.append(f"{task_entry(tid, 'task.json')}: malformed ({exc.error_count()} errors)")
+            continue
+        bt = BundleTask(task=task.model_copy(update={"read_only": True, "origin": origin}))
+        for file, model, attr in (
+            ("attempts.json", AttemptRecord, "attempts"),
+            ("sessions.json", SessionRecord, "sessions"),
+            ("runs.json", RunRecord, "runs"),
+            ("validations.json", ValidationRecord, "validations"),
+            ("feedback.json", FeedbackRecord, "feedback"),
+        ):
+            name = task_entry(tid, file)
+            setattr(bt, attr, _records(model, _json(loaded.contents, name, problems), name, problems))
+        for session in bt.sessions:
+            bt.events[session.id] = _events(loaded.contents, session.id, counter, problems)
+        tasks.append(bt)
+    return OpenedBundle(
+        path=loaded.report.path,
+        report=loaded.report,
+        manifest=loaded.manifest,
+        tasks=tasks,
+        load_problems=problems,
+    )
+
+
+def open_bundle(path: Path) -> OpenedBundle:
+    """Load a bundle for read-only display; raises ``BundleError`` only if there is nothing to show.
+
+    Blocking (reads and hashes the whole file): async callers use ``asyncio.to_thread``.
+    """
+    return parse_bundle(load_bundle(Path(path)))

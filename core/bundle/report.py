@@ -1,0 +1,192 @@
+"""The audit report: one standalone HTML page per task that opens in any browser with no network.
+
+The page carries no external CSS, scripts, fonts or images, and every value is escaped by jinja2's
+autoescape, because answers, quotes and evidence are untrusted text that may contain markup.
+Evidence contents are previewed, not reproduced whole (a packet can hold tens of megabytes); the
+page says how much it shows, and the case bundle holds the full text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from core.bundle.format import BundleError, app_version
+from core.bundle.opened import BundleTask, OpenedBundle
+from core.domain.evidence import TaskEvidencePacket
+from core.evidence.render import render_packet
+from core.store import Store
+from core.store.records import AttemptRecord, FeedbackRecord, TaskRecord, ValidationRecord
+
+__all__ = [
+    "ReportData",
+    "build_report_data",
+    "render_report",
+    "report_data_from_bundle",
+    "write_report",
+    "write_report_from_bundle",
+]
+
+TEMPLATE_PATH = Path(__file__).resolve().parents[2] / "resources" / "prompts" / "report.html.j2"
+PREVIEW_CHARS = 4000
+
+
+@dataclass
+class EvidenceRow:
+    evidence_id: str
+    kind: str
+    source: str
+    title: str | None
+    url: str | None
+    is_error: bool
+    length: int
+    preview: str
+
+
+@dataclass
+class AttemptView:
+    attempt: AttemptRecord
+    validation: ValidationRecord | None
+    citations: list[dict[str, Any]]
+    evidence: list[EvidenceRow]
+    evidence_note: str | None = None
+
+
+@dataclass
+class ReportData:
+    task: TaskRecord
+    attempts: list[AttemptView]
+    feedback: list[FeedbackRecord]
+    source: str
+    verification: list[str] | None = None  # bundle failures; None when read from a workspace
+    generated_at: str = field(default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
+    app_version: str = field(default_factory=app_version)
+    preview_chars: int = PREVIEW_CHARS
+
+
+def _evidence(attempt: AttemptRecord) -> tuple[list[EvidenceRow], str | None]:
+    if not attempt.packet:
+        return [], "No evidence packet was recorded for this attempt."
+    try:
+        packet = TaskEvidencePacket.model_validate(attempt.packet)
+    except ValidationError as exc:
+        return [], f"The evidence packet could not be read ({exc.error_count()} errors)."
+    items = render_packet(packet).items
+    return [
+        EvidenceRow(
+            evidence_id=i.evidence_id,
+            kind=i.kind.replace("_", " "),
+            source=i.source,
+            title=i.title,
+            url=i.url,
+            is_error=i.is_error,
+            length=len(i.content),
+            preview=i.content[:PREVIEW_CHARS],
+        )
+        for i in items
+    ], None
+
+
+def build_report_data(
+    task: TaskRecord,
+    attempts: list[AttemptRecord],
+    validations: list[ValidationRecord],
+    feedback: list[FeedbackRecord],
+    *,
+    source: str,
+    verification: list[str] | None = None,
+) -> ReportData:
+    """Pure assembly; the evidence index is rendered with the same ids the validator cited."""
+    latest: dict[str, ValidationRecord] = {}
+    for record in validations:  # ordered by time: the last one per attempt wins
+        latest[record.attempt_id] = record
+    views = []
+    for a in attempts:
+        v = latest.get(a.id)
+        citations = v.result.get("citations", []) if v is not None else []
+        rows, note = _evidence(a)
+        views.append(
+            AttemptView(
+                attempt=a,
+                validation=v,
+                citations=[c for c in citations if isinstance(c, dict)],
+                evidence=rows,
+                evidence_note=note,
+            )
+        )
+    return ReportData(task=task, attempts=views, feedback=feedback, source=source, verification=verification)
+
+
+def render_report(data: ReportData) -> str:
+    """Render the page; blocking (packets can be large), so async callers use a thread."""
+    from jinja2 import Environment, StrictUndefined, TemplateError
+
+    try:
+        source = TEMPLATE_PATH.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BundleError(f"report template {TEMPLATE_PATH} is missing: {exc.strerror or exc}") from None
+    env = Environment(autoescape=True, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    try:
+        return env.from_string(source).render(r=data)
+    except TemplateError as exc:
+        raise BundleError(f"cannot render the audit report: {exc}") from None
+
+
+def _write_text(out: Path, html: str) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(html)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+async def _render_and_write(data: ReportData, out: Path) -> Path:
+    def work() -> None:
+        _write_text(out, render_report(data))
+
+    try:
+        await asyncio.to_thread(work)
+    except OSError as exc:
+        raise BundleError(f"cannot write report {out}: {exc.strerror or exc}") from None
+    return out
+
+
+async def write_report(store: Store, task_id: str, out: Path) -> Path:
+    """Write the audit page for one workspace task (``task_id`` may be a unique prefix)."""
+    task = await store.get_task(task_id)
+    data = build_report_data(
+        task,
+        await store.list_attempts(task.id),
+        await store.list_validations(task.id),
+        await store.list_feedback(task.id),
+        source=f"workspace {store.display_name}",
+    )
+    return await _render_and_write(data, Path(out))
+
+
+def report_data_from_bundle(opened: OpenedBundle, task_id: str) -> ReportData:
+    bt: BundleTask = opened.task(task_id)
+    return build_report_data(
+        bt.task,
+        bt.attempts,
+        bt.validations,
+        bt.feedback,
+        source=f"case bundle {opened.path.name} ({opened.bundle_id[:12]})",
+        verification=opened.report.failures + opened.load_problems,
+    )
+
+
+async def write_report_from_bundle(opened: OpenedBundle, task_id: str, out: Path) -> Path:
+    """Report from a bundle without importing it; a failed verification is printed at the top."""
+    return await _render_and_write(report_data_from_bundle(opened, task_id), Path(out))
