@@ -69,6 +69,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-run", action="store_true", help="revise: record only, do not start the new attempt")
 
     p = sub.add_parser("recover", parents=[common], help="recover tasks interrupted by a crashed process")
+
+    p = sub.add_parser("demo", parents=[common], help="build the demo workspace by running the real pipeline")
+
+    p = sub.add_parser("export", parents=[common], help="write tasks to a tamper-evident case bundle")
+    p.add_argument("task_ids", nargs="+", metavar="TASK_ID")
+    p.add_argument("-o", "--output", required=True, metavar="FILE")
+    p.add_argument(
+        "--redact", action="append", default=[], metavar="PATTERN", help="regex to mask (repeatable)"
+    )
+
+    p = sub.add_parser("verify", parents=[common], help="check every hash and event chain of a bundle")
+    p.add_argument("bundle", metavar="FILE")
+
+    p = sub.add_parser("import", parents=[common], help="verify a bundle, then add its tasks read-only")
+    p.add_argument("bundle", metavar="FILE")
+
+    p = sub.add_parser("report", parents=[common], help="write a standalone HTML audit report")
+    p.add_argument("task_id")
+    p.add_argument("-o", "--output", required=True, metavar="FILE.html")
+    p.add_argument("--bundle", metavar="FILE", help="report from a case bundle instead of the workspace")
     return parser
 
 
@@ -200,7 +220,122 @@ async def cmd_recover(args: argparse.Namespace, settings: Settings) -> int:
     return await _with_workspace(settings, body, recover=False)
 
 
+async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    from core.demo import build_demo_workspace
+
+    async def body(ws: Any) -> int:
+        def progress(task: TaskRecord) -> None:
+            if not args.json:
+                print(f"{task.id[:12]}  {task.status.value:<17} {task.title}", file=sys.stderr)
+
+        tasks = await build_demo_workspace(ws, on_task=progress)
+        if args.json:
+            _emit([_task_json(t) for t in tasks])
+        else:
+            print(f"demo workspace ready in {ws.store.display_name}: {len(tasks)} tasks")
+        return EXIT_OK
+
+    return await _with_workspace(settings, body)
+
+
+async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    from core.bundle import export_bundle
+
+    async def body(ws: Any) -> int:
+        summary = await export_bundle(ws.store, args.task_ids, Path(args.output), redact=args.redact)
+        if args.json:
+            _emit(
+                {
+                    "path": str(summary.path),
+                    "bundle_id": summary.bundle_id,
+                    "task_ids": summary.task_ids,
+                    "entries": summary.entries,
+                    "events": summary.events,
+                    "file_bytes": summary.file_bytes,
+                    "redactions": summary.redactions,
+                }
+            )
+        else:
+            print(
+                f"wrote {summary.path}: {len(summary.task_ids)} task(s), {summary.events} events, "
+                f"{summary.file_bytes:,} bytes, bundle {summary.bundle_id[:16]}"
+            )
+        return EXIT_OK
+
+    return await _with_workspace(settings, body, recover=False)
+
+
+async def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
+    from core.bundle import verify_bundle
+
+    report = await asyncio.to_thread(verify_bundle, Path(args.bundle))
+    if args.json:
+        _emit(
+            {
+                "ok": report.ok,
+                "failures": report.failures,
+                "entries_checked": report.entries_checked,
+                "events_checked": report.events_checked,
+                "bundle_id": report.bundle_id,
+            }
+        )
+    else:
+        print(report.summary())
+    return EXIT_OK if report.ok else EXIT_INPUT
+
+
+async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    from core.bundle import import_bundle
+
+    async def body(ws: Any) -> int:
+        summary = await import_bundle(ws.store, Path(args.bundle))
+        if args.json:
+            _emit(
+                {
+                    "bundle_id": summary.bundle_id,
+                    "imported": summary.imported_task_ids,
+                    "skipped": summary.skipped_task_ids,
+                    "events": summary.events,
+                }
+            )
+        else:
+            print(
+                f"imported {len(summary.imported_task_ids)} task(s) read-only, "
+                f"skipped {len(summary.skipped_task_ids)} already present, {summary.events} events"
+            )
+        return EXIT_OK
+
+    return await _with_workspace(settings, body, recover=False)
+
+
+async def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
+    from core.bundle import open_bundle, write_report, write_report_from_bundle
+
+    out = Path(args.output)
+    if args.bundle:
+        opened = await asyncio.to_thread(open_bundle, Path(args.bundle))
+        written = await write_report_from_bundle(opened, args.task_id, out)
+    else:
+
+        async def body(ws: Any) -> int:
+            await write_report(ws.store, args.task_id, out)
+            return EXIT_OK
+
+        await _with_workspace(settings, body, recover=False)
+        written = out
+    if args.json:
+        _emit({"path": str(written)})
+    else:
+        print(f"wrote {written}")
+    return EXIT_OK
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], Coroutine[Any, Any, int]]] = {
+    "demo": cmd_demo,
+    "export": cmd_export,
+    "verify": cmd_verify,
+    "import": cmd_import,
+    "report": cmd_report,
     "run": cmd_run,
     "list": cmd_list,
     "show": cmd_show,
