@@ -11,8 +11,9 @@ per session whatever the number of writers.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
@@ -122,6 +123,15 @@ class Store:
         self._queue: list[tuple[str, list[NewEvent], str | None, str | None]] = []
         self._writer: asyncio.Task[None] | None = None
         self._writer_error: Exception | None = None
+        # The write-behind fast path for SQLite: a plain sqlite3 connection used from a worker
+        # thread, with SQLAlchemy's own bind processors so stored values are identical.
+        self._raw_path = sqlite_path(url) if self.is_sqlite else None
+        self._raw: sqlite3.Connection | None = None
+        dialect = engine.dialect
+        json_bind = EventRow.__table__.c.payload.type.dialect_impl(dialect).bind_processor(dialect)
+        time_bind = EventRow.__table__.c.created_at.type.dialect_impl(dialect).bind_processor(dialect)
+        self._bind_json: Callable[[Any], Any] = json_bind or (lambda v: v)
+        self._bind_datetime: Callable[[Any], Any] = time_bind or (lambda v: v)
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
@@ -148,6 +158,9 @@ class Store:
         try:
             await self.flush()
         finally:
+            if self._raw is not None:
+                self._raw.close()
+                self._raw = None
             await self.engine.dispose()
         if self.write_engine is not self.engine:
             await self.write_engine.dispose()
@@ -537,13 +550,62 @@ class Store:
         while self._queue:
             batch, self._queue = self._queue, []
             try:
-                async with self._write_conn() as conn:
-                    for session_id, events, run_id, task_id in batch:
-                        await self._insert_events(conn, session_id, events, run_id, task_id)
+                if self._raw_path is not None:
+                    # SQLite: the whole batch is written by a worker thread on a plain sqlite3
+                    # connection, so the event loop (and the desk painting on it) does none of it.
+                    async with self._write_lock:
+                        await asyncio.to_thread(self._write_batch_sqlite, batch)
+                else:
+                    async with self._write_conn() as conn:
+                        for session_id, events, run_id, task_id in batch:
+                            await self._insert_events(conn, session_id, events, run_id, task_id)
             except Exception as exc:  # surfaced by the next flush()
                 self._writer_error = exc
                 self._queue.clear()
                 return
+
+    def _write_batch_sqlite(self, batch: list[tuple[str, list[NewEvent], str | None, str | None]]) -> None:
+        """Runs in a worker thread, under ``_write_lock``; same SQL the ORM path would emit."""
+        if self._raw is None:
+            assert self._raw_path is not None
+            self._raw = sqlite3.connect(
+                self._raw_path, timeout=30, isolation_level=None, check_same_thread=False
+            )
+            self._raw.execute("PRAGMA foreign_keys=ON")
+            self._raw.execute("PRAGMA busy_timeout=30000")
+        conn = self._raw
+        created = self._bind_datetime(utcnow())
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for session_id, events, run_id, task_id in batch:
+                row = conn.execute(
+                    "UPDATE sessions SET next_seq = next_seq + ? WHERE id = ? RETURNING next_seq - ?",
+                    (len(events), session_id, len(events)),
+                ).fetchone()
+                if row is None:
+                    raise StoreError(f"no session with id {session_id!r}")
+                first = int(row[0])
+                conn.executemany(
+                    "INSERT INTO events (session_id, run_id, task_id, seq, kind, payload, content, created_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (
+                            session_id,
+                            run_id,
+                            task_id,
+                            first + i,
+                            ev.kind,
+                            self._bind_json(ev.payload),
+                            ev.content,
+                            created,
+                        )
+                        for i, ev in enumerate(events)
+                    ],
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
 
     async def flush(self) -> None:
         """Wait until every queued event is committed; raise if the writer failed."""
