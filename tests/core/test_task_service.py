@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.config import Settings
+from core.domain import TaskStatus, ValidationOutcome, ValidationStatus
+from core.errors import RefusedAction
+from core.tasks.service import TaskService, decide, recover_interrupted
+from core.tasks.state_machine import Trigger
+from core.workspace import Workspace
+from tests.core.conftest import ScriptFactory
+
+
+def _verdict(status: str) -> str:
+    return json.dumps(
+        {
+            "goal_achievement": "g",
+            "completeness": "c",
+            "rule_compliance": "r",
+            "status": status,
+            "score": 0.5,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "done", "expected", "outcome"),
+    [
+        (ValidationStatus.ACCEPTED, 1, Trigger.VERDICT_ACCEPTED, ValidationOutcome.ACCEPTED),
+        (
+            ValidationStatus.INSUFFICIENT_EVIDENCE,
+            1,
+            Trigger.VERDICT_UNCONFIRMED,
+            ValidationOutcome.FORCE_ACCEPTED,
+        ),
+        (ValidationStatus.VALIDATOR_ERROR, 1, Trigger.VERDICT_UNCONFIRMED, ValidationOutcome.FORCE_ACCEPTED),
+        (ValidationStatus.REJECTED, 1, Trigger.VERDICT_REJECTED_RETRY, None),
+        (ValidationStatus.REJECTED, 2, Trigger.VERDICT_UNCONFIRMED, ValidationOutcome.FORCE_ACCEPTED),
+    ],
+)
+def test_verdict_table(
+    status: ValidationStatus, done: int, expected: Trigger, outcome: ValidationOutcome | None
+) -> None:
+    d = decide(status=status, skipped=False, validations_done=done, max_validations=2)
+    assert d.trigger is expected and d.outcome == outcome
+
+
+def test_force_accepted_is_never_accepted() -> None:
+    for status in ValidationStatus:
+        for skipped in (False, True):
+            d = decide(status=status, skipped=skipped, validations_done=2, max_validations=2, schema_ok=False)
+            assert d.outcome != ValidationOutcome.ACCEPTED
+
+
+async def test_needs_review_never_starts_work(make_settings: ScriptFactory, db_url: str) -> None:
+    settings: Settings = make_settings(
+        [
+            {"model": "agent", "turns": [{"content": "an answer"}]},
+            {"model": "validator", "turns": [{"content": _verdict("insufficient_evidence")}]},
+        ],
+        db_url=db_url,
+    )
+    ws = await Workspace.open(settings)
+    service = TaskService(ws)
+    task = await service.run((await service.create("A question?")).id)
+    assert task.status is TaskStatus.NEEDS_REVIEW
+    with pytest.raises(RefusedAction, match="needs_review"):
+        await service.run(task.id)
+    assert await recover_interrupted(ws) == []  # recovery leaves review work alone too
+    assert (await ws.store.get_task(task.id)).version == task.version
+    await ws.close()
+
+
+async def test_output_schema_is_enforced_on_the_final_answer(
+    make_settings: ScriptFactory, db_url: str
+) -> None:
+    schema = {"type": "object", "properties": {"depth_m": {"type": "number"}}, "required": ["depth_m"]}
+    settings = make_settings(
+        [
+            {
+                "model": "agent",
+                "turns": [{"content": "About 10,935 metres."}, {"content": '{"depth_m": 10935}'}],
+            },
+            {"model": "validator", "turns": [{"content": _verdict("accepted")}]},
+        ],
+        db_url=db_url,
+    )
+    ws = await Workspace.open(settings)
+    service = TaskService(ws)
+    task = await service.run((await service.create("How deep?", output_schema=schema)).id)
+    assert task.status is TaskStatus.AWAITING_FEEDBACK
+    attempt = (await ws.store.list_attempts(task.id))[0]
+    assert json.loads(attempt.final_output or "") == {"depth_m": 10935}
+    events = await ws.store.get_task_events(task.id)
+    failed = [e for e in events if e.kind == "output_schema_validation_failed"]
+    assert len(failed) == 1 and failed[0].payload["stage"] == "json-parse"
+    # the re-ask stayed out of the transcript: no run event mentions the feedback text
+    starts = [e for e in events if e.kind in ("run_started", "llm_response_received")]
+    assert all("did not match" not in json.dumps(e.payload) for e in starts)
+    await ws.close()
