@@ -12,7 +12,6 @@ import asyncio
 import json
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +19,9 @@ from core.config import Settings, load_settings
 from core.domain import FeedbackAction, TaskStatus
 from core.errors import ConfigurationError, EvidenceDeskError, RefusedAction, StoreError
 from core.store import TaskRecord
+from core.version import app_version
 
 EXIT_OK, EXIT_USAGE, EXIT_REFUSED, EXIT_INPUT = 0, 2, 3, 4
-
-
-def app_version() -> str:
-    try:
-        return version("evidence-desk")
-    except PackageNotFoundError:  # running from a source tree without installation
-        return "0+unknown"
 
 
 class _Parser(argparse.ArgumentParser):

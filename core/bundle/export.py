@@ -19,7 +19,6 @@ from core.bundle.format import (
     FORMAT_VERSION,
     MANIFEST_NAME,
     BundleError,
-    app_version,
     canonical,
     event_hash,
     events_entry,
@@ -30,6 +29,7 @@ from core.bundle.format import (
 from core.bundle.redact import Redactor
 from core.store import SessionRecord, Store
 from core.store.models import SessionRow
+from core.version import app_version
 
 __all__ = ["ExportSummary", "export_bundle"]
 

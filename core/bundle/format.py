@@ -56,12 +56,3 @@ def events_entry(session_id: str) -> str:
 
 
 TASK_FILES = ("task.json", "attempts.json", "sessions.json", "runs.json", "validations.json", "feedback.json")
-
-
-def app_version() -> str:
-    try:
-        from importlib.metadata import PackageNotFoundError, version
-
-        return version("evidence-desk")
-    except PackageNotFoundError:
-        return "unknown"
