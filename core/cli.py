@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
@@ -110,6 +111,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("evidence-desk: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug: still one line, with the way to get the details
+        if os.environ.get("EVIDENCE_DESK_DEBUG"):
+            raise
+        print(
+            f"evidence-desk: internal error: {type(exc).__name__}: {exc} (set EVIDENCE_DESK_DEBUG=1 for a traceback)",
+            file=sys.stderr,
+        )
+        return 1
 
 
 # ---------------------------------------------------------------------- commands

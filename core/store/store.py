@@ -247,8 +247,16 @@ class Store:
             created_at=now,
             updated_at=now,
         )
+        # The main session is created in the same transaction: a task never exists without the
+        # session its status events and transcript go to, even if the process dies right here.
+        session = SessionRow(
+            id=new_id(), task_id=row.id, kind="main", label="main", next_seq=1, created_at=now
+        )
+        row.main_session_id = session.id
         async with self._write() as s:
             s.add(row)
+            await s.flush()
+            s.add(session)
         return TaskRecord.model_validate(row)
 
     async def get_task(self, task_id: str) -> TaskRecord:

@@ -552,7 +552,9 @@ async def recover_interrupted(workspace: Workspace) -> list[TaskRecord]:
                 await store.finish_run(run.id, finish_reason="interrupted", output_text="")
         if last is not None and last.state == "running":
             await store.update_attempt(last.id, state="interrupted", finished_at=datetime.now(UTC))
-        assert task.main_session_id is not None
+        session_id = task.main_session_id
+        if session_id is None:  # a workspace written by hand or by an older tool
+            session_id = (await store.create_session(task_id=task.id, kind="main", label="main")).id
         event = NewEvent(
             kind="task_interrupted",
             payload={
@@ -567,9 +569,10 @@ async def recover_interrupted(workspace: Workspace) -> list[TaskRecord]:
             updated = await store.update_task(
                 task.id,
                 expected_version=task.version,
-                event=(task.main_session_id, event),
+                event=(session_id, event),
                 status=target,
                 runner=None,
+                main_session_id=session_id,
                 validation_outcome=ValidationOutcome.FORCE_ACCEPTED if usable else None,
             )
         except VersionConflict:

@@ -36,7 +36,8 @@ async def make_case(
     task = await store.create_task(
         f"How deep is the Mariana Trench? (project {SECRET_CODENAME})", title="Mariana Trench depth"
     )
-    main = await store.create_session(task_id=task.id, kind="main", label="main")
+    assert task.main_session_id is not None  # created with the task
+    main = next(s for s in await store.list_sessions(task.id) if s.id == task.main_session_id)
     node = await store.create_session(
         task_id=None, kind="node", label="researcher", parent_session_id=main.id
     )

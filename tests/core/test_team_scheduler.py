@@ -68,8 +68,8 @@ class _Ctx:
 async def _ctx(store: Store) -> _Ctx:
     task = await store.create_task("overall question for the team")
     attempt = await store.create_attempt(task.id, 1, trigger="start", prompt=task.text)
-    main = await store.create_session(task_id=task.id, kind="main")
-    return _Ctx(task.id, attempt.id, main.id)
+    assert task.main_session_id is not None  # every task is created with its main session
+    return _Ctx(task.id, attempt.id, task.main_session_id)
 
 
 def _scheduler(

@@ -97,3 +97,15 @@ def test_live_runner_is_not_taken_over(desk: Desk) -> None:
             (f"{os.uname().nodename}:{os.getppid()}",),
         )
     assert [t["status"] for t in desk.cli_json("list")] == ["running"]
+
+
+def test_unexpected_errors_are_one_line(desk: Desk, monkeypatch: pytest.MonkeyPatch) -> None:
+    import core.cli
+
+    async def broken(*_: object) -> int:
+        raise RuntimeError("boom")
+
+    desk.script([{"model": "agent", "turns": [{"content": "x"}]}])
+    monkeypatch.setitem(core.cli._COMMANDS, "list", broken)
+    code, _, err = desk.cli("list")
+    assert code == 1 and err.count("\n") == 1 and "internal error: RuntimeError: boom" in err
