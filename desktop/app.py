@@ -1,34 +1,211 @@
-"""Desk start-up: QApplication on a qasync loop, window painted before anything slow."""
+"""Desk start-up: QApplication on a qasync loop, a window painted before anything slow.
+
+Order matters for how fast the desk feels: a light boot window is shown first (Qt and our own
+modules only), then the workspace opens and crash recovery runs on the loop, the main window
+replaces the boot window, and only then are litellm (seconds of imports) and the keyring warmed
+in a worker thread.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import sys
+from collections.abc import Callable
+from typing import Any
 
-from PySide6.QtWidgets import QApplication, QLabel, QMainWindow
+from PySide6.QtCore import QEvent, QObject, QSettings, Qt
+from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QWidget
+
+log = logging.getLogger(__name__)
+
+STYLE_FILE = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "resources", "styles", "desk.qss"
+)
+
+
+def parse_desk_args(args: list[str]) -> str | None:
+    """The database URL from ``[desk] [--db URL]`` (the entry point only routes those here)."""
+    rest = args[1:] if args and args[0] == "desk" else list(args)
+    if not rest:
+        return None
+    if len(rest) == 2 and rest[0] == "--db" and rest[1]:
+        return rest[1]
+    raise SystemExit(f"usage: evidence-desk [--db URL] (got {' '.join(args)!r})")
+
+
+def make_application() -> QApplication:
+    existing = QApplication.instance()
+    app = existing if isinstance(existing, QApplication) else QApplication(sys.argv[:1])
+    app.setApplicationName("Evidence Desk")
+    app.setOrganizationName("evidence-desk")
+    # Fusion follows the platform's light or dark colour scheme (Qt >= 6.5) and looks the same
+    # everywhere; the stylesheet only adds accents that read from the palette.
+    app.setStyle("Fusion")
+    try:
+        with open(STYLE_FILE, encoding="utf-8") as fh:
+            app.setStyleSheet(fh.read())
+    except OSError:
+        log.warning("stylesheet %s missing", STYLE_FILE)
+    return app
+
+
+class PaintProbe(QObject):
+    """Calls back once, on a widget's first paint (start-up timing and the screenshot tool)."""
+
+    def __init__(self, widget: QWidget, callback: Callable[[], None]) -> None:
+        super().__init__(widget)
+        self._callback: Callable[[], None] | None = callback
+        widget.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Paint and self._callback is not None:
+            callback, self._callback = self._callback, None
+            callback()
+        return False
+
+
+async def first_paint(painted: asyncio.Event, limit_s: float = 0.5) -> None:
+    """Let Qt paint the boot window before the (synchronous) core imports start."""
+    try:
+        await asyncio.wait_for(painted.wait(), limit_s)
+    except TimeoutError:
+        log.debug("no paint event within %.1f s (hidden or minimised start)", limit_s)
+
+
+def boot_window(ui_state: QSettings) -> QMainWindow:
+    window = QMainWindow()
+    window.setWindowTitle("Evidence Desk")
+    label = QLabel("Opening the workspace…")
+    label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+    window.setCentralWidget(label)
+    geometry = ui_state.value("window/geometry")
+    if (geometry is not None and not window.restoreGeometry(geometry)) or geometry is None:
+        window.resize(1400, 860)
+    return window
 
 
 def build_window() -> QMainWindow:
-    window = QMainWindow()
-    window.setWindowTitle("Evidence Desk")
-    label = QLabel("Evidence Desk — the review desk is being built.")
-    label.setMargin(24)
-    window.setCentralWidget(label)
-    window.resize(1200, 800)
-    return window
+    """The boot window alone (kept for quick smoke checks of the Qt stack)."""
+    return boot_window(QSettings())
+
+
+class DeskLauncher:
+    """Opens the workspace and the main window; owns what must be closed at exit."""
+
+    def __init__(self, db_url: str | None, *, ui_state: QSettings | None = None) -> None:
+        self.db_url = db_url
+        self.ui_state = ui_state or QSettings("evidence-desk", "desk")
+        self.window: Any = None  # MainWindow once open
+        self.services: Any = None
+        self._background: set[asyncio.Task[Any]] = set()
+
+    async def open(self) -> Any:
+        """Settings, workspace, crash recovery, main window. Raises EvidenceDeskError on bad input."""
+        from core.config import load_settings
+        from core.tasks.service import recover_interrupted
+        from core.workspace import Workspace
+        from desktop.views.main_window import DeskServices, MainWindow
+
+        settings = load_settings(db_url=self.db_url)
+        workspace = await Workspace.open(settings)
+        services = DeskServices.for_workspace(workspace)
+        self.services = services
+        recovery_error = None
+        try:
+            recovered = await recover_interrupted(workspace)  # announced on the bus, buffered by the bridge
+        except Exception as exc:  # the desk still opens; the analyst is told
+            log.exception("crash recovery failed")
+            recovered, recovery_error = [], exc
+        window = MainWindow(services, ui_state=self.ui_state)
+        self.window = window
+        window.start()
+        if recovery_error is not None:
+            window.show_error(f"Recovering interrupted tasks failed: {recovery_error!r}")
+        elif recovered:
+            window.show_info(
+                f"{len(recovered)} task(s) interrupted by an earlier exit were moved to review or failed."
+            )
+        return window
+
+    def warm_up_in_background(self) -> None:
+        """litellm's import and the keyring lookup run in a worker after the window is up."""
+        from core.llm.gateway import warm_up_litellm
+        from desktop.user_config import load_api_keys_into_env
+
+        async def warm() -> None:
+            await asyncio.to_thread(load_api_keys_into_env)
+            await asyncio.to_thread(warm_up_litellm)
+
+        task = asyncio.get_running_loop().create_task(warm())
+        self._background.add(task)
+        task.add_done_callback(self._background_done)
+
+    def _background_done(self, task: asyncio.Task[Any]) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("background warm-up failed", exc_info=task.exception())
+
+    async def close(self) -> None:
+        for task in list(self._background):
+            task.cancel()
+        if self.services is None:
+            return
+        services = self.services
+        services.ops.cancel_all()
+        await services.ops.wait_idle()
+        for task_id in list(getattr(services.tasks, "_running", {})):
+            await services.tasks.cancel(task_id)
+        await services.workspace.close()
 
 
 def run_desk(args: list[str]) -> int:
     import qasync
 
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    assert isinstance(app, QApplication)
-    window = build_window()
-    window.show()
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    db_url = parse_desk_args(args)
+    app = make_application()
+    launcher = DeskLauncher(db_url)
+    boot = boot_window(launcher.ui_state)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
-    closed = asyncio.Event()
-    app.aboutToQuit.connect(closed.set)
+    painted = asyncio.Event()
+    PaintProbe(boot, painted.set)
+    boot.show()
+    exit_code = 0
+
+    async def main() -> None:
+        nonlocal exit_code
+        closed = asyncio.Event()
+        app.aboutToQuit.connect(closed.set)
+        await first_paint(painted)
+        from core.errors import EvidenceDeskError
+
+        try:
+            window = await launcher.open()
+        except EvidenceDeskError as exc:
+            exit_code = 4
+            label = boot.centralWidget()
+            if isinstance(label, QLabel):
+                label.setText(
+                    f"Evidence Desk could not open the workspace:\n\n{exc}\n\nClose this window to exit."
+                )
+                label.setWordWrap(True)
+                label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            await closed.wait()
+            return
+        window.setGeometry(boot.geometry())
+        window.show()
+        boot.close()
+        launcher.warm_up_in_background()
+        await closed.wait()
+
     with loop:
-        loop.run_until_complete(closed.wait())
-    return 0
+        loop.run_until_complete(main())
+        loop.run_until_complete(launcher.close())
+    return exit_code
+
+
+if __name__ == "__main__":
+    raise SystemExit(run_desk(sys.argv[1:]))

@@ -1,0 +1,79 @@
+"""The one place core events become Qt signals.
+
+Core services publish plain events on ``EventBus`` (no Qt there). The bridge subscribes as soon
+as the workspace opens, but the window may connect later; events published before
+``start_delivery`` are buffered and replayed in order, so nothing a start-up crash recovery
+announced is lost (the pattern of qutebrowser's ``utils/message.py``).
+
+Observers may in principle be called from another thread (a core component running its own
+loop in a worker); the event is therefore handed over through a queued internal signal when it
+does not arrive on the bridge's thread, so the public signals always fire on the GUI thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+
+from core.events import BusEvent, EventBus
+
+
+class CoreBridge(QObject):
+    sig_task_created = Signal(str, dict)
+    """A task was created: (task id, data with ``status``)."""
+
+    sig_task_changed = Signal(str, dict)
+    """A task's stored row changed: (task id, data with ``status`` and ``version``)."""
+
+    sig_run_progress = Signal(str, dict)
+    """A run moved on: (task id, data with attempt, phase, iteration, tool, node, started_at)."""
+
+    _sig_incoming = Signal(object)  # cross-thread hand-over only
+
+    def __init__(self, bus: EventBus, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._buffer: list[BusEvent] | None = []
+        self._sig_incoming.connect(self._dispatch, Qt.ConnectionType.QueuedConnection)
+        self._unsubscribe: Callable[[], None] | None = bus.subscribe(self._on_event)
+
+    def start_delivery(self) -> None:
+        """Called once the UI has connected its slots: replays buffered events, then goes live."""
+        buffered, self._buffer = self._buffer or [], None
+        for event in buffered:
+            self._emit(event)
+
+    def close(self) -> None:
+        """Stop listening (the window is closing or the workspace is being swapped)."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    @property
+    def buffered_count(self) -> int:
+        return len(self._buffer or [])
+
+    def _on_event(self, event: BusEvent) -> None:
+        if QThread.currentThread() is not self.thread():
+            self._sig_incoming.emit(event)
+            return
+        self._dispatch(event)
+
+    @Slot(object)
+    def _dispatch(self, event: BusEvent) -> None:
+        if self._buffer is not None:
+            self._buffer.append(event)
+            return
+        self._emit(event)
+
+    def _emit(self, event: BusEvent) -> None:
+        if event.task_id is None:
+            return
+        data: dict[str, Any] = dict(event.data)
+        if event.kind == "task_created":
+            self.sig_task_created.emit(event.task_id, data)
+        elif event.kind == "task_changed":
+            self.sig_task_changed.emit(event.task_id, data)
+        elif event.kind == "run_progress":
+            self.sig_run_progress.emit(event.task_id, data)

@@ -1,0 +1,353 @@
+"""The evidence packet of one attempt as a tree: main run, team nodes, final output.
+
+Evidence ids come from :func:`core.evidence.render.render_packet` with the same options the
+validator used (``include_final_output=False``, no transcripts), so ``E3`` in a citation is the
+``E3`` row here. Transcripts and the final output are shown too, but carry no id because the
+validator never saw them as numbered items.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from PySide6.QtCore import QAbstractItemModel, QModelIndex, QObject, QPersistentModelIndex, Qt
+from PySide6.QtGui import QColor, QFont
+
+from core.domain.evidence import NodeRunResult, RunEvidence, TaskEvidencePacket
+from core.evidence.render import EvidenceItem, render_packet
+from core.validation.citations import normalise_id
+
+__all__ = ["EvidenceNode", "EvidenceTreeModel", "build_evidence_tree"]
+
+_FAILED = frozenset({"failed", "cancelled", "budget_exhausted"})
+_ids = itertools.count(1)
+
+AnyIndex = QModelIndex | QPersistentModelIndex
+
+
+@dataclass(eq=False)
+class EvidenceNode:
+    label: str
+    kind: str  # group | run | node | transcript | message | tool_result | run_output | node_output | final_output
+    evidence_id: str = ""
+    detail: str = ""
+    content: str | None = None
+    tooltip: str = ""
+    is_error: bool = False
+    parent: EvidenceNode | None = None
+    children: list[EvidenceNode] = field(default_factory=list)
+    uid: int = field(default_factory=lambda: next(_ids))
+
+    def add(self, child: EvidenceNode) -> EvidenceNode:
+        child.parent = self
+        self.children.append(child)
+        return child
+
+    @property
+    def row(self) -> int:
+        return 0 if self.parent is None else self.parent.children.index(self)
+
+
+def _size(text: str) -> str:
+    return f"{len(text):,} chars"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _join(*parts: str) -> str:
+    return " · ".join(p for p in parts if p)
+
+
+def _message_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, indent=2)
+    extra = {k: v for k, v in message.items() if k not in ("role", "content")}
+    if extra:
+        text = f"{text}\n\n{json.dumps(extra, ensure_ascii=False, indent=2, default=str)}"
+    return text
+
+
+def _transcript(run: RunEvidence) -> EvidenceNode:
+    node = EvidenceNode(label="Transcript", kind="transcript", detail=_count(len(run.transcript), "message"))
+    texts: list[str] = []
+    for message in run.transcript:
+        role = str(message.get("role", "?"))
+        text = _message_text(message)
+        texts.append(f"--- {role} ---\n{text}")
+        first = next((line for line in text.splitlines() if line.strip()), "")
+        label = f"{role}: {first[:80]}" if first else role
+        calls = message.get("tool_calls")
+        detail = _join(
+            _count(len(calls), "tool call") if isinstance(calls, list) and calls else "", _size(text)
+        )
+        node.add(EvidenceNode(label=label, kind="message", detail=detail, content=text))
+    node.content = "\n\n".join(texts)
+    return node
+
+
+def _item_node(item: EvidenceItem) -> EvidenceNode:
+    if item.kind == "tool_result":
+        label = item.title or item.tool_name or "tool result"
+        detail = _join(item.tool_name or "", "ERROR" if item.is_error else "", _size(item.content))
+    elif item.kind == "node_output":
+        label = "Node output"
+        detail = _join("error" if item.is_error else "", _size(item.content))
+    else:
+        label = "Run output"
+        detail = _size(item.content)
+    tooltip = "\n".join(p for p in (item.source, item.url or "") if p)
+    return EvidenceNode(
+        label=label,
+        kind=item.kind,
+        evidence_id=item.evidence_id,
+        detail=detail,
+        content=item.content,
+        tooltip=tooltip,
+        is_error=item.is_error,
+    )
+
+
+def _run_summary(title: str, run: RunEvidence, extra: list[str] | None = None) -> str:
+    lines = [title, f"run: {run.run_id}", f"session: {run.session_id}"]
+    lines += extra or []
+    lines.append(f"finish reason: {run.finish_reason or '—'}")
+    lines.append(f"tool results: {len(run.tool_results)}")
+    if run.warnings:
+        lines.append("warnings:")
+        lines += [f"  - {w}" for w in run.warnings]
+    return "\n".join(lines)
+
+
+def _run_children(parent: EvidenceNode, run: RunEvidence | None, items: list[EvidenceItem]) -> None:
+    if run is not None and run.transcript:
+        parent.add(_transcript(run))
+    for item in items:
+        parent.add(_item_node(item))
+
+
+def _team_node(node: NodeRunResult, items: list[EvidenceItem]) -> EvidenceNode:
+    run = node.evidence
+    failed = node.status in _FAILED or node.error is not None
+    facts = [f"status: {node.status}", f"finish reason: {node.finish_reason or '—'}"]
+    if node.role:
+        facts.insert(0, f"role: {node.role}")
+    if node.error is not None:
+        facts.append(f"error: {node.error}")
+    if run is not None:
+        content = _run_summary(f"Team node {node.node_id}", run, facts)
+    else:
+        content = "\n".join([f"Team node {node.node_id}", *facts, "(no run evidence recorded)"])
+    label = f"{node.node_id} ({node.role})" if node.role else node.node_id
+    tree = EvidenceNode(
+        label=label,
+        kind="node",
+        detail=_join(node.status, node.finish_reason, "error" if node.error is not None else ""),
+        content=content,
+        tooltip=node.error or "",
+        is_error=failed,
+    )
+    _run_children(tree, run, items)
+    return tree
+
+
+def build_evidence_tree(packet: TaskEvidencePacket | None) -> EvidenceNode:
+    """The invisible root; building is pure Python so it can run off the GUI thread for huge packets."""
+    root = EvidenceNode(label="", kind="root")
+    if packet is None:
+        return root
+    items = render_packet(packet, include_final_output=False).items
+    placed: set[str] = set()
+
+    def take(run_id: str | None, node_id: str | None) -> list[EvidenceItem]:
+        found = [
+            i for i in items if i.evidence_id not in placed and i.run_id == run_id and i.node_id == node_id
+        ]
+        placed.update(i.evidence_id for i in found)
+        return found
+
+    main = packet.main_run
+    if main is not None:
+        run_node = root.add(
+            EvidenceNode(
+                label="Main run",
+                kind="run",
+                detail=_join(
+                    main.finish_reason, _count(len(main.warnings), "warning") if main.warnings else ""
+                ),
+                content=_run_summary("Main run", main),
+                tooltip="\n".join(main.warnings),
+            )
+        )
+        _run_children(run_node, main, take(main.run_id, None))
+    covered = {n.evidence.run_id for n in packet.team_node_results if n.evidence is not None}
+    if main is not None:
+        covered.add(main.run_id)
+    stray = [r for r in packet.team_runs if r.run_id not in covered]
+    if packet.team_node_results or stray:
+        failed = sum(1 for n in packet.team_node_results if n.status in _FAILED)
+        team = root.add(
+            EvidenceNode(
+                label="Team",
+                kind="group",
+                detail=_join(
+                    _count(len(packet.team_node_results), "node"), f"{failed} failed" if failed else ""
+                ),
+            )
+        )
+        team.content = "\n".join(
+            ["Team nodes of this attempt:"]
+            + [
+                f"  {n.node_id}: {_join(n.status, n.finish_reason, n.error or '')}"
+                for n in packet.team_node_results
+            ]
+            + [f"  unattached run {r.run_id}: {r.finish_reason or '—'}" for r in stray]
+        )
+        for node in packet.team_node_results:
+            run_id = node.evidence.run_id if node.evidence is not None else None
+            team.add(_team_node(node, take(run_id, node.node_id)))
+        for run in stray:
+            tree = team.add(
+                EvidenceNode(
+                    label=f"Run {run.run_id}",
+                    kind="run",
+                    detail=run.finish_reason,
+                    content=_run_summary("Team run not attached to a plan node", run),
+                )
+            )
+            _run_children(tree, run, take(run.run_id, None))
+    leftovers = [i for i in items if i.evidence_id not in placed]
+    if leftovers:  # not expected; shown rather than silently dropped
+        other = root.add(EvidenceNode(label="Other evidence", kind="group", content=""))
+        for item in leftovers:
+            other.add(_item_node(item))
+    if packet.final_output:
+        root.add(
+            EvidenceNode(
+                label="Final output",
+                kind="final_output",
+                detail=_size(packet.final_output),
+                content=packet.final_output,
+            )
+        )
+    return root
+
+
+class EvidenceTreeModel(QAbstractItemModel):
+    """Columns: item, evidence id, detail (tool / status / finish reason / error / size)."""
+
+    COLUMNS = ("Item", "Evidence id", "Detail")
+    ContentRole = Qt.ItemDataRole.UserRole + 1
+    EvidenceIdRole = Qt.ItemDataRole.UserRole + 2
+    KindRole = Qt.ItemDataRole.UserRole + 3
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._root = EvidenceNode(label="", kind="root")
+        self._by_uid: dict[int, EvidenceNode] = {}
+        self._by_eid: dict[str, EvidenceNode] = {}
+
+    # ------------------------------------------------------------------ content
+    def set_packet(self, packet: TaskEvidencePacket | None) -> None:
+        self.set_tree(build_evidence_tree(packet))
+
+    def set_tree(self, root: EvidenceNode) -> None:
+        self.beginResetModel()
+        self._root = root
+        self._by_uid = {}
+        self._by_eid = {}
+        stack = list(root.children)
+        while stack:
+            node = stack.pop()
+            self._by_uid[node.uid] = node
+            if node.evidence_id:
+                self._by_eid[normalise_id(node.evidence_id)] = node
+            stack.extend(node.children)
+        self.endResetModel()
+
+    def node(self, index: AnyIndex) -> EvidenceNode | None:
+        if not index.isValid():
+            return None
+        return self._by_uid.get(index.internalId())
+
+    def index_for_evidence_id(self, evidence_id: str) -> QModelIndex:
+        """Column-0 index of the item with this id (``e3``, ``[E3]`` accepted), invalid if absent."""
+        node = self._by_eid.get(normalise_id(evidence_id))
+        return QModelIndex() if node is None else self.createIndex(node.row, 0, node.uid)
+
+    def evidence_ids(self) -> list[str]:
+        return sorted(self._by_eid, key=lambda e: (len(e), e))
+
+    # ------------------------------------------------------------------ Qt overrides
+    def index(self, row: int, column: int, parent: AnyIndex = QModelIndex()) -> QModelIndex:  # noqa: B008
+        """QAbstractItemModel.index: the child at (row, column) under ``parent``."""
+        if not self.hasIndex(row, column, parent):
+            return QModelIndex()
+        owner = self.node(parent) if parent.isValid() else self._root
+        if owner is None or not 0 <= row < len(owner.children):
+            return QModelIndex()
+        return self.createIndex(row, column, owner.children[row].uid)
+
+    def parent(self, index: AnyIndex = QModelIndex()) -> QModelIndex:  # type: ignore[override]  # noqa: B008
+        """QAbstractItemModel.parent: the index of the node holding ``index`` (invalid for top level)."""
+        node = self.node(index)
+        if node is None or node.parent is None or node.parent is self._root:
+            return QModelIndex()
+        return self.createIndex(node.parent.row, 0, node.parent.uid)
+
+    def rowCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008
+        """QAbstractItemModel.rowCount: children of ``parent``; only column 0 has children."""
+        if parent.column() > 0:
+            return 0
+        owner = self.node(parent) if parent.isValid() else self._root
+        return 0 if owner is None else len(owner.children)
+
+    def columnCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008
+        """QAbstractItemModel.columnCount: the same three columns at every level."""
+        return len(self.COLUMNS)
+
+    def data(self, index: AnyIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        """QAbstractItemModel.data: label / id / detail as text, plus content and id roles for views."""
+        node = self.node(index)
+        if node is None:
+            return None
+        column = index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            return (node.label, node.evidence_id, node.detail)[column]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return node.tooltip or None
+        if role == Qt.ItemDataRole.ForegroundRole and node.is_error:
+            return QColor("#d0433b")
+        if role == Qt.ItemDataRole.FontRole and column == 1 and node.evidence_id:
+            font = QFont()
+            font.setBold(True)
+            return font
+        if role == self.ContentRole:
+            return node.content
+        if role == self.EvidenceIdRole:
+            return node.evidence_id
+        if role == self.KindRole:
+            return node.kind
+        return None
+
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
+        """QAbstractItemModel.headerData: column titles."""
+        if (
+            orientation == Qt.Orientation.Horizontal
+            and role == Qt.ItemDataRole.DisplayRole
+            and 0 <= section < len(self.COLUMNS)
+        ):
+            return self.COLUMNS[section]
+        return None
+
+    def flags(self, index: AnyIndex) -> Qt.ItemFlag:
+        """QAbstractItemModel.flags: read-only, selectable."""
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable

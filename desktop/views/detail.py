@@ -1,0 +1,306 @@
+"""The task detail pane: header, final answer, evidence beside the validator's verdict.
+
+Everything the pane shows comes from one :class:`~core.tasks.dossier.TaskDossier`; the pane never
+loads data itself, so the shell decides when (and off which thread) a dossier is read.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QSizePolicy,
+    QSplitter,
+    QStackedWidget,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.domain.evidence import TaskEvidencePacket
+from core.domain.status import ValidationOutcome
+from core.domain.validation import CitationCheck
+from core.store.records import AttemptRecord, ValidationRecord
+from core.tasks.dossier import TaskDossier
+from desktop.views.evidence import EvidenceView
+from desktop.views.validator import ValidatorView
+
+__all__ = ["Badge", "TaskDetailView", "outcome_text", "warning_badges"]
+
+Severity = Literal["info", "warning", "danger"]
+BADGE_COLOURS: dict[str, tuple[str, str]] = {  # background, text: explicit so both themes read them
+    "info": ("#d6eaf8", "#1b4f72"),
+    "warning": ("#fdebd0", "#7e5109"),
+    "danger": ("#f5b7b1", "#78281f"),
+}
+_KNOWN_PREFIXES = ("same-family-validator:", "chunked-validation:", "unverified-citations:")
+
+
+@dataclass(frozen=True)
+class Badge:
+    text: str
+    severity: Severity
+    tooltip: str = ""
+
+
+def outcome_text(outcome: ValidationOutcome | None) -> str:
+    """Force-accepted is spelled out so nobody reads it as an endorsement."""
+    if outcome is ValidationOutcome.FORCE_ACCEPTED:
+        return "force-accepted (not endorsed)"
+    if outcome is ValidationOutcome.ACCEPTED:
+        return "accepted"
+    return "no outcome yet"
+
+
+def _is_interrupted(dossier: TaskDossier, attempt: AttemptRecord, packet: TaskEvidencePacket | None) -> bool:
+    if attempt.state == "interrupted" or attempt.finish_reason == "interrupted":
+        return True
+    if packet is not None:
+        runs = [packet.main_run, *packet.team_runs, *(n.evidence for n in packet.team_node_results)]
+        for run in runs:
+            if run is not None and (
+                run.finish_reason == "interrupted" or any("interrupted" in w for w in run.warnings)
+            ):
+                return True
+    return any(
+        e.kind == "task_interrupted" and e.payload.get("attempt_index", attempt.index) == attempt.index
+        for e in dossier.events
+    )
+
+
+def warning_badges(
+    dossier: TaskDossier,
+    attempt: AttemptRecord,
+    validation: ValidationRecord | None,
+    packet: TaskEvidencePacket | None = None,
+) -> list[Badge]:
+    """The warnings an analyst must not miss for this attempt, most serious first."""
+    badges: list[Badge] = []
+    last = max((a.index for a in dossier.attempts), default=attempt.index)
+    forced = attempt.validation_outcome is ValidationOutcome.FORCE_ACCEPTED or (
+        attempt.validation_outcome is None
+        and attempt.index == last
+        and dossier.task.validation_outcome is ValidationOutcome.FORCE_ACCEPTED
+    )
+    if forced:
+        badges.append(Badge("Force-accepted", "danger", "Delivered without the validator's endorsement."))
+    if _is_interrupted(dossier, attempt, packet):
+        badges.append(Badge("Interrupted run", "danger", "The process stopped before this attempt finished."))
+    if validation is None:
+        return badges
+    warnings = [str(w) for w in validation.debug.get("warnings") or []]
+    for w in warnings:
+        if w.startswith("same-family-validator:"):
+            badges.append(Badge("Same-family validator", "warning", w))
+    chunked = [w for w in warnings if w.startswith("chunked-validation:")]
+    if chunked or validation.debug.get("strategy") == "chunked":
+        count = validation.debug.get("chunk_count")
+        if not isinstance(count, int) or count <= 0:
+            m = re.search(r"(\d+)", chunked[0]) if chunked else None
+            count = int(m.group(1)) if m else 0
+        badges.append(Badge(f"Chunked validation ({count} chunks)", "info", "; ".join(chunked)))
+    citations = validation.result.get("citations") or []
+    unverified = sum(1 for c in citations if c.get("check") != CitationCheck.VERIFIED.value)
+    tip = next((w for w in warnings if w.startswith("unverified-citations:")), "")
+    if unverified or tip:
+        if not unverified:
+            m = re.search(r"(\d+)", tip)
+            unverified = int(m.group(1)) if m else 0
+        badges.append(Badge(f"Unverified citations ({unverified})", "warning", tip))
+    for w in warnings:
+        if not w.startswith(_KNOWN_PREFIXES):
+            prefix, _, _rest = w.partition(":")
+            badges.append(Badge(prefix.replace("-", " ").capitalize(), "warning", w))
+    return badges
+
+
+class _LocalOnlyBrowser(QTextBrowser):
+    """Markdown viewer that never fetches anything: an answer may embed remote images or links."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setOpenLinks(False)
+        self.setOpenExternalLinks(False)
+
+    def loadResource(self, type: int, name: QUrl | str) -> object:
+        """QTextBrowser.loadResource: refuse every resource; the answer is text, not a web page."""
+        return None
+
+
+def _badge_label(badge: Badge, parent: QWidget) -> QLabel:
+    background, foreground = BADGE_COLOURS[badge.severity]
+    label = QLabel(badge.text, parent)
+    label.setObjectName("badge")
+    label.setToolTip(badge.tooltip)
+    font = label.font()
+    font.setBold(True)  # set on the widget, not in the style sheet, so the size hint counts it
+    label.setFont(font)
+    label.setStyleSheet(
+        f"QLabel {{ background: {background}; color: {foreground}; border-radius: 8px; padding: 2px 8px; }}"
+    )
+    label.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+    label.setMinimumSize(label.sizeHint())
+    return label
+
+
+class TaskDetailView(QWidget):
+    """One task: header with badges, the final answer, then evidence | validator side by side."""
+
+    sig_attempt_changed = Signal(int)
+    """Emitted with the attempt number (``AttemptRecord.index``) after the shown attempt changes
+    through the selector or :meth:`select_attempt`; not emitted by :meth:`set_dossier`."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._dossier: TaskDossier | None = None
+        self._attempts: list[AttemptRecord] = []
+        self._attempt_index: int | None = None
+        self.badges: list[QLabel] = []
+
+        self._stack = QStackedWidget(self)
+        self.empty_label = QLabel("Select a task", self)
+        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty_label.setEnabled(False)
+        self._stack.addWidget(self.empty_label)
+
+        page = QWidget(self)
+        self.title_label = QLabel(page)
+        font = self.title_label.font()
+        font.setPointSizeF(font.pointSizeF() * 1.3)
+        font.setBold(True)
+        self.title_label.setFont(font)
+        self.title_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.task_text_label = QLabel(page)
+        self.task_text_label.setWordWrap(True)
+        self.task_text_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.status_label = QLabel(page)
+        self.outcome_label = QLabel(page)
+        self.attempt_combo = QComboBox(page)
+        self.attempt_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.attempt_combo.currentIndexChanged.connect(self._on_combo)
+        self._badge_row = QHBoxLayout()
+        self._badge_row.setSpacing(6)
+        row = QHBoxLayout()
+        row.addWidget(self.status_label)
+        row.addSpacing(16)
+        row.addWidget(self.outcome_label)
+        row.addSpacing(16)
+        row.addWidget(self.attempt_combo)
+        row.addStretch(1)
+        self._badge_row.addStretch(1)  # badges are inserted before this stretch
+
+        self.answer_view = _LocalOnlyBrowser(page)
+        self.evidence_view = EvidenceView(page)
+        self.validator_view = ValidatorView(page)
+        self.validator_view.citations.sig_citation_activated.connect(self.evidence_view.show_quote)
+        sides = QSplitter(Qt.Orientation.Horizontal, page)
+        sides.addWidget(self.evidence_view)
+        sides.addWidget(self.validator_view)
+        sides.setStretchFactor(0, 1)
+        sides.setStretchFactor(1, 1)
+        body = QSplitter(Qt.Orientation.Vertical, page)
+        body.addWidget(self.answer_view)
+        body.addWidget(sides)
+        body.setStretchFactor(0, 1)
+        body.setStretchFactor(1, 3)
+
+        layout = QVBoxLayout(page)
+        layout.setContentsMargins(8, 8, 8, 8)
+        layout.addWidget(self.title_label)
+        layout.addWidget(self.task_text_label)
+        layout.addLayout(row)
+        layout.addLayout(self._badge_row)
+        layout.addWidget(body, 1)
+        self._stack.addWidget(page)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(self._stack)
+
+    # ------------------------------------------------------------------ API
+    @property
+    def dossier(self) -> TaskDossier | None:
+        return self._dossier
+
+    @property
+    def attempt_index(self) -> int | None:
+        """The attempt number shown, or None when there is no attempt."""
+        return self._attempt_index
+
+    def set_dossier(self, dossier: TaskDossier | None) -> None:
+        """Show ``dossier`` at its latest attempt; None shows the empty state."""
+        self._dossier = dossier
+        if dossier is None:
+            self._attempts = []
+            self._attempt_index = None
+            self._stack.setCurrentIndex(0)
+            return
+        task = dossier.task
+        self.title_label.setText(task.title or task.id)
+        text = task.text.strip()
+        self.task_text_label.setText(text if len(text) <= 800 else text[:800] + " …")
+        self.task_text_label.setToolTip(text if len(text) > 800 else "")
+        self.status_label.setText(f"Status: <b>{task.status.value.replace('_', ' ')}</b>")
+        outcome = outcome_text(task.validation_outcome)
+        colour = "#c0392b" if task.validation_outcome is ValidationOutcome.FORCE_ACCEPTED else "palette(text)"
+        self.outcome_label.setText(f"Outcome: <b style='color:{colour}'>{outcome}</b>")
+        self._attempts = sorted(dossier.attempts, key=lambda a: a.index)
+        n = len(self._attempts)
+        self.attempt_combo.blockSignals(True)
+        self.attempt_combo.clear()
+        for k, attempt in enumerate(self._attempts, start=1):
+            verdict = attempt.validation_status or attempt.state
+            self.attempt_combo.addItem(f"Attempt {k} of {n} — {verdict.replace('_', ' ')}", attempt.index)
+        self.attempt_combo.setEnabled(n > 1)
+        if not n:
+            self.attempt_combo.addItem("No attempts yet", -1)
+        self.attempt_combo.setCurrentIndex(max(n - 1, 0))
+        self.attempt_combo.blockSignals(False)
+        self._stack.setCurrentIndex(1)
+        self._show(self._attempts[-1] if self._attempts else None)
+
+    def select_attempt(self, index: int) -> None:
+        """Show the attempt whose ``AttemptRecord.index`` is ``index``."""
+        for position, attempt in enumerate(self._attempts):
+            if attempt.index == index:
+                self.attempt_combo.setCurrentIndex(position)  # emits through _on_combo when it changes
+                return
+        known = ", ".join(str(a.index) for a in self._attempts) or "none"
+        raise ValueError(f"this task has no attempt {index} (attempts: {known})")
+
+    # ------------------------------------------------------------------ internals
+    def _on_combo(self, position: int) -> None:
+        if 0 <= position < len(self._attempts):
+            attempt = self._attempts[position]
+            self._show(attempt)
+            self.sig_attempt_changed.emit(attempt.index)
+
+    def _show(self, attempt: AttemptRecord | None) -> None:
+        dossier = self._dossier
+        assert dossier is not None
+        self._attempt_index = attempt.index if attempt is not None else None
+        packet = dossier.packet(attempt.index) if attempt is not None else None
+        validation = dossier.validation_for(attempt.index) if attempt is not None else None
+        answer = (attempt.final_output if attempt is not None else None) or (
+            packet.final_output if packet is not None else ""
+        )
+        self.answer_view.setMarkdown(answer if answer.strip() else "*No answer was produced.*")
+        self.evidence_view.set_packet(packet)
+        self.validator_view.set_validation(validation)
+        self._set_badges(warning_badges(dossier, attempt, validation, packet) if attempt is not None else [])
+
+    def _set_badges(self, badges: list[Badge]) -> None:
+        for label in self.badges:
+            self._badge_row.removeWidget(label)
+            label.deleteLater()
+        self.badges = [_badge_label(b, self) for b in badges]
+        for position, label in enumerate(self.badges):
+            self._badge_row.insertWidget(position, label)
+
+    def badge_texts(self) -> list[str]:
+        return [label.text() for label in self.badges]

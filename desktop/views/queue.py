@@ -1,0 +1,245 @@
+"""The queue pane: filter bar over a tree of status groups.
+
+The view owns presentation state only (expanded groups, the selected task id). It re-applies
+both after every model reset, so typing in the filter or re-sorting does not lose the analyst's
+place; live updates move rows with ``beginMoveRows`` and need nothing from here.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPersistentModelIndex, QRect, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QPainter, QPalette
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLineEdit,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+    QTreeView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.domain import TaskStatus
+from desktop.models.queue_model import (
+    COL_STATUS,
+    COL_TITLE,
+    COL_UPDATED,
+    COLUMNS,
+    GROUP_KEY_ROLE,
+    STATUS_LABELS,
+    STATUS_ROLE,
+    TASK_ID_ROLE,
+    QueueFilter,
+    TaskQueueModel,
+)
+
+Index = QModelIndex | QPersistentModelIndex
+
+BADGE_COLOURS: dict[str, str] = {
+    "needs_review": "#e0a100",
+    "awaiting_feedback": "#2e8b57",
+    "needs_revision": "#8e6bbf",
+    "running": "#2f7ed8",
+    "validating": "#2f7ed8",
+    "open": "#7f8c8d",
+    "failed": "#c0392b",
+    "closed": "#5d6d7e",
+    "abandoned": "#95a5a6",
+}
+
+
+class StatusBadgeDelegate(QStyledItemDelegate):
+    """Paints the status as a coloured pill so statuses read at a glance."""
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: Index) -> None:
+        status = index.data(STATUS_ROLE)
+        if status is None:
+            super().paint(painter, option, index)
+            return
+        self.initStyleOption(option, index)
+        text = option.text
+        option.text = ""
+        widget = option.widget
+        style = widget.style() if widget is not None else None
+        if style is not None:
+            style.drawControl(style.ControlElement.CE_ItemViewItem, option, painter, widget)
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        metrics = option.fontMetrics
+        rect: QRect = option.rect
+        width = min(metrics.horizontalAdvance(text) + 14, rect.width() - 4)
+        pill = QRect(rect.left() + 2, rect.top() + 3, width, rect.height() - 6)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(QColor(BADGE_COLOURS.get(status, "#7f8c8d")))
+        painter.drawRoundedRect(pill, pill.height() / 2, pill.height() / 2)
+        painter.setPen(QColor("#ffffff") if status != "needs_review" else QColor("#2b1d00"))
+        elided = metrics.elidedText(text, Qt.TextElideMode.ElideRight, pill.width() - 10)
+        painter.drawText(pill, int(Qt.AlignmentFlag.AlignCenter), elided)
+        painter.restore()
+
+
+class QueueView(QWidget):
+    sig_task_selected = Signal(object)
+    """The selected task changed: its id, or None when nothing is selected."""
+
+    def __init__(self, model: TaskQueueModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = model
+        self._selected_id: str | None = None
+        self._collapsed: set[str] = {"abandoned"}
+
+        self.filter_edit = QLineEdit(placeholderText="Filter tasks  ( / )")
+        self.filter_edit.setClearButtonEnabled(True)
+        self.status_combo = QComboBox()
+        self.status_combo.addItem("All statuses", None)
+        for status in TaskStatus:
+            self.status_combo.addItem(STATUS_LABELS[status].capitalize(), status)
+        self.outcome_combo = QComboBox()
+        for label, key in [
+            ("Any outcome", "any"),
+            ("Accepted", "accepted"),
+            ("Force-accepted", "force_accepted"),
+            ("No outcome", "none"),
+        ]:
+            self.outcome_combo.addItem(label, key)
+
+        self.tree = QTreeView()
+        self.tree.setObjectName("TaskQueue")
+        self.tree.setModel(model)
+        self.tree.setUniformRowHeights(True)
+        self.tree.setAlternatingRowColors(False)
+        self.tree.setSelectionMode(QTreeView.SelectionMode.SingleSelection)
+        self.tree.setSelectionBehavior(QTreeView.SelectionBehavior.SelectRows)
+        self.tree.setItemDelegateForColumn(COL_STATUS, StatusBadgeDelegate(self.tree))
+        self.tree.header().setSortIndicator(COL_UPDATED, Qt.SortOrder.DescendingOrder)
+        self.tree.setSortingEnabled(True)
+        header = self.tree.header()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(COL_TITLE, QHeaderView.ResizeMode.Stretch)
+        for col, width in enumerate([0, 134, 102, 44, 72, 34, 62]):
+            if col != COL_TITLE:
+                header.resizeSection(col, width)
+        header.setMinimumSectionSize(30)
+
+        bar = QHBoxLayout()
+        bar.setContentsMargins(0, 0, 0, 0)
+        bar.addWidget(self.filter_edit, 1)
+        bar.addWidget(self.status_combo)
+        bar.addWidget(self.outcome_combo)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 0, 6)
+        layout.addLayout(bar)
+        layout.addWidget(self.tree, 1)
+
+        self._debounce = QTimer(self, singleShot=True, interval=120)
+        self._debounce.timeout.connect(self.apply_filter)
+        self.filter_edit.textChanged.connect(lambda _t: self._debounce.start())
+        self.status_combo.currentIndexChanged.connect(lambda _i: self.apply_filter())
+        self.outcome_combo.currentIndexChanged.connect(lambda _i: self.apply_filter())
+
+        self._resetting = False
+        model.modelAboutToBeReset.connect(self._before_reset)
+        model.sig_refreshed.connect(self._after_reset)
+        model.rowsInserted.connect(self._span_groups)
+        self.tree.expanded.connect(lambda idx: self._collapsed.discard(idx.data(GROUP_KEY_ROLE)))
+        self.tree.collapsed.connect(lambda idx: self._collapsed.add(idx.data(GROUP_KEY_ROLE)))
+        selection = self.tree.selectionModel()
+        selection.currentRowChanged.connect(self._on_current_changed)
+
+    # ------------------------------------------------------------------ filter
+    def current_filter(self) -> QueueFilter:
+        return QueueFilter(
+            text=self.filter_edit.text().strip(),
+            status=self.status_combo.currentData(),
+            outcome=self.outcome_combo.currentData() or "any",
+        )
+
+    def apply_filter(self) -> None:
+        self._debounce.stop()
+        flt = self.current_filter()
+        if flt != self.model.filter:
+            self.model.set_filter(flt)
+
+    def focus_filter(self) -> None:
+        self.filter_edit.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.filter_edit.selectAll()
+
+    # ------------------------------------------------------------------ selection
+    @property
+    def selected_task_id(self) -> str | None:
+        return self._selected_id
+
+    def select_task(self, task_id: str) -> bool:
+        index = self.model.index_of_task(task_id)
+        if not index.isValid():
+            return False
+        self.tree.expand(index.parent())
+        self.tree.selectionModel().setCurrentIndex(
+            index,
+            QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows,
+        )
+        self.tree.scrollTo(index)
+        return True
+
+    def select_first_in(self, group_key: str) -> bool:
+        ids = self.model.group_task_ids(group_key)
+        return bool(ids) and self.select_task(ids[0])
+
+    def select_next(self, step: int = 1) -> None:
+        """J/K: move through task rows across groups, skipping group headers."""
+        rows = self._visible_task_indexes()
+        if not rows:
+            return
+        current = self.tree.currentIndex()
+        current = current.siblingAtColumn(0) if current.isValid() else current
+        positions = [i for i, idx in enumerate(rows) if idx == current]
+        if not positions:
+            target = rows[0] if step > 0 else rows[-1]
+        else:
+            target = rows[max(0, min(len(rows) - 1, positions[0] + step))]
+        self.select_task(target.data(TASK_ID_ROLE))
+
+    def _visible_task_indexes(self) -> list[QModelIndex]:
+        out: list[QModelIndex] = []
+        for gi in range(self.model.rowCount()):
+            group = self.model.index(gi, 0)
+            if not self.tree.isExpanded(group):
+                continue
+            out.extend(self.model.index(r, 0, group) for r in range(self.model.rowCount(group)))
+        return out
+
+    def _on_current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        if self._resetting:
+            return
+        task_id = current.data(TASK_ID_ROLE) if current.isValid() else None
+        if task_id != self._selected_id:
+            self._selected_id = task_id
+            self.sig_task_selected.emit(task_id)
+
+    # ------------------------------------------------------------------ after a reset
+    def _span_groups(self, *_args: object) -> None:
+        for gi in range(self.model.rowCount()):
+            self.tree.setFirstColumnSpanned(gi, QModelIndex(), True)
+
+    def _before_reset(self) -> None:
+        self._resetting = True
+
+    def _after_reset(self) -> None:
+        self._resetting = False
+        self._span_groups()
+        for gi in range(self.model.rowCount()):
+            group = self.model.index(gi, 0)
+            self.tree.setExpanded(group, group.data(GROUP_KEY_ROLE) not in self._collapsed)
+        keep = self._selected_id
+        if keep is not None and not self.select_task(keep):
+            self.tree.selectionModel().clearSelection()
+            self._selected_id = None
+            self.sig_task_selected.emit(None)
+
+    def palette_is_dark(self) -> bool:
+        return self.palette().color(QPalette.ColorRole.Window).lightness() < 128
+
+
+__all__ = ["COLUMNS", "QueueView", "StatusBadgeDelegate"]

@@ -1,0 +1,217 @@
+"""Right half of the task detail: the validator's verdict, its citations and what it actually said."""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+from pydantic import ValidationError
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QLabel,
+    QPlainTextEdit,
+    QSplitter,
+    QTabWidget,
+    QTextBrowser,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.domain.validation import Citation, CitationCheck, ValidationResult
+from core.store.records import ValidationRecord
+from desktop.widgets.text_viewer import JsonHighlighter, TextViewer, monospace_font, pretty_json
+
+__all__ = ["CitationList", "ValidatorView", "format_raw_response"]
+
+STATUS_COLOURS = {
+    "accepted": "#2e8b57",
+    "rejected": "#c0392b",
+    "insufficient_evidence": "#d68910",
+    "validator_error": "#8e44ad",
+}
+CHECK_TEXT = {
+    CitationCheck.VERIFIED: ("✓ verified", "#2e8b57"),
+    CitationCheck.QUOTE_NOT_FOUND: ("✗ not found", "#c0392b"),
+    CitationCheck.UNKNOWN_ID: ("✗ unknown id", "#c0392b"),
+    CitationCheck.UNCHECKED: ("? unchecked", "#d68910"),
+}
+_HIGHLIGHT_LIMIT = 2_000_000  # characters; beyond this the raw text is shown without colours
+
+
+def format_raw_response(raw: str) -> tuple[str, bool]:
+    """(text to show, is_json): JSON is pretty-printed, anything else is left exactly as received."""
+    pretty = pretty_json(raw)
+    return (pretty, True) if pretty is not None else (raw, False)
+
+
+class CitationList(QTreeWidget):
+    """The validator's citations; activating one asks the evidence pane to show the quote."""
+
+    sig_citation_activated = Signal(str, str)
+    """Emitted with (evidence id, quote) when the analyst clicks or activates a citation."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setColumnCount(4)
+        self.setHeaderLabels(["Check", "Id", "Verdict", "Claim"])
+        self.setRootIsDecorated(False)
+        self.setUniformRowHeights(True)
+        self.setAlternatingRowColors(True)
+        self.setWordWrap(False)
+        self._citations: list[Citation] = []
+        self.itemClicked.connect(self._on_item)
+        self.itemActivated.connect(self._on_item)
+
+    def set_citations(self, citations: list[Citation]) -> None:
+        self.clear()
+        self._citations = list(citations)
+        for row, c in enumerate(self._citations):
+            text, colour = CHECK_TEXT[c.check]
+            item = QTreeWidgetItem([text, c.evidence_id, str(c.verdict), c.claim])
+            item.setForeground(0, QColor(colour))
+            item.setData(0, Qt.ItemDataRole.UserRole, row)
+            item.setToolTip(3, f"{c.claim}\n\nQuote: “{c.quote}”")
+            self.addTopLevelItem(item)
+        for column in range(3):
+            self.resizeColumnToContents(column)
+
+    def citation(self, row: int) -> Citation:
+        return self._citations[row]
+
+    def activate(self, row: int) -> None:
+        """What a click does: select the row and announce its evidence id and quote."""
+        citation = self._citations[row]
+        item = self.topLevelItem(row)
+        if item is not None:
+            self.setCurrentItem(item)
+        self.sig_citation_activated.emit(citation.evidence_id, citation.quote)
+
+    def _on_item(self, item: QTreeWidgetItem, _column: int) -> None:
+        self.activate(int(item.data(0, Qt.ItemDataRole.UserRole)))
+
+
+def _list_html(title: str, entries: list[str]) -> str:
+    if not entries:
+        return ""
+    rows = "".join(f"<li>{html.escape(e)}</li>" for e in entries)
+    return f"<p style='margin-bottom:0'><b>{html.escape(title)}</b></p><ul style='margin-top:2px'>{rows}</ul>"
+
+
+def verdict_html(result: ValidationResult, *, downgraded_from: str | None = None) -> str:
+    status = str(result.status)
+    colour = STATUS_COLOURS.get(status, "#777777")
+    head = (
+        f"<p><span style='color:{colour}; font-weight:bold; font-size:large'>"
+        f"{html.escape(status.replace('_', ' '))}</span>"
+        f" &nbsp; score <b>{result.score:.2f}</b>"
+        f" &nbsp; category <b>{html.escape(str(result.category).replace('_', ' '))}</b></p>"
+    )
+    if downgraded_from:
+        head += f"<p><i>Downgraded from {html.escape(downgraded_from)}: no citation was verified.</i></p>"
+    body = (
+        _list_html("Issues", result.issues)
+        + _list_html("Missing requirements", result.missing_requirements)
+        + _list_html("Evidence gaps", result.evidence_gaps)
+    )
+    if result.recommended_revision_prompt:
+        body += _list_html("Recommended revision", [result.recommended_revision_prompt])
+    return head + body
+
+
+class ValidatorView(QWidget):
+    """Verdict and citations on top; raw response, rendered prompt and debug metadata in tabs."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.verdict_view = QTextBrowser(self)
+        self.verdict_view.setOpenLinks(False)
+        self.citations = CitationList(self)
+        self.citations_label = QLabel("Citations", self)
+        self.raw_view = QPlainTextEdit(self)
+        self.raw_view.setReadOnly(True)
+        self.raw_view.setFont(monospace_font())
+        self.raw_view.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        self._raw_highlighter: JsonHighlighter | None = None
+        self.prompt_view = TextViewer(self)
+        self.debug_view = QPlainTextEdit(self)
+        self.debug_view.setReadOnly(True)
+        self.debug_view.setFont(monospace_font())
+        self.debug_view.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self._debug_highlighter = JsonHighlighter(self.debug_view.document())
+        self.tabs = QTabWidget(self)
+        self.tabs.addTab(self.raw_view, "Raw response")
+        self.tabs.addTab(self.prompt_view, "Validation prompt")
+        self.tabs.addTab(self.debug_view, "Debug")
+        self.raw_is_json = False
+
+        top = QWidget(self)
+        top_layout = QVBoxLayout(top)
+        top_layout.setContentsMargins(0, 0, 0, 0)
+        top_layout.addWidget(self.verdict_view, 3)
+        top_layout.addWidget(self.citations_label)
+        top_layout.addWidget(self.citations, 2)
+        splitter = QSplitter(Qt.Orientation.Vertical, self)
+        splitter.addWidget(top)
+        splitter.addWidget(self.tabs)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 2)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(splitter)
+        self.set_validation(None)
+
+    def set_validation(self, record: ValidationRecord | None) -> None:
+        if record is None:
+            self.verdict_view.setHtml("<p><i>This attempt has no validation.</i></p>")
+            self.citations.set_citations([])
+            self.citations_label.setText("Citations")
+            self._set_raw("")
+            self.prompt_view.set_text("")
+            self.debug_view.setPlainText("")
+            return
+        try:
+            result = ValidationResult.model_validate(record.result)
+        except ValidationError as exc:
+            self.verdict_view.setHtml(
+                "<p><b>The stored verdict could not be read:</b></p>"
+                f"<pre>{html.escape(str(exc))}</pre><pre>{html.escape(json.dumps(record.result, indent=2))}</pre>"
+            )
+            self.citations.set_citations([])
+        else:
+            self.verdict_view.setHtml(
+                verdict_html(result, downgraded_from=record.debug.get("downgraded_from"))
+            )
+            self.citations.set_citations(result.citations)
+            verified = sum(1 for c in result.citations if c.check == CitationCheck.VERIFIED)
+            self.citations_label.setText(
+                f"Citations ({verified} of {len(result.citations)} verified) — click one to show its quote"
+                if result.citations
+                else "Citations: none"
+            )
+        self._set_raw(record.raw_response)
+        self.prompt_view.set_text(
+            record.prompt
+            if record.prompt is not None
+            else "The validation prompt was not stored (enable debug_store_validation_prompt)."
+        )
+        self.debug_view.setPlainText(_debug_text(record.debug))
+
+    def _set_raw(self, raw: str) -> None:
+        text, self.raw_is_json = format_raw_response(raw)
+        if self._raw_highlighter is not None:
+            self._raw_highlighter.setDocument(None)
+            self._raw_highlighter = None
+        self.raw_view.setPlainText(text if raw else "")
+        if self.raw_is_json and len(text) <= _HIGHLIGHT_LIMIT:
+            self._raw_highlighter = JsonHighlighter(self.raw_view.document())
+            self._raw_highlighter.rehighlight()  # now, not on the next tick: a grab must show colours
+        if not raw:
+            self.raw_view.setPlaceholderText("The validator returned no text.")
+
+
+def _debug_text(debug: dict[str, Any]) -> str:
+    return json.dumps(debug, indent=2, ensure_ascii=False, default=str)
