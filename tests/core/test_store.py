@@ -139,3 +139,27 @@ async def test_write_behind_keeps_order_and_reports_failures(db_url: str) -> Non
         await store.flush()
     await store.flush()  # the failure is reported once, then the store is usable again
     await store.close()
+
+
+async def test_text_filter_is_literal_and_case_insensitive(db_url: str) -> None:
+    store = await Store.open(db_url)
+    for text in ("Tides and the MOON", "100% sure_thing", "Other"):
+        await store.create_task(text)
+    assert [t.text for t in await store.list_tasks(text="moon")] == ["Tides and the MOON"]
+    assert [t.text for t in await store.list_tasks(text="100%")] == ["100% sure_thing"]
+    assert [t.text for t in await store.list_tasks(text="e_t")] == ["100% sure_thing"]
+    assert await store.list_tasks(text="%") == [t for t in await store.list_tasks(text="100%")]
+    counts = await store.count_tasks_by_status(text="_")
+    assert sum(counts.values()) == 1
+    await store.close()
+
+
+def test_schema_head_constant_matches_the_migrations() -> None:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from core.store.store import MIGRATIONS_DIR, SCHEMA_HEAD
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    assert ScriptDirectory.from_config(cfg).get_current_head() == SCHEMA_HEAD
