@@ -19,8 +19,10 @@ from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QIcon, QKeySequence
 from PySide6.QtWidgets import (
     QDialog,
+    QFileDialog,
     QLabel,
     QMainWindow,
+    QMessageBox,
     QSplitter,
     QStyle,
     QToolBar,
@@ -208,6 +210,34 @@ class MainWindow(QMainWindow):
             "Shortcuts", ["?"], self.show_shortcuts, "Keyboard shortcuts", sp.SP_DialogHelpButton
         )
         self.act_leave_filter = action("Leave filter", ["Esc"], self._leave_filter, "Back to the queue")
+        self.act_open_bundle = action(
+            "Open case bundle…", ["Ctrl+O"], self.open_case_bundle, "Open an exported case bundle read-only"
+        )
+        self.act_about = action("About Evidence Desk", [], self.show_about, "Version and workspace")
+        self.act_quit = action("Quit", ["Ctrl+Q"], self._quit, "Quit")
+
+        menus = self.menuBar()
+        file_menu = menus.addMenu("&File")
+        file_menu.addAction(self.act_new)
+        file_menu.addAction(self.act_open_bundle)
+        file_menu.addSeparator()
+        file_menu.addAction(self.act_settings)
+        file_menu.addSeparator()
+        file_menu.addAction(self.act_quit)
+        review_menu = menus.addMenu("&Review")
+        for review_act in (
+            self.act_satisfied,
+            self.act_revise,
+            self.act_abandon,
+            self.act_next,
+            self.act_prev,
+            self.act_filter,
+        ):
+            review_menu.addAction(review_act)
+        help_menu = menus.addMenu("&Help")
+        help_menu.addAction(self.act_help)
+        help_menu.addAction(self.act_about)
+        self.bundle_windows: list[QWidget] = []
 
         bar = QToolBar("Actions")
         bar.setObjectName("ActionBar")
@@ -520,6 +550,37 @@ class MainWindow(QMainWindow):
 
     def show_shortcuts(self) -> None:
         self._open(ShortcutSheet(self))
+
+    def open_case_bundle(self, path: str | None = None) -> None:
+        """File → Open case bundle: a read-only window, with a banner when verification fails."""
+        if path is None:
+            # open(), not the static getOpenFileName: no nested event loop inside qasync.
+            chooser = QFileDialog(self, "Open case bundle", "", "Case bundles (*.zip);;All files (*)")
+            chooser.setFileMode(QFileDialog.FileMode.ExistingFile)
+            chooser.fileSelected.connect(self.open_case_bundle)
+            self._open(chooser)
+            return
+        from desktop.views.bundle_window import open_bundle_window
+
+        def keep(window: Any) -> None:
+            if window is not None:
+                self.bundle_windows.append(window)
+
+        self.ops.run(open_bundle_window(Path(path), self), what="open case bundle", on_done=keep)
+
+    def _quit(self) -> None:
+        self.close()
+
+    def show_about(self) -> None:
+        from core.version import app_version
+
+        box = QMessageBox(self)
+        box.setWindowTitle("About Evidence Desk")
+        box.setText(
+            f"<b>Evidence Desk {app_version()}</b><br>Review LLM answers against their evidence."
+            f"<br><br>Workspace: {self.store.display_name}"
+        )
+        self._open(box)
 
     def _leave_filter(self) -> None:
         if self.queue.filter_edit.hasFocus():

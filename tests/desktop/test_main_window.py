@@ -210,13 +210,13 @@ def test_bad_team_file_keeps_the_dialog_and_its_text(
 def test_window_state_persists(
     qloop: qasync.QEventLoop, workspace: Workspace, desk: MainWindow, ui_state: QSettings, qtbot: QtBot
 ) -> None:
-    desk.resize(720, 500)
+    desk.resize(760, 640)
     desk.splitter.setSizes([250, 460])
     sizes = desk.splitter.sizes()
     desk.close()
     again = MainWindow(DeskServices.for_workspace(workspace), ui_state=ui_state)
     qtbot.addWidget(again)
     again.show()
-    assert again.width() == 720 and abs(again.height() - 500) <= 10
+    assert again.width() == 760 and abs(again.height() - 640) <= 10
     assert again.splitter.sizes() == sizes
     again.services.bridge.close()

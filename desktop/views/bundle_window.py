@@ -1,0 +1,96 @@
+"""A case bundle opened directly, read-only, with its verification result always in view.
+
+The bundle is read into memory by ``core.bundle.open_bundle`` (no database), off the UI thread.
+A bundle that fails verification still opens, under a red banner naming the first failures, so
+an auditor can see what it claims without mistaking it for trustworthy evidence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QMessageBox,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.bundle import BundleError, OpenedBundle, open_bundle
+from core.tasks.dossier import TaskDossier
+from desktop.views.detail import TaskDetailView
+
+OK_STYLE = "background:#dff3e4; color:#14532d; padding:8px; border-radius:4px;"
+FAIL_STYLE = "background:#fde2e1; color:#7f1d1d; padding:8px; border-radius:4px; font-weight:bold;"
+
+
+def dossier_from_bundle(opened: OpenedBundle, task_id: str) -> TaskDossier:
+    t = opened.task(task_id)
+    events = sorted(t.all_events(), key=lambda e: (e.created_at, e.session_id, e.seq))
+    return TaskDossier(
+        task=t.task,
+        attempts=t.attempts,
+        validations=t.validations,
+        feedback=t.feedback,
+        sessions=t.sessions,
+        events=events,
+    )
+
+
+class BundleWindow(QMainWindow):
+    """One opened bundle: its tasks on the left, the usual detail pane on the right."""
+
+    def __init__(self, opened: OpenedBundle) -> None:
+        super().__init__()
+        self.opened = opened
+        self.setWindowTitle(f"Case bundle — {opened.path.name} (read-only)")
+        self.banner = QLabel(opened.banner())
+        self.banner.setWordWrap(True)
+        self.banner.setStyleSheet(OK_STYLE if opened.verified else FAIL_STYLE)
+        self.banner.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        if not opened.verified:
+            problems = opened.report.failures + opened.load_problems
+            self.banner.setToolTip("\n".join(problems[:50]))
+        self.tasks = QListWidget()
+        for bt in opened.tasks:
+            item = QListWidgetItem(f"{bt.task.title}  [{bt.task.status.value}]")
+            item.setData(Qt.ItemDataRole.UserRole, bt.task.id)
+            self.tasks.addItem(item)
+        self.detail = TaskDetailView()
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.tasks)
+        splitter.addWidget(self.detail)
+        splitter.setStretchFactor(1, 4)
+        body = QWidget()
+        layout = QVBoxLayout(body)
+        layout.addWidget(self.banner)
+        layout.addWidget(splitter, 1)
+        self.setCentralWidget(body)
+        self.tasks.currentItemChanged.connect(self._show)
+        if opened.tasks:
+            self.tasks.setCurrentRow(0)
+        self.resize(1300, 820)
+
+    def _show(self, current: QListWidgetItem | None, _previous: QListWidgetItem | None = None) -> None:
+        if current is None:
+            self.detail.set_dossier(None)
+            return
+        self.detail.set_dossier(dossier_from_bundle(self.opened, str(current.data(Qt.ItemDataRole.UserRole))))
+
+
+async def open_bundle_window(path: Path, parent: QWidget | None = None) -> BundleWindow | None:
+    """Read and verify off the UI thread; a file that is no bundle at all gets a clear message."""
+    try:
+        opened = await asyncio.to_thread(open_bundle, path)
+    except BundleError as exc:
+        QMessageBox.warning(parent, "Cannot open case bundle", str(exc))
+        return None
+    window = BundleWindow(opened)
+    window.show()
+    return window
