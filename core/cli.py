@@ -125,9 +125,11 @@ def main(argv: list[str] | None = None) -> int:
 async def _with_workspace(
     settings: Settings, body: Callable[[Any], Awaitable[int]], *, recover: bool = True
 ) -> int:
+    from core.secrets import load_api_keys_into_env
     from core.tasks.service import recover_interrupted
     from core.workspace import Workspace
 
+    await asyncio.to_thread(load_api_keys_into_env)  # for the models, and for export redaction
     ws = await Workspace.open(settings)
     try:
         if recover:

@@ -132,7 +132,7 @@ class DeskLauncher:
     def warm_up_in_background(self) -> None:
         """litellm's import and the keyring lookup run in a worker after the window is up."""
         from core.llm.gateway import warm_up_litellm
-        from desktop.user_config import load_api_keys_into_env
+        from core.secrets import load_api_keys_into_env
 
         async def warm() -> None:
             await asyncio.to_thread(load_api_keys_into_env)

@@ -18,16 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from core.config import user_config_file
-
-KEYRING_SERVICE = "evidence-desk"
-API_KEY_NAMES: tuple[str, ...] = (
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "GEMINI_API_KEY",
-    "MISTRAL_API_KEY",
-    "OPENROUTER_API_KEY",
-    "AZURE_API_KEY",
-)
+from core.secrets import API_KEY_NAMES, KEYRING_SERVICE
 
 
 class KeyStoreUnavailable(Exception):
@@ -104,25 +95,3 @@ def store_api_key(name: str, secret: str) -> None:
             "environment before starting the desk instead."
         ) from None
     os.environ[name] = secret
-
-
-def load_api_keys_into_env() -> list[str]:
-    """Copy keyring keys into the environment (not overriding it); returns the names loaded.
-
-    Blocking (a keyring may talk to a desktop service): call it off the GUI thread.
-    """
-    import keyring
-    from keyring.errors import KeyringError
-
-    loaded: list[str] = []
-    for name in API_KEY_NAMES:
-        if os.environ.get(name):
-            continue
-        try:
-            secret = keyring.get_password(KEYRING_SERVICE, name)
-        except KeyringError:
-            return loaded
-        if secret:
-            os.environ[name] = secret
-            loaded.append(name)
-    return loaded

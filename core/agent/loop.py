@@ -71,6 +71,7 @@ class RunOutcome(BaseModel):
     finish_reason: str
     iterations: int
     error: str | None = None
+    pending_tool_calls: bool = False  # the last reply asked for tools that were not offered
     messages: list[dict[str, Any]] = Field(default_factory=list)
 
     @property
@@ -177,6 +178,7 @@ class AgentLoop:
             finish_reason=outcome.finish_reason,
             iterations=state.iteration,
             error=outcome.error,
+            pending_tool_calls=outcome.pending_tool_calls,
             messages=state.messages,
         )
 
@@ -201,9 +203,11 @@ class AgentLoop:
                 return _Finish(LLM_ERROR, "", str(exc))
             if not response.tool_calls or not offered:
                 text = (response.content or "").strip()
+                # Tool calls when none were offered: the "answer" is a preamble to work never done.
+                pending = bool(response.tool_calls)
                 if not text:
-                    return _Finish(EMPTY, "", "the model returned an empty answer")
-                return _Finish(STOP, response.content or "", None)
+                    return _Finish(EMPTY, "", "the model returned an empty answer", pending)
+                return _Finish(STOP, response.content or "", None, pending)
             await self._call_tools(state, response)
             tool_rounds += 1
             if tool_rounds >= budget:
@@ -378,6 +382,7 @@ class AgentLoop:
                 "finish_reason": finish.finish_reason,
                 "output_text": finish.output_text,
                 "error": finish.error,
+                "pending_tool_calls": finish.pending_tool_calls,
                 "iterations": state.iteration,
                 "warnings": warnings,
             },
@@ -436,12 +441,15 @@ class _RunState:
 
 
 class _Finish:
-    __slots__ = ("error", "finish_reason", "output_text")
+    __slots__ = ("error", "finish_reason", "output_text", "pending_tool_calls")
 
-    def __init__(self, finish_reason: str, output_text: str, error: str | None) -> None:
+    def __init__(
+        self, finish_reason: str, output_text: str, error: str | None, pending_tool_calls: bool = False
+    ) -> None:
         self.finish_reason = finish_reason
         self.output_text = output_text
         self.error = error
+        self.pending_tool_calls = pending_tool_calls
 
 
 def _warnings_for(finish: _Finish) -> list[str]:

@@ -22,6 +22,7 @@ SECRET_ENV_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET")
 MIN_SECRET_LENGTH = 8
 # OpenAI/Anthropic-style keys: "sk-" then a long run of key characters.
 SK_KEY_PATTERN = r"\bsk-[A-Za-z0-9_\-]{16,}"
+GOOGLE_KEY_PATTERN = r"\bAIza[0-9A-Za-z_\-]{20,}"
 
 
 @dataclass
@@ -75,6 +76,14 @@ class Redactor:
                 )
         rules.append(
             Rule(label="sk- style API key", regex=re.compile(SK_KEY_PATTERN), show_pattern=True, needle="sk-")
+        )
+        rules.append(
+            Rule(
+                label="Google-style API key",
+                regex=re.compile(GOOGLE_KEY_PATTERN),
+                show_pattern=True,
+                needle="AIza",
+            )
         )
         return cls(rules)
 

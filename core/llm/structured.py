@@ -36,6 +36,7 @@ __all__ = [
     "check_structured",
     "complete_structured",
     "default_feedback",
+    "validate_schema",
 ]
 
 T = TypeVar("T")
@@ -117,6 +118,11 @@ def _schema_validator(schema: dict[str, Any]) -> Any:
     except SchemaError as exc:
         raise ConfigurationError(f"invalid output JSON schema: {exc.message}") from None
     return cls(schema)
+
+
+def validate_schema(schema: dict[str, Any]) -> None:
+    """``ConfigurationError`` naming the fault when ``schema`` is not a usable JSON schema."""
+    _schema_validator(schema)
 
 
 def check_structured(

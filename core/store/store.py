@@ -124,7 +124,7 @@ class Store:
         self._write_lock = asyncio.Lock()
         self._queue: list[tuple[str, list[NewEvent], str | None, str | None]] = []
         self._writer: asyncio.Task[None] | None = None
-        self._writer_error: Exception | None = None
+        self._session_errors: dict[str, Exception] = {}
         # The write-behind fast path for SQLite: a plain sqlite3 connection used from a worker
         # thread, with SQLAlchemy's own bind processors so stored values are identical.
         self._raw_path = sqlite_path(url) if self.is_sqlite else None
@@ -147,7 +147,7 @@ class Store:
             engine = _make_engine(url, immediate=False)
             write_engine = _make_engine(url, immediate=True) if path is not None else None
         except (ArgumentError, ImportError) as exc:
-            raise StoreError(f"cannot open workspace {url!r}: {exc}") from None
+            raise StoreError(f"cannot open workspace {_safe_url(url)}: {exc}") from None
         store = cls(engine, url, write_engine)
         try:
             await store._check_and_migrate(migrate)
@@ -196,6 +196,12 @@ class Store:
                 raise StoreError(f"workspace {self.display_name} needs a schema upgrade to {head}")
             async with self._write_lock, self.write_engine.begin() as conn:
                 await conn.run_sync(_upgrade, cfg)
+            if self.is_sqlite:
+                # WAL is a property of the file: set it once the file is known to be ours, never
+                # on a database we are about to refuse.
+                async with self.write_engine.connect() as conn:
+                    await conn.exec_driver_sql("COMMIT")  # leave the listener's BEGIN
+                    await conn.exec_driver_sql("PRAGMA journal_mode=WAL")
         except DatabaseError as exc:
             raise StoreError(f"cannot use workspace {self.display_name}: {_db_message(exc)}") from None
         except OSError as exc:
@@ -205,8 +211,8 @@ class Store:
         try:
             async with self.engine.connect() as conn:
                 current = (await conn.execute(text("SELECT version_num FROM alembic_version"))).scalar()
-        except DatabaseError:
-            return False  # no version table yet, or not a database: the full check explains
+        except (DatabaseError, OSError):
+            return False  # no version table, not a database, or unreachable: the full check explains
         return current == SCHEMA_HEAD
 
     @property
@@ -423,6 +429,13 @@ class Store:
                 raise StoreError(f"no attempt with id {attempt_id!r}")
             return AttemptRecord.model_validate(row)
 
+    async def get_attempt(self, attempt_id: str) -> AttemptRecord:
+        async with self._read() as s:
+            row = await s.get(AttemptRow, attempt_id)
+            if row is None:
+                raise StoreError(f"no attempt with id {attempt_id!r}")
+            return AttemptRecord.model_validate(row)
+
     async def list_attempts(self, task_id: str) -> list[AttemptRecord]:
         async with self._read() as s:
             rows = await s.scalars(
@@ -545,7 +558,7 @@ class Store:
         Anything queued with ``enqueue_events`` is written first, so the log keeps the order in
         which a coroutine produced its events.
         """
-        await self.flush()
+        await self.flush(session_id)
         if not events:
             return []
         async with self._write_conn() as conn:
@@ -567,8 +580,9 @@ class Store:
         killed between enqueue and commit loses at most the last few milliseconds of events; the
         run then has no ``run_finished`` and crash recovery marks it interrupted.
         """
-        if self._writer_error is not None:
-            raise StoreError(f"the event log could not be written: {self._writer_error}")
+        if session_id in self._session_errors:
+            error = self._session_errors.pop(session_id)
+            raise StoreError(f"events of session {session_id[:8]} could not be written: {error}")
         if not events:
             return
         self._queue.append((session_id, list(events), run_id, task_id))
@@ -576,22 +590,36 @@ class Store:
             self._writer = asyncio.get_running_loop().create_task(self._drain_queue())
 
     async def _drain_queue(self) -> None:
+        """Commit queued events; a busy database is retried, a bad item never sinks the others."""
+        busy_retries = 0
         while self._queue:
             batch, self._queue = self._queue, []
             try:
-                if self._raw_path is not None:
-                    # SQLite: the whole batch is written by a worker thread on a plain sqlite3
-                    # connection, so the event loop (and the desk painting on it) does none of it.
-                    async with self._write_lock:
-                        await asyncio.to_thread(self._write_batch_sqlite, batch)
-                else:
-                    async with self._write_conn() as conn:
-                        for session_id, events, run_id, task_id in batch:
-                            await self._insert_events(conn, session_id, events, run_id, task_id)
-            except Exception as exc:  # surfaced by the next flush()
-                self._writer_error = exc
-                self._queue.clear()
-                return
+                await self._write_batch(batch)
+                busy_retries = 0
+            except Exception as exc:
+                if _is_busy(exc) and busy_retries < 6:
+                    busy_retries += 1
+                    self._queue[:0] = batch  # keep order: the failed batch goes first again
+                    await asyncio.sleep(0.05 * 2**busy_retries)
+                    continue
+                # Write item by item so one failing session cannot lose another session's events.
+                for item in batch:
+                    try:
+                        await self._write_batch([item])
+                    except Exception as item_exc:
+                        self._session_errors.setdefault(item[0], item_exc)
+
+    async def _write_batch(self, batch: list[tuple[str, list[NewEvent], str | None, str | None]]) -> None:
+        if self._raw_path is not None:
+            # SQLite: the whole batch is written by a worker thread on a plain sqlite3
+            # connection, so the event loop (and the desk painting on it) does none of it.
+            async with self._write_lock:
+                await asyncio.to_thread(self._write_batch_sqlite, batch)
+        else:
+            async with self._write_conn() as conn:
+                for session_id, events, run_id, task_id in batch:
+                    await self._insert_events(conn, session_id, events, run_id, task_id)
 
     def _write_batch_sqlite(self, batch: list[tuple[str, list[NewEvent], str | None, str | None]]) -> None:
         """Runs in a worker thread, under ``_write_lock``; same SQL the ORM path would emit."""
@@ -636,13 +664,17 @@ class Store:
             conn.execute("ROLLBACK")
             raise
 
-    async def flush(self) -> None:
-        """Wait until every queued event is committed; raise if the writer failed."""
+    async def flush(self, session_id: str | None = None) -> None:
+        """Wait until every queued event is committed.
+
+        With ``session_id``, raise if that session's queued events could not be written: the run
+        that owns the session learns it lost evidence, and no other caller is blamed for it.
+        """
         while self._writer is not None and not self._writer.done():
             await asyncio.shield(self._writer)
-        if self._writer_error is not None:
-            error, self._writer_error = self._writer_error, None
-            raise StoreError(f"the event log could not be written: {error}")
+        if session_id is not None and session_id in self._session_errors:
+            error = self._session_errors.pop(session_id)
+            raise StoreError(f"events of session {session_id[:8]} could not be written: {error}")
 
     async def _insert_events(
         self,
@@ -792,6 +824,21 @@ class Store:
             return str((await conn.execute(text("PRAGMA integrity_check"))).scalar())
 
 
+def _safe_url(url: str) -> str:
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "(an unparseable database URL)"
+
+
+def _is_busy(exc: BaseException) -> bool:
+    """SQLite's "database is locked/busy": another writer held the file past the busy timeout."""
+    message = str(getattr(exc, "orig", exc)).lower()
+    return isinstance(exc, (sqlite3.OperationalError, OperationalError)) and (
+        "locked" in message or "busy" in message
+    )
+
+
 def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
@@ -823,7 +870,6 @@ def _make_engine(url: str, *, immediate: bool) -> AsyncEngine:
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA foreign_keys=ON")
             cur.execute("PRAGMA busy_timeout=30000")
-            cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.close()
 

@@ -29,10 +29,10 @@ from core.domain import (
     ValidationOutcome,
     ValidationStatus,
 )
-from core.errors import RefusedAction, VersionConflict
+from core.errors import ConfigurationError, RefusedAction, VersionConflict
 from core.evidence import session_messages
 from core.llm.structured import SchemaFailure, check_structured, complete_structured, default_feedback
-from core.store import NewEvent, TaskRecord
+from core.store import AttemptRecord, NewEvent, TaskRecord
 from core.tasks.prompts import (
     AGENT_SYSTEM_PROMPT,
     analyst_revision_message,
@@ -49,6 +49,17 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT_S = 30.0
 STALE_AFTER = timedelta(minutes=10)
+
+
+class RunAbandoned(RefusedAction):
+    """The analyst abandoned the task (possibly from another process) while this run was going."""
+
+
+def check_output_schema(schema: dict[str, Any]) -> None:
+    """Refuse a schema that is not a JSON schema before a task is stored or a model is called."""
+    from core.llm.structured import validate_schema
+
+    validate_schema(schema)
 
 
 class Decision(BaseModel):
@@ -137,11 +148,11 @@ class TaskService:
             plan = await asyncio.to_thread(load_team_plan, Path(team))
             plan.validate_against(self.ws.tools.names())
             team = await asyncio.to_thread(os.path.abspath, team)
+        if not text.strip():
+            raise ConfigurationError("a task needs some text")
+        if output_schema is not None:
+            check_output_schema(output_schema)
         task = await self.store.create_task(text, title=title, team_spec=team, output_schema=output_schema)
-        session = await self.store.create_session(task_id=task.id, kind="main", label="main")
-        task = await self.store.update_task(
-            task.id, expected_version=task.version, main_session_id=session.id
-        )
         self.ws.bus.publish("task_created", task.id, status=task.status.value)
         return task
 
@@ -205,14 +216,23 @@ class TaskService:
             heartbeat.cancel()
 
     async def _next_prompt(self, task: TaskRecord) -> tuple[str, str]:
+        """The new user message of the next attempt, read back from the event that asked for it.
+
+        Both kinds of revision request are stored in the same transaction as the status change
+        (``analyst_feedback_recorded``; ``task_status_changed`` with ``next_prompt``), so a crash
+        between the request and the retry never loses what was asked.
+        """
         if task.status is TaskStatus.OPEN:
             return task_message(task.text, task.output_schema), "initial"
-        if task.revision_requested_by == "analyst":
-            feedback = [
-                f for f in await self.store.list_feedback(task.id) if f.action == FeedbackAction.REVISE.value
-            ]
-            if feedback and feedback[-1].prompt:
-                return analyst_revision_message(feedback[-1].prompt), "analyst_revision"
+        events = await self.store.get_task_events(
+            task.id, kinds=["analyst_feedback_recorded", "task_status_changed"]
+        )
+        for event in reversed(events):
+            p = event.payload
+            if event.kind == "analyst_feedback_recorded" and p.get("action") == FeedbackAction.REVISE.value:
+                return analyst_revision_message(str(p.get("prompt") or "")), "analyst_revision"
+            if event.kind == "task_status_changed" and p.get("next_prompt"):
+                return str(p["next_prompt"]), "validator_revision"
         return validator_revision_message("", []), "validator_revision"
 
     async def _attempt(
@@ -220,9 +240,9 @@ class TaskService:
     ) -> tuple[TaskRecord, str | None]:
         """One attempt: run, validate, move. Returns the task and, for a retry, the next prompt."""
         assert task.main_session_id is not None
-        session_id = task.main_session_id
         index = task.attempt_count + 1
-        attempt = await self.store.create_attempt(task.id, index, trigger=trigger_name, prompt=prompt)
+        # Claim the task first (compare-and-set on its version): a second runner is refused here,
+        # before it writes anything.
         task = await self._move(
             task,
             Trigger.START,
@@ -233,21 +253,59 @@ class TaskService:
             revision_requested_by=None,
             validation_outcome=None,
         )
+        attempt = await self.store.create_attempt(task.id, index, trigger=trigger_name, prompt=prompt)
+        try:
+            return await self._attempt_body(task, attempt, prompt, validations_before)
+        except asyncio.CancelledError:
+            await asyncio.shield(self._end_attempt(attempt.id, "cancelled"))
+            raise
+        except RunAbandoned:
+            await self._end_attempt(attempt.id, "cancelled")
+            raise
+        except Exception as exc:
+            await self._fail_run(task.id, attempt.id, exc)
+            raise
+
+    async def _end_attempt(self, attempt_id: str, state: str) -> None:
+        if (await self.store.get_attempt(attempt_id)).state == "running":
+            await self.store.update_attempt(attempt_id, state=state, finished_at=datetime.now(UTC))
+
+    async def _fail_run(self, task_id: str, attempt_id: str, exc: Exception) -> None:
+        """An unexpected error must not leave the task looking busy: move it on, say why, keep evidence."""
+        log.error("task %s: run failed: %s", task_id, exc, exc_info=exc)
+        try:
+            await self._end_attempt(attempt_id, "failed")
+            task = await self.store.get_task(task_id)
+            if not task.status.is_execution_active:
+                return
+            attempt = await self.store.get_attempt(attempt_id)
+            usable = bool((attempt.final_output or "").strip())
+            trigger = Trigger.INTERRUPTED_USABLE if usable else Trigger.INTERRUPTED_UNUSABLE
+            await self._move(
+                task,
+                trigger,
+                reason=f"the run stopped on an error: {type(exc).__name__}: {exc}",
+                runner=None,
+                validation_outcome=ValidationOutcome.FORCE_ACCEPTED if usable else None,
+            )
+        except Exception:  # the original error is what the caller must see
+            log.exception("task %s: could not record the failed run", task_id)
+
+    async def _attempt_body(
+        self, task: TaskRecord, attempt: AttemptRecord, prompt: str, validations_before: int
+    ) -> tuple[TaskRecord, str | None]:
+        assert task.main_session_id is not None
+        session_id = task.main_session_id
+        index = attempt.index
         self._publish_progress(task.id, attempt=index, phase="starting", iteration=0)
         history = await session_messages(self.store, session_id)
         new_messages: list[dict[str, Any]] = []
         if not history:
             new_messages.append({"role": "system", "content": AGENT_SYSTEM_PROMPT})
         new_messages.append({"role": "user", "content": prompt})
-        try:
-            outcome, teams, warnings = await self._execute(
-                task, attempt.id, index, session_id, history, new_messages
-            )
-        except asyncio.CancelledError:
-            await asyncio.shield(
-                self.store.update_attempt(attempt.id, state="cancelled", finished_at=datetime.now(UTC))
-            )
-            raise
+        outcome, teams, warnings = await self._execute(
+            task, attempt.id, index, session_id, history, new_messages
+        )
         final_output = outcome.output_text if outcome.usable else ""
         schema_ok, final_output = await self._check_output_schema(task, session_id, outcome, final_output)
         packet = await build_attempt_packet(
@@ -286,6 +344,7 @@ class TaskService:
             attempt_index=index,
             session_id=session_id,
             agent_model=self.settings.agent_model,
+            pending_tool_calls=outcome.pending_tool_calls,
         )
         result = report.result
         decision = decide(
@@ -309,11 +368,15 @@ class TaskService:
             "latest_category": None if report.skipped else result.category.value,
             "validation_outcome": decision.outcome,
         }
+        next_prompt = None
         if decision.retry:
             fields["revision_requested_by"] = "validator"
-        task = await self._move(task, decision.trigger, reason=decision.reason, **fields)
-        if decision.retry:
-            return task, validator_revision_message(result.recommended_revision_prompt, result.issues)
+            next_prompt = validator_revision_message(result.recommended_revision_prompt, result.issues)
+        task = await self._move(
+            task, decision.trigger, reason=decision.reason, next_prompt=next_prompt, **fields
+        )
+        if next_prompt is not None:
+            return task, next_prompt
         await self.store.update_task(task.id, runner=None)
         return await self.store.get_task(task.id), None
 
@@ -353,7 +416,11 @@ class TaskService:
             settings=self.settings,
             on_progress=on_progress,
         )
-        prompt_text = str(new_messages[-1]["content"])
+        # Nodes start without the session's history, so they always get the task itself; on a
+        # retry the revision request is added to it, never substituted for it.
+        prompt_text = task_message(task.text, task.output_schema)
+        if index > 1:
+            prompt_text += f"\n\nThis is attempt {index}. {new_messages[-1]['content']}"
         team = await scheduler.run(
             plan, task_text=prompt_text, task_id=task.id, attempt_id=attempt_id, parent_session_id=session_id
         )
@@ -456,7 +523,14 @@ class TaskService:
         return False, final_output
 
     # ------------------------------------------------------------------ helpers
-    async def _move(self, task: TaskRecord, trigger: Trigger, reason: str = "", **fields: Any) -> TaskRecord:
+    async def _move(
+        self,
+        task: TaskRecord,
+        trigger: Trigger,
+        reason: str = "",
+        next_prompt: str | None = None,
+        **fields: Any,
+    ) -> TaskRecord:
         """Transition through the table; the event explaining it is written in the same transaction."""
         target = next_status(task.status, trigger)
         attempt_index = fields.pop("attempt_index", task.attempt_count)
@@ -470,6 +544,7 @@ class TaskService:
                 "attempt_index": attempt_index,
                 "reason": reason,
                 "validation_outcome": _value(fields.get("validation_outcome", task.validation_outcome)),
+                **({"next_prompt": next_prompt} if next_prompt is not None else {}),
             },
         )
         try:
@@ -483,7 +558,9 @@ class TaskService:
         except VersionConflict:
             current = await self.store.get_task(task.id)
             if current.status is TaskStatus.ABANDONED:
-                raise asyncio.CancelledError from None
+                raise RunAbandoned(
+                    f"task {task.id[:8]} was abandoned while it ran; its evidence is kept"
+                ) from None
             raise
         self.ws.bus.publish("task_changed", task.id, status=target.value, version=updated.version)
         return updated
@@ -530,8 +607,8 @@ async def recover_interrupted(workspace: Workspace) -> list[TaskRecord]:
     store = workspace.store
     recovered: list[TaskRecord] = []
     for task in await store.list_tasks(statuses=[TaskStatus.RUNNING, TaskStatus.VALIDATING]):
-        if not _runner_gone(task):
-            continue
+        if task.read_only or not _runner_gone(task):
+            continue  # imported evidence is never rewritten; live runners are left alone
         attempts = await store.list_attempts(task.id)
         last = attempts[-1] if attempts else None
         usable = last is not None and bool((last.final_output or "").strip())

@@ -55,13 +55,37 @@ def _message_line(message: dict[str, Any]) -> str:
     return f"{role}{suffix}: {content}"
 
 
-def format_history(history: list[dict[str, Any]]) -> tuple[str, int]:
-    """The last ``HISTORY_MESSAGES`` messages, fenced as external content (they quote tool output)."""
+def format_history(
+    history: list[dict[str, Any]],
+    evidence_ids: dict[str, str] | None = None,
+    *,
+    pointers_only: bool = False,
+) -> tuple[str, int]:
+    """The last ``HISTORY_MESSAGES`` messages, fenced as external content (they quote tool output).
+
+    A tool result that is already an evidence item is shown as a pointer to its id: the history
+    is for the trajectory, and repeating every result would double the prompt (and push large
+    evidence into chunking at half the real capacity). ``pointers_only`` does the same for every
+    tool result, for prompts whose budget has no room for them (the chunked verdict).
+    """
     recent = history[-HISTORY_MESSAGES:]
     if not recent:
         return "", 0
-    text = "\n\n".join(_message_line(m) for m in recent)
-    return wrap_external(text, label="conversation-history"), len(recent)
+    ids = evidence_ids or {}
+    lines = []
+    for m in recent:
+        if m.get("role") == "tool":
+            eid = ids.get(str(m.get("tool_call_id")))
+            size = len(str(m.get("content") or ""))
+            if eid is not None:
+                m = {
+                    **m,
+                    "content": f"[result recorded as evidence {eid}, {size} characters: see the evidence]",
+                }
+            elif pointers_only:
+                m = {**m, "content": f"[tool result of {size} characters, not repeated here]"}
+        lines.append(_message_line(m))
+    return wrap_external("\n\n".join(lines), label="conversation-history"), len(recent)
 
 
 def wrap_answer(answer: str) -> str:

@@ -278,11 +278,18 @@ class ValidationService:
             except OSError as exc:
                 message = f"cannot read the analyst rules file {settings.rules}: {exc}"
                 return _Judgement(result=_error_result(message), prompt="", strategy="error", error=message)
-        history_text, history_count = format_history(history)
+        # Tool-call ids are unique within a session, not across sessions (team nodes).
+        evidence_ids = {
+            i.tool_call_id: i.evidence_id
+            for i in rendered.items
+            if i.tool_call_id and i.session_id == session_id
+        }
+        history_text, history_count = format_history(history, evidence_ids)
         common = {
             "task_text": task_text.strip(),
             "rules_text": rules_text,
             "history_text": history_text,
+            "history_pointers_text": format_history(history, evidence_ids, pointers_only=True)[0],
             "history_count": history_count,
             "final_answer": wrap_answer(packet.final_output),
             "attempt_index": attempt_index,
@@ -408,7 +415,7 @@ class ValidationService:
                 chunk_count=len(chunks),
                 evidence_index="\n".join(index_lines) or "(no evidence items)",
                 findings_text=findings_text,
-                **common,
+                **{**common, "history_text": common["history_pointers_text"]},
             )
         )
         judgement.verdict_prompt_tokens = await asyncio.to_thread(

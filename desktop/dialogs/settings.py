@@ -28,7 +28,8 @@ from PySide6.QtWidgets import (
 )
 
 from core.config import Settings, user_config_file
-from desktop.user_config import API_KEY_NAMES, KeyStoreUnavailable, store_api_key, write_user_config
+from core.secrets import API_KEY_NAMES
+from desktop.user_config import KeyStoreUnavailable, store_api_key, write_user_config
 
 
 class SettingsDialog(QDialog):

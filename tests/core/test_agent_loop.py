@@ -239,3 +239,14 @@ async def test_llm_error_ends_run_with_reason_and_session_replays(
     assert "rate" in (outcome.error or "").lower()
     replay = await session_messages(store, outcome.session_id)
     assert [m["role"] for m in replay] == ["user", "assistant", "tool"]
+
+
+async def test_tool_calls_when_none_were_offered_are_flagged_pending(
+    store: Store, make_settings: ScriptFactory, gateway_for: Callable[[Settings], LLMGateway]
+) -> None:
+    turns = [{"content": "Let me look that up first.", **_tool_turn("more")}]
+    settings = make_settings([{"model": "agent", "turns": turns}])
+    outcome = await _run(store, settings, gateway_for, include_tools=False, max_tool_iterations=0)
+    assert outcome.finish_reason == STOP and outcome.pending_tool_calls
+    finished = (await store.get_run_event_records(outcome.session_id, outcome.run_id))[-1]
+    assert finished.payload["pending_tool_calls"] is True

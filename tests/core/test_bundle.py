@@ -513,3 +513,13 @@ async def test_export_of_unknown_task_writes_nothing(store: Store, tmp_path: Pat
     with pytest.raises(BundleError):
         await export_bundle(store, [], tmp_path / "x.zip", environ={})
     assert not any(p.name.startswith(("x.zip", ".x.zip")) for p in tmp_path.iterdir())
+
+
+async def test_google_style_keys_are_always_redacted(store: Store, tmp_path: Path) -> None:
+    key = "AIza" + "SyD-" + "x" * 30
+    task = await store.create_task(f"My key is {key} do not leak it")
+    out = tmp_path / "k.zip"
+    await export_bundle(store, [task.id], out, environ={})
+    with zipfile.ZipFile(out) as z:
+        blob = b"".join(z.read(n) for n in z.namelist())
+    assert key.encode() not in blob

@@ -84,8 +84,10 @@ async def test_foreign_sqlite_database_is_refused(tmp_path: Path) -> None:
     other = tmp_path / "other.sqlite3"
     with sqlite3.connect(other) as conn:
         conn.execute("create table invoices (id integer primary key)")
+    before = other.read_bytes()
     with pytest.raises(StoreError, match="not an Evidence Desk workspace"):
         await Store.open(str(other))
+    assert other.read_bytes() == before  # not even the journal mode was touched
     with sqlite3.connect(other) as conn:
         tables = {r[0] for r in conn.execute("select name from sqlite_master where type='table'")}
     assert tables == {"invoices"}
@@ -134,10 +136,33 @@ async def test_write_behind_keeps_order_and_reports_failures(db_url: str) -> Non
     events = await store.get_session_events(session.id)
     assert [(e.seq, e.kind) for e in events] == [(1, "queued"), (2, "queued"), (3, "queued"), (4, "direct")]
 
+    other = await store.create_session(task_id=None, kind="node")
+    # One batch: a bad session between two good ones must not cost the good ones their events.
+    store.enqueue_events(session.id, [NewEvent(kind="before", payload={})])
     store.enqueue_events("no-such-session", [NewEvent(kind="lost", payload={})])
-    with pytest.raises(StoreError, match="event log could not be written"):
-        await store.flush()
-    await store.flush()  # the failure is reported once, then the store is usable again
+    store.enqueue_events(other.id, [NewEvent(kind="after", payload={})])
+    await store.flush()  # a flush for nobody in particular blames nobody
+    assert [e.kind for e in await store.get_session_events(other.id)] == ["after"]
+    assert (await store.get_session_events(session.id))[-1].kind == "before"
+    with pytest.raises(StoreError, match="could not be written"):
+        await store.flush("no-such-session")  # the owner of the failed session is told
+    await store.flush("no-such-session")  # once
+    await store.close()
+
+
+async def test_write_behind_retries_a_busy_database(db_url: str, tmp_path: Path) -> None:
+    store = await Store.open(db_url)
+    session = await store.create_session(task_id=None, kind="main")
+    path = tmp_path / "workspace.sqlite3"
+    blocker = sqlite3.connect(path, timeout=0.1)
+    blocker.execute("BEGIN IMMEDIATE")  # another process holds the write lock for a moment
+    store._raw = sqlite3.connect(path, timeout=0.05, isolation_level=None, check_same_thread=False)
+    store.enqueue_events(session.id, [NewEvent(kind="queued", payload={"n": 1})])
+    await asyncio.sleep(0.3)
+    blocker.rollback()
+    blocker.close()
+    await store.flush(session.id)
+    assert [e.kind for e in await store.get_session_events(session.id)] == ["queued"]
     await store.close()
 
 

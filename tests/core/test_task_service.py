@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+from typing import Any
 
 import pytest
 
 from core.config import Settings
 from core.domain import TaskStatus, ValidationOutcome, ValidationStatus
-from core.errors import RefusedAction
+from core.errors import ConfigurationError, RefusedAction
 from core.tasks.service import TaskService, decide, recover_interrupted
 from core.tasks.state_machine import Trigger
 from core.workspace import Workspace
@@ -99,4 +102,99 @@ async def test_output_schema_is_enforced_on_the_final_answer(
     # the re-ask stayed out of the transcript: no run event mentions the feedback text
     starts = [e for e in events if e.kind in ("run_started", "llm_response_received")]
     assert all("did not match" not in json.dumps(e.payload) for e in starts)
+    await ws.close()
+
+
+async def test_bad_output_schema_is_refused_before_anything_is_stored(
+    make_settings: ScriptFactory, db_url: str
+) -> None:
+    ws = await Workspace.open(make_settings([{"model": "agent", "turns": [{"content": "x"}]}], db_url=db_url))
+    service = TaskService(ws)
+    with pytest.raises(ConfigurationError, match="invalid output JSON schema"):
+        await service.create("How deep?", output_schema={"type": "nonsense"})
+    with pytest.raises(ConfigurationError, match="needs some text"):
+        await service.create("   ")
+    assert await ws.store.list_tasks() == []
+    await ws.close()
+
+
+async def test_an_unexpected_error_never_leaves_the_task_running(
+    make_settings: ScriptFactory, db_url: str, tmp_path: Any
+) -> None:
+    team = tmp_path / "team.json"
+    team.write_text(json.dumps({"mode": "parallel", "nodes": [{"id": "a", "role": "r", "task": "t"}]}))
+    ws = await Workspace.open(make_settings([{"model": "agent", "turns": [{"content": "x"}]}], db_url=db_url))
+    service = TaskService(ws)
+    task = await service.create("Question?", team=str(team))
+    team.unlink()  # the template disappears between creation and the run
+    with pytest.raises(ConfigurationError):
+        await service.run(task.id)
+    after = await ws.store.get_task(task.id)
+    assert after.status is TaskStatus.FAILED and after.runner is None
+    events = [e for e in await ws.store.get_task_events(task.id) if e.kind == "task_status_changed"]
+    assert "stopped on an error" in events[-1].payload["reason"]
+    assert (await ws.store.list_attempts(task.id))[0].state == "failed"
+    await ws.close()
+
+
+async def test_a_second_runner_is_refused_before_it_writes(make_settings: ScriptFactory, db_url: str) -> None:
+    ws = await Workspace.open(
+        make_settings([{"model": "agent", "turns": [{"content": "x", "delay_s": 0.3}]}], db_url=db_url)
+    )
+    first, second = TaskService(ws), TaskService(ws)  # two desks on one workspace
+    task = await first.create("Question?")
+    running = first.start(task.id)
+    await asyncio.sleep(0.1)
+    with pytest.raises(RefusedAction):
+        await second.run(task.id)
+    running.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await running
+    assert len(await ws.store.list_attempts(task.id)) == 1
+    await ws.close()
+
+
+async def test_recovery_never_touches_read_only_tasks(make_settings: ScriptFactory, db_url: str) -> None:
+    ws = await Workspace.open(make_settings([{"model": "agent", "turns": [{"content": "x"}]}], db_url=db_url))
+    task = await ws.store.create_task("imported", read_only=True)
+    await ws.store.update_task(task.id, status=TaskStatus.RUNNING, runner="elsewhere:1")
+    assert await recover_interrupted(ws) == []
+    assert (await ws.store.get_task(task.id)).status is TaskStatus.RUNNING
+    await ws.close()
+
+
+async def test_team_nodes_keep_the_task_on_a_retry(
+    make_settings: ScriptFactory, db_url: str, tmp_path: Any
+) -> None:
+    team = tmp_path / "team.json"
+    team.write_text(
+        json.dumps({"mode": "parallel", "nodes": [{"id": "a", "role": "r", "task": "Look up ZEBRA facts"}]})
+    )
+    rejected = json.dumps(
+        {
+            "goal_achievement": "g",
+            "completeness": "c",
+            "rule_compliance": "r",
+            "status": "rejected",
+            "score": 0.1,
+        }
+    )
+    settings = make_settings(
+        [
+            {"model": "agent", "match": "source of truth", "turns": [{"content": "synthesis"}] * 4},
+            {"model": "agent", "turns": [{"content": "node answer"}]},
+            {"model": "validator", "turns": [{"content": rejected}]},
+        ],
+        db_url=db_url,
+    )
+    ws = await Workspace.open(settings)
+    service = TaskService(ws)
+    task = await service.run((await service.create("What about the ORIGINAL-QUESTION?", team=str(team))).id)
+    attempts = await ws.store.list_attempts(task.id)
+    assert len(attempts) == 2
+    node_sessions = [s for s in await ws.store.list_sessions(task.id) if s.kind == "node"]
+    for session in node_sessions:
+        started = (await ws.store.get_session_events(session.id, kinds=["run_started"]))[0]
+        assert "ORIGINAL-QUESTION" in json.dumps(started.payload["input_messages"])
+    assert len(node_sessions) == 2
     await ws.close()

@@ -9,7 +9,7 @@ from pytestqt.qtbot import QtBot
 
 from core.config import load_settings
 from core.events import EventBus
-from desktop import user_config
+from core.secrets import load_api_keys_into_env
 from desktop.app import parse_desk_args
 from desktop.bridge import CoreBridge
 from desktop.user_config import KeyStoreUnavailable, read_user_config, store_api_key, write_user_config
@@ -86,7 +86,7 @@ def test_api_key_without_keyring_is_refused_and_stored_nowhere(
         with pytest.raises(KeyStoreUnavailable, match="no OS keyring"):
             store_api_key("OPENAI_API_KEY", "sk-test-123456789")
         assert "OPENAI_API_KEY" not in os.environ
-        assert user_config.load_api_keys_into_env() == []
+        assert load_api_keys_into_env() == []
     finally:
         keyring.set_keyring(previous)
     assert not any("sk-test" in p.read_text(errors="ignore") for p in tmp_path.rglob("*") if p.is_file())
