@@ -12,6 +12,7 @@ import asyncio
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -43,6 +44,12 @@ def make_application() -> QApplication:
     # Fusion follows the platform's light or dark colour scheme (Qt >= 6.5) and looks the same
     # everywhere; the stylesheet only adds accents that read from the palette.
     app.setStyle("Fusion")
+    app.setDesktopFileName("evidence-desk")  # matches packaging/evidence-desk.desktop
+    icon = os.path.join(os.path.dirname(STYLE_FILE), os.pardir, "icons", "evidence-desk.svg")
+    if os.path.exists(icon):
+        from PySide6.QtGui import QIcon
+
+        app.setWindowIcon(QIcon(icon))
     try:
         with open(STYLE_FILE, encoding="utf-8") as fh:
             app.setStyleSheet(fh.read())
@@ -171,7 +178,14 @@ def run_desk(args: list[str]) -> int:
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     painted = asyncio.Event()
-    PaintProbe(boot, painted.set)
+    timing = os.environ.get("EVIDENCE_DESK_EXIT_AFTER_PAINT")  # start-up measurement (packaging, benchmarks)
+
+    def boot_painted() -> None:
+        painted.set()
+        if timing:
+            print(f"boot-painted-at={time.time():.6f}", file=sys.stderr, flush=True)
+
+    PaintProbe(boot, boot_painted)
     boot.show()
     exit_code = 0
 
@@ -196,6 +210,13 @@ def run_desk(args: list[str]) -> int:
             await closed.wait()
             return
         window.setGeometry(boot.geometry())
+        if timing:
+
+            def main_painted() -> None:
+                print(f"window-painted-at={time.time():.6f}", file=sys.stderr, flush=True)
+                app.quit()
+
+            PaintProbe(window, main_painted)
         window.show()
         boot.close()
         launcher.warm_up_in_background()
