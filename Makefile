@@ -5,8 +5,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
+BUNDLE_STAMP := $(VENV)/.installed-bundle
 
-.PHONY: run test lint typecheck pytest screenshot bench clean
+.PHONY: run test lint typecheck pytest screenshot bundle bundle-check bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +19,10 @@ $(RUN_STAMP): pyproject.toml | $(BIN)/python
 
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@ $(RUN_STAMP)
+
+$(BUNDLE_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[bundle]'
 	touch $@ $(RUN_STAMP)
 
 run: $(RUN_STAMP)
@@ -46,8 +51,15 @@ screenshot: $(RUN_STAMP)
 		QT_QPA_PLATFORM=offscreen $(BIN)/python -m desktop.screenshot docs/screenshot.png --db .screenshot-ws/demo.sqlite3; }
 	rm -rf .screenshot-ws
 
+# An installable one-folder desk (PyInstaller); takes a few minutes, so not part of `make test`.
+bundle: $(BUNDLE_STAMP)
+	packaging/build.sh $(BIN)/python
+
+bundle-check: $(BUNDLE_STAMP)
+	$(BIN)/python packaging/bundle_check.py --python $(BIN)/python
+
 bench: $(TEST_STAMP)
 	for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build dist
