@@ -188,3 +188,34 @@ def test_schema_head_constant_matches_the_migrations() -> None:
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     assert ScriptDirectory.from_config(cfg).get_current_head() == SCHEMA_HEAD
+
+
+async def test_upgrade_from_the_first_schema_indexes_existing_tasks(tmp_path: Path) -> None:
+    """A workspace written by the first release is upgraded in place and its tasks are searchable."""
+    import sqlalchemy as sa
+    from alembic import command
+    from alembic.config import Config
+
+    from core.store.store import MIGRATIONS_DIR
+
+    path = tmp_path / "old.sqlite3"
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    engine = sa.create_engine(f"sqlite:///{path}")
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0001")
+        conn.execute(
+            sa.text(
+                "insert into tasks (id, title, text, status, attempt_count, read_only, version, created_at,"
+                " updated_at) values ('old1', 'Tides', 'What causes TIDES?', 'open', 0, 0, 1,"
+                " '2026-01-01 00:00:00', '2026-01-01 00:00:00')"
+            )
+        )
+    engine.dispose()
+    store = await Store.open(str(path))
+    assert [t.id for t in await store.list_tasks(text="causes tid")] == ["old1"]
+    moved = await store.update_task("old1", text="Why do oceans rise?")
+    assert await store.list_tasks(text="causes tid") == []
+    assert [t.id for t in await store.list_tasks(text="oceans")] == [moved.id]
+    await store.close()
