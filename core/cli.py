@@ -111,6 +111,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("evidence-desk: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `evidence-desk list | head`: the reader left; nothing to report
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except Exception as exc:  # a bug: still one line, with the way to get the details
         if os.environ.get("EVIDENCE_DESK_DEBUG"):
             raise

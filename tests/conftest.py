@@ -14,7 +14,12 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 os.environ["EVIDENCE_DESK_CONFIG_FILE"] = "/nonexistent/evidence-desk-test-config.toml"
 for _key in list(os.environ):
-    if _key.startswith("EVIDENCE_DESK_") and _key != "EVIDENCE_DESK_CONFIG_FILE":
+    # The user's settings never leak into tests; EVIDENCE_DESK_TEST_* configure the tests themselves.
+    if (
+        _key.startswith("EVIDENCE_DESK_")
+        and _key != "EVIDENCE_DESK_CONFIG_FILE"
+        and not _key.startswith("EVIDENCE_DESK_TEST_")
+    ):
         del os.environ[_key]
 
 
