@@ -93,11 +93,6 @@ def boot_window(ui_state: QSettings) -> QMainWindow:
     return window
 
 
-def build_window() -> QMainWindow:
-    """The boot window alone (kept for quick smoke checks of the Qt stack)."""
-    return boot_window(QSettings())
-
-
 class DeskLauncher:
     """Opens the workspace and the main window; owns what must be closed at exit."""
 
@@ -111,11 +106,14 @@ class DeskLauncher:
     async def open(self) -> Any:
         """Settings, workspace, crash recovery, main window. Raises EvidenceDeskError on bad input."""
         from core.config import load_settings
+        from core.secrets import load_api_keys_into_env
         from core.tasks.service import recover_interrupted
         from core.workspace import Workspace
         from desktop.views.main_window import DeskServices, MainWindow
 
         settings = load_settings(db_url=self.db_url)
+        # Keys before the window: a run started at once must not reach a provider without them.
+        await asyncio.to_thread(load_api_keys_into_env)
         workspace = await Workspace.open(settings)
         services = DeskServices.for_workspace(workspace)
         self.services = services
@@ -137,12 +135,10 @@ class DeskLauncher:
         return window
 
     def warm_up_in_background(self) -> None:
-        """litellm's import and the keyring lookup run in a worker after the window is up."""
+        """litellm's import (seconds) runs in a worker after the window is up."""
         from core.llm.gateway import warm_up_litellm
-        from core.secrets import load_api_keys_into_env
 
         async def warm() -> None:
-            await asyncio.to_thread(load_api_keys_into_env)
             await asyncio.to_thread(warm_up_litellm)
 
         task = asyncio.get_running_loop().create_task(warm())

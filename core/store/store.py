@@ -177,6 +177,17 @@ class Store:
                     sql_text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tasks_fts'")
                 )
                 self._task_search = found.first() is not None
+                if self._task_search:
+                    try:  # the index's triggers run on every task write: this SQLite must have trigram
+                        await conn.execute(
+                            sql_text("SELECT 1 FROM tasks_fts WHERE tasks_fts MATCH 'abc' LIMIT 1")
+                        )
+                    except DatabaseError as exc:
+                        raise StoreError(
+                            f"workspace {self.display_name} has a task search index this SQLite "
+                            f"({sqlite3.sqlite_version}) cannot use ({_db_message(exc)}); open it with "
+                            "SQLite 3.34 or newer"
+                        ) from None
 
     async def _migrate(self, migrate: bool) -> None:
         if await self._at_head():
@@ -313,6 +324,7 @@ class Store:
         "latest_category",
         "attempt_count",
         "status",
+        "validation_outcome",
     )
 
     def _task_filter(
@@ -331,7 +343,7 @@ class Store:
                 phrase = '"' + text.replace('"', '""') + '"'
                 q = q.where(
                     sql_text(
-                        "tasks.rowid IN (SELECT rowid FROM tasks_fts WHERE tasks_fts MATCH :task_search)"
+                        "tasks.id IN (SELECT task_id FROM tasks_fts WHERE tasks_fts MATCH :task_search)"
                     ).bindparams(task_search=phrase)
                 )
             elif self.is_sqlite:
@@ -395,6 +407,7 @@ class Store:
         *,
         expected_version: int | None = None,
         event: tuple[str, NewEvent] | None = None,
+        feedback: dict[str, Any] | None = None,
         **fields: Any,
     ) -> TaskRecord:
         """Compare-and-set on ``version``: a stale version changes nothing and raises ``VersionConflict``.
@@ -422,6 +435,8 @@ class Store:
             if event is not None:
                 session_id, new_event = event
                 await self._insert_events(await s.connection(), session_id, [new_event], None, task_id)
+            if feedback is not None:  # the analyst's decision and its record commit together
+                s.add(FeedbackRow(id=new_id(), task_id=task_id, **feedback))
         return await self.get_task(task_id)
 
     async def touch_heartbeat(self, task_id: str) -> None:
@@ -625,6 +640,8 @@ class Store:
                     continue
                 # Write item by item so one failing session cannot lose another session's events.
                 for item in batch:
+                    if item[0] in self._session_errors:
+                        continue  # never write past a hole: later events of a failed session wait
                     try:
                         await self._write_batch([item])
                     except Exception as item_exc:
@@ -681,7 +698,8 @@ class Store:
                 )
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite may already have rolled back (disk full, I/O error)
+                conn.execute("ROLLBACK")
             raise
 
     async def flush(self, session_id: str | None = None) -> None:

@@ -81,20 +81,22 @@ class ReviewService:
         fields: dict[str, object] = {"status": target, "runner": None}
         if action is FeedbackAction.REVISE:
             fields["revision_requested_by"] = "analyst"
-        updated = await self.store.update_task(
-            task.id, expected_version=task.version, event=(task.main_session_id, event), **fields
-        )
         attempts = await self.store.list_attempts(task.id)
-        await self.store.add_feedback(
-            task_id=task.id,
-            attempt_id=attempts[-1].id if attempts else None,
-            action=action.value,
-            prompt=prompt,
-            note=note,
-            reviewer=reviewer,
-            from_status=task.status,
-            to_status=target,
-            created_at=now,
+        updated = await self.store.update_task(
+            task.id,
+            expected_version=task.version,
+            event=(task.main_session_id, event),
+            feedback={
+                "attempt_id": attempts[-1].id if attempts else None,
+                "action": action.value,
+                "prompt": prompt,
+                "note": note,
+                "reviewer": reviewer,
+                "from_status": task.status.value,
+                "to_status": target.value,
+                "created_at": now,
+            },
+            **fields,
         )
         self.tasks.ws.bus.publish("task_changed", task.id, status=target.value, version=updated.version)
         return updated

@@ -253,33 +253,37 @@ class TaskService:
             revision_requested_by=None,
             validation_outcome=None,
         )
-        attempt = await self.store.create_attempt(task.id, index, trigger=trigger_name, prompt=prompt)
+        attempt: AttemptRecord | None = None
         try:
+            attempt = await self.store.create_attempt(task.id, index, trigger=trigger_name, prompt=prompt)
             return await self._attempt_body(task, attempt, prompt, validations_before)
         except asyncio.CancelledError:
-            await asyncio.shield(self._end_attempt(attempt.id, "cancelled"))
+            await asyncio.shield(self._end_attempt(attempt, "cancelled"))
             raise
         except RunAbandoned:
-            await self._end_attempt(attempt.id, "cancelled")
+            await self._end_attempt(attempt, "cancelled")
             raise
         except Exception as exc:
-            await self._fail_run(task.id, attempt.id, exc)
+            await self._fail_run(task.id, attempt, exc)
             raise
 
-    async def _end_attempt(self, attempt_id: str, state: str) -> None:
+    async def _end_attempt(self, attempt: AttemptRecord | None, state: str) -> None:
+        if attempt is None:
+            return
+        attempt_id = attempt.id
         if (await self.store.get_attempt(attempt_id)).state == "running":
             await self.store.update_attempt(attempt_id, state=state, finished_at=datetime.now(UTC))
 
-    async def _fail_run(self, task_id: str, attempt_id: str, exc: Exception) -> None:
+    async def _fail_run(self, task_id: str, attempt: AttemptRecord | None, exc: Exception) -> None:
         """An unexpected error must not leave the task looking busy: move it on, say why, keep evidence."""
         log.error("task %s: run failed: %s", task_id, exc, exc_info=exc)
         try:
-            await self._end_attempt(attempt_id, "failed")
+            await self._end_attempt(attempt, "failed")
             task = await self.store.get_task(task_id)
             if not task.status.is_execution_active:
                 return
-            attempt = await self.store.get_attempt(attempt_id)
-            usable = bool((attempt.final_output or "").strip())
+            latest = await self.store.get_attempt(attempt.id) if attempt is not None else None
+            usable = latest is not None and bool((latest.final_output or "").strip())
             trigger = Trigger.INTERRUPTED_USABLE if usable else Trigger.INTERRUPTED_UNUSABLE
             await self._move(
                 task,

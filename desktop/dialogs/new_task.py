@@ -13,7 +13,6 @@ from PySide6.QtWidgets import (
     QButtonGroup,
     QDialog,
     QDialogButtonBox,
-    QFileDialog,
     QFormLayout,
     QHBoxLayout,
     QLabel,
@@ -24,6 +23,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
+from desktop.widgets.choose import choose_path
 
 
 @dataclass(frozen=True)
@@ -79,10 +80,11 @@ class NewTaskDialog(QDialog):
         layout.addWidget(self.buttons)
 
     def _browse(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Team template", "", "Team plans (*.toml *.json)")
-        if path:
+        def chosen(path: str) -> None:
             self.team_path.setText(path)
             self.team_file.setChecked(True)
+
+        self._chooser = choose_path(self, "Team template", chosen, name_filter="Team plans (*.toml *.json)")
 
     def request(self) -> NewTaskRequest:
         team: str | None = None

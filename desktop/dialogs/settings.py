@@ -6,6 +6,7 @@ next start, when ``core.config`` validates it; API keys go to the OS keyring onl
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,6 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QDoubleSpinBox,
-    QFileDialog,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 from core.config import Settings, user_config_file
 from core.secrets import API_KEY_NAMES
 from desktop.user_config import KeyStoreUnavailable, store_api_key, write_user_config
+from desktop.widgets.choose import choose_path
 
 
 class SettingsDialog(QDialog):
@@ -39,6 +40,7 @@ class SettingsDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self.config_path = config_path or user_config_file()
+        self._key_jobs: set[asyncio.Task[None]] = set()
         s = settings
         self.agent_model = QLineEdit(s.agent_model)
         self.validator_model = QLineEdit(s.validator_model)
@@ -143,13 +145,26 @@ class SettingsDialog(QDialog):
         if not secret:
             self._say("Paste a key first.", error=True)
             return
-        try:
-            store_api_key(self.key_name.currentText(), secret)
-        except KeyStoreUnavailable as exc:
-            self._say(str(exc), error=True)
-            return
-        self.key_value.clear()
-        self._say(f"{self.key_name.currentText()} stored in the OS keyring.")
+        name = self.key_name.currentText()
+        self._say("Storing the key in the OS keyring…")
+        # A keyring may talk to a desktop service: never on the GUI thread.
+        job = asyncio.get_event_loop().create_task(asyncio.to_thread(store_api_key, name, secret))
+        self._key_jobs.add(job)
+
+        def done(task: asyncio.Task[None]) -> None:
+            self._key_jobs.discard(task)
+            if task.cancelled():
+                return
+            exc = task.exception()
+            if isinstance(exc, KeyStoreUnavailable):
+                self._say(str(exc), error=True)
+            elif exc is not None:
+                self._say(f"The key was not stored: {exc}", error=True)
+            else:
+                self.key_value.clear()
+                self._say(f"{name} stored in the OS keyring.")
+
+        job.add_done_callback(done)
 
     def _say(self, message: str, *, error: bool = False) -> None:
         self.status_label.setText(message)
@@ -179,12 +194,10 @@ def _with_browse(edit: QLineEdit, *, folder: bool) -> QWidget:
     button = QPushButton("Browse…")
 
     def browse() -> None:
-        if folder:
-            chosen = QFileDialog.getExistingDirectory(holder, "Corpus folder", edit.text())
-        else:
-            chosen, _ = QFileDialog.getOpenFileName(holder, "Rules file", edit.text())
-        if chosen:
-            edit.setText(chosen)
+        title = "Corpus folder" if folder else "Rules file"
+        holder.setProperty(
+            "chooser", choose_path(holder, title, edit.setText, start=edit.text(), folder=folder)
+        )
 
     button.clicked.connect(browse)
     row.addWidget(button)

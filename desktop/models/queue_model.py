@@ -84,7 +84,7 @@ COLUMNS: tuple[tuple[str, str | None], ...] = (
     # (header, store column it sorts by; None: not sortable in the store)
     ("Title", "title"),
     ("Status", "status"),
-    ("Outcome", None),
+    ("Outcome", "validation_outcome"),
     ("Score", "latest_score"),
     ("Category", "latest_category"),
     ("Att.", "attempt_count"),

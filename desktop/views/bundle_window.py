@@ -16,13 +16,12 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QMainWindow,
-    QMessageBox,
     QSplitter,
     QVBoxLayout,
     QWidget,
 )
 
-from core.bundle import BundleError, OpenedBundle, open_bundle
+from core.bundle import OpenedBundle, open_bundle
 from core.tasks.dossier import TaskDossier
 from desktop.views.detail import TaskDetailView
 
@@ -84,13 +83,6 @@ class BundleWindow(QMainWindow):
         self.detail.set_dossier(dossier_from_bundle(self.opened, str(current.data(Qt.ItemDataRole.UserRole))))
 
 
-async def open_bundle_window(path: Path, parent: QWidget | None = None) -> BundleWindow | None:
-    """Read and verify off the UI thread; a file that is no bundle at all gets a clear message."""
-    try:
-        opened = await asyncio.to_thread(open_bundle, path)
-    except BundleError as exc:
-        QMessageBox.warning(parent, "Cannot open case bundle", str(exc))
-        return None
-    window = BundleWindow(opened)
-    window.show()
-    return window
+async def read_bundle(path: Path) -> OpenedBundle:
+    """Read and verify off the UI thread; the caller builds the window (never inside a coroutine)."""
+    return await asyncio.to_thread(open_bundle, path)

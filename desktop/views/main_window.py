@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QIcon, QKeySequence
@@ -45,39 +45,13 @@ from desktop.dialogs.settings import SettingsDialog
 from desktop.dialogs.shortcuts import ShortcutSheet
 from desktop.models.queue_model import TaskQueueModel
 from desktop.ops import CoreOps
+from desktop.views.detail import TaskDetailView
 from desktop.views.queue import QueueView
 from desktop.views.widgets import EmptyState, MessageBar, RunProgressStrip
 
 log = logging.getLogger(__name__)
 
 ICONS_DIR = Path(__file__).resolve().parents[2] / "resources" / "icons"
-
-
-class DetailPane(Protocol):
-    def set_dossier(self, dossier: TaskDossier | None) -> None: ...
-
-
-class _DetailPlaceholder(QLabel):
-    """Stands in while ``desktop.views.detail`` cannot be imported."""
-
-    def __init__(self) -> None:
-        super().__init__("Task detail is not available in this build.")
-        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.dossier: TaskDossier | None = None
-
-    def set_dossier(self, dossier: TaskDossier | None) -> None:
-        self.dossier = dossier
-        if dossier is not None:
-            self.setText(f"{dossier.task.title}\n\n{dossier.task.status.value}")
-
-
-def make_detail_view() -> QWidget:
-    try:
-        from desktop.views.detail import TaskDetailView
-    except ImportError:
-        log.warning("task detail view unavailable", exc_info=True)
-        return _DetailPlaceholder()
-    return TaskDetailView()
 
 
 @dataclass
@@ -144,7 +118,7 @@ class MainWindow(QMainWindow):
             }
         )
         self.queue = QueueView(self.model)
-        self.detail: QWidget = make_detail_view()
+        self.detail = TaskDetailView()
         self.message_bar = MessageBar()
         self.progress_strip = RunProgressStrip()
         self.empty_state = EmptyState()
@@ -272,9 +246,6 @@ class MainWindow(QMainWindow):
         self.empty_state.sig_load_demo.connect(self.load_demo)
         self._detail_reload = QTimer(self, singleShot=True, interval=150)
         self._detail_reload.timeout.connect(self._reload_detail)
-        attempt_signal = getattr(self.detail, "sig_attempt_changed", None)
-        if attempt_signal is not None:
-            attempt_signal.connect(lambda _i: None)  # the pane re-renders itself; nothing to load
 
     def start(self) -> None:
         """Go live: first queue load, then the bridge replays what happened before we listened."""
@@ -331,7 +302,7 @@ class MainWindow(QMainWindow):
         if task_id is None:
             self._current = None
             self._dossier = None
-            self.detail.set_dossier(None)  # type: ignore[attr-defined]
+            self.detail.set_dossier(None)
             self.progress_strip.clear()
             self._update_actions()
             return
@@ -360,7 +331,7 @@ class MainWindow(QMainWindow):
             return
         self._dossier = dossier
         self._current = dossier.task
-        self.detail.set_dossier(dossier)  # type: ignore[attr-defined]
+        self.detail.set_dossier(dossier)
         self._render_progress()
         self._update_actions()
         self.sig_dossier_shown.emit(task_id)
@@ -560,13 +531,21 @@ class MainWindow(QMainWindow):
             chooser.fileSelected.connect(self.open_case_bundle)
             self._open(chooser)
             return
-        from desktop.views.bundle_window import open_bundle_window
+        from core.bundle import BundleError
+        from desktop.views.bundle_window import BundleWindow, read_bundle
 
-        def keep(window: Any) -> None:
-            if window is not None:
-                self.bundle_windows.append(window)
+        def show(opened: Any) -> None:
+            window = BundleWindow(opened)
+            self.bundle_windows.append(window)
+            window.show()
 
-        self.ops.run(open_bundle_window(Path(path), self), what="open case bundle", on_done=keep)
+        def failed(exc: BaseException) -> bool:
+            if isinstance(exc, BundleError):
+                self.show_error(f"Cannot open case bundle: {exc}")
+                return True
+            return False
+
+        self.ops.run(read_bundle(Path(path)), what="open case bundle", on_done=show, on_error=failed)
 
     def _quit(self) -> None:
         self.close()

@@ -8,7 +8,7 @@ place; live updates move rows with ``beginMoveRows`` and need nothing from here.
 from __future__ import annotations
 
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPersistentModelIndex, QRect, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QPainter, QPalette
+from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -183,10 +183,6 @@ class QueueView(QWidget):
         self.tree.scrollTo(index)
         return True
 
-    def select_first_in(self, group_key: str) -> bool:
-        ids = self.model.group_task_ids(group_key)
-        return bool(ids) and self.select_task(ids[0])
-
     def select_next(self, step: int = 1) -> None:
         """J/K: move through task rows across groups, skipping group headers."""
         rows = self._visible_task_indexes()
@@ -237,9 +233,6 @@ class QueueView(QWidget):
             self.tree.selectionModel().clearSelection()
             self._selected_id = None
             self.sig_task_selected.emit(None)
-
-    def palette_is_dark(self) -> bool:
-        return self.palette().color(QPalette.ColorRole.Window).lightness() < 128
 
 
 __all__ = ["COLUMNS", "QueueView", "StatusBadgeDelegate"]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import qasync
@@ -220,3 +221,42 @@ def test_window_state_persists(
     assert again.width() == 760 and abs(again.height() - 640) <= 10
     assert again.splitter.sizes() == sizes
     again.services.bridge.close()
+
+
+def test_open_case_bundle_reports_a_non_bundle_and_opens_a_real_one(
+    qloop: qasync.QEventLoop, workspace: Workspace, desk: MainWindow, tmp_path: Path
+) -> None:
+    from core.bundle import export_bundle
+
+    async def scenario() -> None:
+        await started(desk)
+        bogus = tmp_path / "notes.zip"
+        bogus.write_text("not a zip at all")
+        desk.open_case_bundle(str(bogus))
+        await wait_until(lambda: "Cannot open case bundle" in desk.message_bar.text(), what="error message")
+        assert desk.bundle_windows == []
+        task = await add_task(workspace, "bundled task")
+        good = tmp_path / "case.zip"
+        await export_bundle(workspace.store, [task.id], good, environ={})
+        desk.open_case_bundle(str(good))
+        await wait_until(lambda: len(desk.bundle_windows) == 1, what="bundle window")
+        assert "verified" in desk.bundle_windows[0].banner.text()  # type: ignore[attr-defined]
+        desk.bundle_windows[0].close()
+
+    run(qloop, scenario())
+
+
+def test_outcome_column_sorts_in_the_store(
+    qloop: qasync.QEventLoop, workspace: Workspace, desk: MainWindow
+) -> None:
+    async def scenario() -> None:
+        await add_task(workspace, "one", S.NEEDS_REVIEW, validation_outcome="force_accepted")
+        await add_task(workspace, "two", S.NEEDS_REVIEW, validation_outcome="accepted")
+        await started(desk)
+        refreshed = wait_signal(desk.model.sig_refreshed)
+        desk.model.sort(2, Qt.SortOrder.AscendingOrder)  # the Outcome column
+        await refreshed
+        tasks = await workspace.store.list_tasks(order_by="validation_outcome", descending=False)
+        assert [t.text for t in tasks] == ["two", "one"]
+
+    run(qloop, scenario())
