@@ -58,22 +58,6 @@ def outcome_text(outcome: ValidationOutcome | None) -> str:
     return "no outcome yet"
 
 
-def _is_interrupted(dossier: TaskDossier, attempt: AttemptRecord, packet: TaskEvidencePacket | None) -> bool:
-    if attempt.state == "interrupted" or attempt.finish_reason == "interrupted":
-        return True
-    if packet is not None:
-        runs = [packet.main_run, *packet.team_runs, *(n.evidence for n in packet.team_node_results)]
-        for run in runs:
-            if run is not None and (
-                run.finish_reason == "interrupted" or any("interrupted" in w for w in run.warnings)
-            ):
-                return True
-    return any(
-        e.kind == "task_interrupted" and e.payload.get("attempt_index", attempt.index) == attempt.index
-        for e in dossier.events
-    )
-
-
 def warning_badges(
     dossier: TaskDossier,
     attempt: AttemptRecord,
@@ -82,15 +66,9 @@ def warning_badges(
 ) -> list[Badge]:
     """The warnings an analyst must not miss for this attempt, most serious first."""
     badges: list[Badge] = []
-    last = max((a.index for a in dossier.attempts), default=attempt.index)
-    forced = attempt.validation_outcome is ValidationOutcome.FORCE_ACCEPTED or (
-        attempt.validation_outcome is None
-        and attempt.index == last
-        and dossier.task.validation_outcome is ValidationOutcome.FORCE_ACCEPTED
-    )
-    if forced:
+    if dossier.attempt_force_accepted(attempt):
         badges.append(Badge("Force-accepted", "danger", "Delivered without the validator's endorsement."))
-    if _is_interrupted(dossier, attempt, packet):
+    if dossier.attempt_interrupted(attempt, packet):
         badges.append(Badge("Interrupted run", "danger", "The process stopped before this attempt finished."))
     if validation is None:
         return badges

@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 from typing import Any
 
 import pytest
@@ -197,4 +198,34 @@ async def test_team_nodes_keep_the_task_on_a_retry(
         started = (await ws.store.get_session_events(session.id, kinds=["run_started"]))[0]
         assert "ORIGINAL-QUESTION" in json.dumps(started.payload["input_messages"])
     assert len(node_sessions) == 2
+    await ws.close()
+
+
+async def test_dossier_flags_force_acceptance_and_interruption(
+    make_settings: ScriptFactory, db_url: str
+) -> None:
+    from core.tasks.dossier import load_dossier
+
+    settings = make_settings(
+        [
+            {"model": "agent", "turns": [{"content": "an answer"}]},
+            {"model": "validator", "turns": [{"content": _verdict("insufficient_evidence")}]},
+        ],
+        db_url=db_url,
+    )
+    ws = await Workspace.open(settings)
+    service = TaskService(ws)
+    done = await service.run((await service.create("A question?")).id)
+    dossier = await load_dossier(ws.store, done.id)
+    assert dossier.attempt_force_accepted(dossier.attempts[0])
+    assert not dossier.attempt_interrupted(dossier.attempts[0])
+
+    crashed = await ws.store.create_task("Another question?")
+    dead_runner = f"{socket.gethostname()}:{2**22 + 7}"  # this host, a pid no process has
+    await ws.store.update_task(crashed.id, status=TaskStatus.RUNNING, runner=dead_runner, attempt_count=1)
+    await ws.store.create_attempt(crashed.id, 1, trigger="initial", prompt="p")
+    assert [t.id for t in await recover_interrupted(ws)] == [crashed.id]
+    dossier = await load_dossier(ws.store, crashed.id)
+    assert dossier.attempt_interrupted(dossier.attempts[0])
+    assert not dossier.attempt_force_accepted(dossier.attempts[0])
     await ws.close()
