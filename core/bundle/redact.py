@@ -9,20 +9,15 @@ matched text; a pattern is shown verbatim only when it is not itself a match (a 
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from core.bundle.format import BundleError, sha256_hex
+from core.secrets import KEY_SHAPES, secret_env_values
 
 MASK = "[REDACTED]"
-SECRET_ENV_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET")
-MIN_SECRET_LENGTH = 8
-# OpenAI/Anthropic-style keys: "sk-" then a long run of key characters.
-SK_KEY_PATTERN = r"\bsk-[A-Za-z0-9_\-]{16,}"
-GOOGLE_KEY_PATTERN = r"\bAIza[0-9A-Za-z_\-]{20,}"
 
 
 @dataclass
@@ -67,24 +62,13 @@ class Redactor:
                 )
             shows_itself = regex.search(pattern) is None and regex.search(MASK) is None
             rules.append(Rule(label=f"pattern {i}", regex=regex, show_pattern=shows_itself))
-        env = os.environ if environ is None else environ
-        for name in sorted(env):
-            value = env[name]
-            if name.upper().endswith(SECRET_ENV_SUFFIXES) and len(value) >= MIN_SECRET_LENGTH:
-                rules.append(
-                    Rule(label=f"value of ${name}", regex=re.compile(re.escape(value)), show_pattern=False)
-                )
-        rules.append(
-            Rule(label="sk- style API key", regex=re.compile(SK_KEY_PATTERN), show_pattern=True, needle="sk-")
-        )
-        rules.append(
-            Rule(
-                label="Google-style API key",
-                regex=re.compile(GOOGLE_KEY_PATTERN),
-                show_pattern=True,
-                needle="AIza",
+        # API keys are always redacted: the same definition of a secret as the gateway's.
+        for name, value in secret_env_values(environ):
+            rules.append(
+                Rule(label=f"value of ${name}", regex=re.compile(re.escape(value)), show_pattern=False)
             )
-        )
+        for label, pattern, needle in KEY_SHAPES:
+            rules.append(Rule(label=label, regex=re.compile(pattern), show_pattern=True, needle=needle))
         return cls(rules)
 
     def text(self, value: str, entry: str) -> str:

@@ -30,6 +30,7 @@ from core.llm.errors import (
     ScriptError,
 )
 from core.llm.scripted import PROVIDER_NAME, load_script, request_text
+from core.secrets import KEY_SHAPES, secret_env_values
 
 _SCRIPTED_PREFIX = f"{PROVIDER_NAME}/"
 
@@ -113,14 +114,13 @@ def provider_family(model: str) -> str:
         return "unknown"
 
 
-_SECRET_NAME = re.compile(r"(API_KEY|_KEY|TOKEN|SECRET)$", re.IGNORECASE)
-_KEY_SHAPES = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|sk-ant-[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,})")
+_KEY_SHAPES = re.compile("|".join(f"(?:{pattern})" for _, pattern, _ in KEY_SHAPES))
 
 
 def redact(text: str) -> str:
     """Strip anything that looks like a credential and flatten to one line of bounded length."""
-    for name, value in os.environ.items():
-        if value and len(value) >= 8 and _SECRET_NAME.search(name) and value in text:
+    for _name, value in secret_env_values():
+        if value in text:
             text = text.replace(value, "[redacted]")
     text = _KEY_SHAPES.sub("[redacted]", text)
     text = text.strip().splitlines()[0] if text.strip() else text
