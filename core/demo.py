@@ -16,8 +16,7 @@ from core.store import TaskRecord
 from core.tasks.review import ReviewService
 from core.tasks.service import TaskService
 from core.tools.builtin import build_default_registry
-from core.tools.corpus import Corpus
-from core.workspace import Workspace, corpus_index_path
+from core.workspace import Workspace, open_corpus
 
 DEMO_TASKS: list[tuple[str, str, str | None]] = [
     # (title, text, team)
@@ -63,9 +62,7 @@ async def build_demo_workspace(
     """Run the demo tasks into ``ws``'s store; returns them in their resting statuses."""
     settings = demo_settings(ws.settings)
     assert settings.corpus is not None
-    index = corpus_index_path(settings.corpus)
-    index.parent.mkdir(parents=True, exist_ok=True)
-    corpus = Corpus(settings.corpus, index)
+    corpus = open_corpus(settings.corpus)
     demo = Workspace(
         settings=settings,
         store=ws.store,

@@ -28,6 +28,12 @@ def corpus_index_path(folder: Path) -> Path:
     return Path(platformdirs.user_cache_dir(APP_NAME)) / f"corpus-{digest}.sqlite3"
 
 
+def open_corpus(folder: Path) -> Corpus:
+    index = corpus_index_path(folder)
+    index.parent.mkdir(parents=True, exist_ok=True)
+    return Corpus(folder, index)
+
+
 class Workspace:
     def __init__(
         self,
@@ -54,11 +60,7 @@ class Workspace:
             # A broken script is a configuration error at start, before anything is written.
             load_script(settings.script)
         store = await Store.open(settings.db_url)
-        corpus = None
-        if settings.corpus is not None:
-            index = corpus_index_path(settings.corpus)
-            index.parent.mkdir(parents=True, exist_ok=True)
-            corpus = Corpus(settings.corpus, index)
+        corpus = open_corpus(settings.corpus) if settings.corpus is not None else None
         return cls(
             settings=settings,
             store=store,

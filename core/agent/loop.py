@@ -250,7 +250,7 @@ class AgentLoop:
                 {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
                 for c in response.tool_calls
             ]
-        state.messages.append(assistant)
+        state.add(assistant)
         state.last_content = response.content or state.last_content
         received = NewEvent(
             kind="llm_response_received",
@@ -296,7 +296,7 @@ class AgentLoop:
             "model": model,
             "message_count": len(state.messages),
             "tool_names": [t["function"]["name"] for t in tools],
-            "message_chars": _chars(state.messages),
+            "message_chars": state.message_chars,
             "tool_schema_chars": _chars(tools) if tools else 0,
             "max_tokens": max_tokens,
             "temperature": temperature,
@@ -321,9 +321,7 @@ class AgentLoop:
         )
         events: list[NewEvent] = []
         for call, result in zip(response.tool_calls, results, strict=True):
-            state.messages.append(
-                {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": result.content}
-            )
+            state.add({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": result.content})
             events.append(
                 NewEvent(
                     kind="tool_result_recorded",
@@ -353,7 +351,7 @@ class AgentLoop:
         """One last call with no tools offered: the model must answer from what it gathered."""
         self._progress(state, "finalizing")
         instruction = {"role": "user", "content": FINALIZATION_INSTRUCTION}
-        state.messages.append(instruction)
+        state.add(instruction)
         await self._append(
             state, "finalization_requested", {"iteration": state.iteration, "message": instruction}
         )
@@ -420,7 +418,16 @@ class AgentLoop:
 
 
 class _RunState:
-    __slots__ = ("iteration", "last_content", "messages", "node_id", "run_id", "session_id", "task_id")
+    __slots__ = (
+        "_message_chars",
+        "iteration",
+        "last_content",
+        "messages",
+        "node_id",
+        "run_id",
+        "session_id",
+        "task_id",
+    )
 
     def __init__(
         self,
@@ -438,6 +445,18 @@ class _RunState:
         self.messages = messages
         self.iteration = 0
         self.last_content: str | None = None
+        self._message_chars = sum(_chars(m) for m in messages)
+
+    def add(self, message: dict[str, Any]) -> None:
+        """Append to the transcript, keeping its serialised size without re-serialising it all."""
+        self.messages.append(message)
+        self._message_chars += _chars(message)
+
+    @property
+    def message_chars(self) -> int:
+        """``len(json.dumps(messages))``: the items, their ", " separators and the brackets."""
+        n = len(self.messages)
+        return self._message_chars + 2 * max(n - 1, 0) + 2
 
 
 class _Finish:

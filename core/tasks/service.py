@@ -113,6 +113,14 @@ def decide(
     )
 
 
+def interruption(attempt: AttemptRecord | None) -> tuple[Trigger, ValidationOutcome | None]:
+    """Where a run that stopped unexpectedly goes: review if it left an answer (delivered without
+    endorsement), failed if not. Crash recovery and in-process failures share this rule."""
+    if attempt is not None and (attempt.final_output or "").strip():
+        return Trigger.INTERRUPTED_USABLE, ValidationOutcome.FORCE_ACCEPTED
+    return Trigger.INTERRUPTED_UNUSABLE, None
+
+
 def runner_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
@@ -283,14 +291,13 @@ class TaskService:
             if not task.status.is_execution_active:
                 return
             latest = await self.store.get_attempt(attempt.id) if attempt is not None else None
-            usable = latest is not None and bool((latest.final_output or "").strip())
-            trigger = Trigger.INTERRUPTED_USABLE if usable else Trigger.INTERRUPTED_UNUSABLE
+            trigger, outcome = interruption(latest)
             await self._move(
                 task,
                 trigger,
                 reason=f"the run stopped on an error: {type(exc).__name__}: {exc}",
                 runner=None,
-                validation_outcome=ValidationOutcome.FORCE_ACCEPTED if usable else None,
+                validation_outcome=outcome,
             )
         except Exception:  # the original error is what the caller must see
             log.exception("task %s: could not record the failed run", task_id)
@@ -615,8 +622,7 @@ async def recover_interrupted(workspace: Workspace) -> list[TaskRecord]:
             continue  # imported evidence is never rewritten; live runners are left alone
         attempts = await store.list_attempts(task.id)
         last = attempts[-1] if attempts else None
-        usable = last is not None and bool((last.final_output or "").strip())
-        trigger = Trigger.INTERRUPTED_USABLE if usable else Trigger.INTERRUPTED_UNUSABLE
+        trigger, outcome = interruption(last)
         target = next_status(task.status, trigger)
         for run in await store.list_runs(task_id=task.id):
             if run.state == "running":
@@ -654,7 +660,7 @@ async def recover_interrupted(workspace: Workspace) -> list[TaskRecord]:
                 status=target,
                 runner=None,
                 main_session_id=session_id,
-                validation_outcome=ValidationOutcome.FORCE_ACCEPTED if usable else None,
+                validation_outcome=outcome,
             )
         except VersionConflict:
             continue  # someone else recovered or resumed it meanwhile
