@@ -219,3 +219,20 @@ async def test_upgrade_from_the_first_schema_indexes_existing_tasks(tmp_path: Pa
     assert await store.list_tasks(text="causes tid") == []
     assert [t.id for t in await store.list_tasks(text="oceans")] == [moved.id]
     await store.close()
+
+
+async def test_a_search_index_this_sqlite_cannot_use_is_refused_clearly(tmp_path: Path) -> None:
+    path = tmp_path / "ws.sqlite3"
+    store = await Store.open(str(path))
+    await store.create_task("keep me")
+    await store.close()
+    with sqlite3.connect(path) as conn:  # stand-in for an index built by a newer SQLite
+        conn.execute("drop trigger tasks_fts_ai")
+        conn.execute("drop trigger tasks_fts_ad")
+        conn.execute("drop trigger tasks_fts_au")
+        conn.execute("drop table tasks_fts")
+        conn.execute("create table tasks_fts (task_id text, title text, text text)")
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="task search index this SQLite"):
+        await Store.open(str(path))
+    assert path.read_bytes() == before
