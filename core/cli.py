@@ -18,8 +18,8 @@ from typing import Any
 
 from core.config import Settings, load_settings
 from core.domain import FeedbackAction, TaskStatus
+from core.domain.records import TaskRecord
 from core.errors import ConfigurationError, EvidenceDeskError, RefusedAction, StoreError
-from core.store import TaskRecord
 from core.version import app_version
 
 EXIT_OK, EXIT_USAGE, EXIT_REFUSED, EXIT_INPUT = 0, 2, 3, 4

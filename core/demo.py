@@ -10,9 +10,9 @@ from collections.abc import Callable
 
 from core.config import Settings, ValidationMode
 from core.domain import FeedbackAction
+from core.domain.records import TaskRecord
 from core.llm import LLMGateway
 from core.resources import resource_path
-from core.store import TaskRecord
 from core.tasks.review import ReviewService
 from core.tasks.service import TaskService
 from core.tools.builtin import build_default_registry

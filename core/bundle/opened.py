@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from core.bundle.format import EVENT_FIELDS, BundleError, events_entry, task_entry
 from core.bundle.verify import LoadedBundle, VerificationReport, load_bundle
-from core.store.records import (
+from core.domain.records import (
     AttemptRecord,
     EventRecord,
     FeedbackRecord,

@@ -21,9 +21,9 @@ from pydantic import ValidationError
 from core.bundle.format import BundleError
 from core.bundle.opened import BundleTask, OpenedBundle
 from core.domain.evidence import TaskEvidencePacket
+from core.domain.records import AttemptRecord, FeedbackRecord, TaskRecord, ValidationRecord
 from core.evidence.render import render_packet
 from core.store import Store
-from core.store.records import AttemptRecord, FeedbackRecord, TaskRecord, ValidationRecord
 from core.version import app_version
 
 __all__ = [

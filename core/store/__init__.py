@@ -1,6 +1,6 @@
 """Persistence: the workspace database, its migrations and the append-only event log."""
 
-from core.store.records import (
+from core.domain.records import (
     AttemptRecord,
     EventRecord,
     FeedbackRecord,

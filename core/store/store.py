@@ -32,6 +32,15 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from core.domain.records import (
+    AttemptRecord,
+    EventRecord,
+    FeedbackRecord,
+    RunRecord,
+    SessionRecord,
+    TaskRecord,
+    ValidationRecord,
+)
 from core.domain.status import TaskStatus
 from core.errors import StoreError, VersionConflict
 from core.store.models import (
@@ -43,15 +52,6 @@ from core.store.models import (
     TaskRow,
     ValidationRow,
     utcnow,
-)
-from core.store.records import (
-    AttemptRecord,
-    EventRecord,
-    FeedbackRecord,
-    RunRecord,
-    SessionRecord,
-    TaskRecord,
-    ValidationRecord,
 )
 
 SQLITE_HEADER = b"SQLite format 3\x00"

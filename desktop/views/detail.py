@@ -24,9 +24,9 @@ from PySide6.QtWidgets import (
 )
 
 from core.domain.evidence import TaskEvidencePacket
+from core.domain.records import AttemptRecord, ValidationRecord
 from core.domain.status import ValidationOutcome
 from core.domain.validation import CitationCheck
-from core.store.records import AttemptRecord, ValidationRecord
 from core.tasks.dossier import TaskDossier
 from desktop.views.evidence import EvidenceView
 from desktop.views.validator import ValidatorView

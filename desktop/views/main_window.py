@@ -31,8 +31,8 @@ from PySide6.QtWidgets import (
 )
 
 from core.domain import FeedbackAction
+from core.domain.records import TaskRecord
 from core.errors import RefusedAction
-from core.store import TaskRecord
 from core.tasks.dossier import TaskDossier, load_dossier
 from core.tasks.review import ReviewService, allowed_actions
 from core.tasks.service import TaskService

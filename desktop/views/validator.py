@@ -21,8 +21,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.domain.records import ValidationRecord
 from core.domain.validation import Citation, CitationCheck, ValidationResult
-from core.store.records import ValidationRecord
 from desktop.widgets.text_viewer import JsonHighlighter, TextViewer, monospace_font, pretty_json
 
 __all__ = ["CitationList", "ValidatorView", "format_raw_response"]

@@ -12,7 +12,7 @@ from typing import Any
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
-from core.store.records import AttemptRecord, EventRecord, TaskRecord, ValidationRecord
+from core.domain.records import AttemptRecord, EventRecord, TaskRecord, ValidationRecord
 from core.tasks.dossier import TaskDossier
 from desktop.views.detail import TaskDetailView
 from desktop.views.validator import ValidatorView
