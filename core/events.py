@@ -1,7 +1,9 @@
-"""The core's event bus: plain observers, no Qt.
+"""The core's event bus: typed notices of what changed, plain observers, no Qt.
 
-Services announce what changed (a task's status, a run's progress); the desk's bridge turns
-these into Qt signals, the CLI ignores them. Publishing is synchronous and cheap: observers must
+Services announce *what* changed, in the manner of Anki's ``OpChanges``: a task's row (with its
+new status and version), a batch of tasks at once (crash recovery), or a running attempt's
+progress. The desk's bridge turns each notice into one precise model update (one row, not a
+full reload); the command line ignores them. Publishing is synchronous and cheap: observers must
 not block, and an observer that raises is logged and dropped from that delivery only, so a
 broken view can never break a run.
 """
@@ -10,18 +12,60 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict
+
+from core.domain.status import TaskStatus
 
 log = logging.getLogger(__name__)
 
 
-class BusEvent(BaseModel):
-    kind: str  # "task_changed" | "run_progress" | "task_created"
-    task_id: str | None = None
-    data: dict[str, Any] = Field(default_factory=dict)
+class TaskChange(StrEnum):
+    """Why a task's row changed; a view redraws only what the change can affect."""
 
+    CREATED = "created"
+    STATUS = "status"  # status (and with it, usually, outcome, score and attempt count)
+    FIELDS = "fields"  # stored fields other than the status (runner, notes, claims)
+
+
+class _Notice(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class TaskChanged(_Notice):
+    """One task's stored row changed; ``version`` lets a reader drop an older read arriving late."""
+
+    kind: Literal["task_changed"] = "task_changed"
+    task_id: str
+    change: TaskChange
+    status: TaskStatus
+    version: int
+
+
+class TasksChanged(_Notice):
+    """Many tasks changed in one operation (crash recovery, bulk actions): refresh once, not per task."""
+
+    kind: Literal["tasks_changed"] = "tasks_changed"
+    task_ids: tuple[str, ...]
+
+
+class RunProgress(_Notice):
+    """A running attempt moved on (a phase, an iteration, a tool); nothing stored changed."""
+
+    kind: Literal["run_progress"] = "run_progress"
+    task_id: str
+    attempt: int
+    phase: str
+    iteration: int = 0
+    tool: str | None = None
+    node: str | None = None
+    started_at: datetime | None = None
+
+
+BusEvent = TaskChanged | TasksChanged | RunProgress
 
 Observer = Callable[[BusEvent], None]
 
@@ -40,10 +84,12 @@ class EventBus:
 
         return unsubscribe
 
-    def publish(self, kind: str, task_id: str | None = None, **data: Any) -> None:
-        event = BusEvent(kind=kind, task_id=task_id, data=data)
+    def publish(self, event: BusEvent) -> None:
         for observer in list(self._observers):
             try:
                 observer(event)
             except Exception:
-                log.exception("event observer failed on %s", kind)
+                log.exception("event observer failed on %s", event.kind)
+
+
+__all__ = ["BusEvent", "EventBus", "Observer", "RunProgress", "TaskChange", "TaskChanged", "TasksChanged"]

@@ -13,22 +13,21 @@ does not arrive on the bridge's thread, so the public signals always fire on the
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
-from core.events import BusEvent, EventBus
+from core.events import BusEvent, EventBus, RunProgress, TaskChanged, TasksChanged
 
 
 class CoreBridge(QObject):
-    sig_task_created = Signal(str, dict)
-    """A task was created: (task id, data with ``status``)."""
+    sig_task_changed = Signal(object)
+    """One task's stored row changed or was created: a ``core.events.TaskChanged``."""
 
-    sig_task_changed = Signal(str, dict)
-    """A task's stored row changed: (task id, data with ``status`` and ``version``)."""
+    sig_tasks_changed = Signal(object)
+    """Many tasks changed in one operation: a ``core.events.TasksChanged`` (refresh once)."""
 
-    sig_run_progress = Signal(str, dict)
-    """A run moved on: (task id, data with attempt, phase, iteration, tool, node, started_at)."""
+    sig_run_progress = Signal(object)
+    """A running attempt moved on: a ``core.events.RunProgress``."""
 
     _sig_incoming = Signal(object)  # cross-thread hand-over only
 
@@ -68,12 +67,9 @@ class CoreBridge(QObject):
         self._emit(event)
 
     def _emit(self, event: BusEvent) -> None:
-        if event.task_id is None:
-            return
-        data: dict[str, Any] = dict(event.data)
-        if event.kind == "task_created":
-            self.sig_task_created.emit(event.task_id, data)
-        elif event.kind == "task_changed":
-            self.sig_task_changed.emit(event.task_id, data)
-        elif event.kind == "run_progress":
-            self.sig_run_progress.emit(event.task_id, data)
+        if isinstance(event, TaskChanged):
+            self.sig_task_changed.emit(event)
+        elif isinstance(event, TasksChanged):
+            self.sig_tasks_changed.emit(event)
+        elif isinstance(event, RunProgress):
+            self.sig_run_progress.emit(event)

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 from core.domain import FeedbackAction, TaskStatus
 from core.errors import RefusedAction, VersionConflict
+from core.events import TaskChange, TaskChanged
 from core.store import NewEvent, TaskRecord
 from core.tasks.service import TaskService, reviewer_name
 from core.tasks.state_machine import IllegalTransition, Trigger, can, next_status
@@ -98,7 +99,9 @@ class ReviewService:
             },
             **fields,
         )
-        self.tasks.ws.bus.publish("task_changed", task.id, status=target.value, version=updated.version)
+        self.tasks.ws.bus.publish(
+            TaskChanged(task_id=task.id, change=TaskChange.STATUS, status=target, version=updated.version)
+        )
         return updated
 
 

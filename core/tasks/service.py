@@ -30,6 +30,8 @@ from core.domain import (
     ValidationStatus,
 )
 from core.errors import ConfigurationError, RefusedAction, VersionConflict
+from core.events import RunProgress as RunProgressNotice
+from core.events import TaskChange, TaskChanged, TasksChanged
 from core.evidence import session_messages
 from core.llm.structured import SchemaFailure, check_structured, complete_structured, default_feedback
 from core.store import AttemptRecord, NewEvent, TaskRecord
@@ -161,7 +163,9 @@ class TaskService:
         if output_schema is not None:
             check_output_schema(output_schema)
         task = await self.store.create_task(text, title=title, team_spec=team, output_schema=output_schema)
-        self.ws.bus.publish("task_created", task.id, status=task.status.value)
+        self.ws.bus.publish(
+            TaskChanged(task_id=task.id, change=TaskChange.CREATED, status=task.status, version=task.version)
+        )
         return task
 
     # ------------------------------------------------------------------ running
@@ -573,7 +577,9 @@ class TaskService:
                     f"task {task.id[:8]} was abandoned while it ran; its evidence is kept"
                 ) from None
             raise
-        self.ws.bus.publish("task_changed", task.id, status=target.value, version=updated.version)
+        self.ws.bus.publish(
+            TaskChanged(task_id=task.id, change=TaskChange.STATUS, status=target, version=updated.version)
+        )
         return updated
 
     async def _heartbeat(self, task_id: str) -> None:
@@ -595,13 +601,13 @@ class TaskService:
                 iteration=p.iteration,
                 tool=p.current_tool,
                 node=p.node_id,
-                started_at=started.isoformat(),
+                started_at=started,
             )
 
         return on_progress
 
     def _publish_progress(self, task_id: str, **data: Any) -> None:
-        self.ws.bus.publish("run_progress", task_id, **data)
+        self.ws.bus.publish(RunProgressNotice(task_id=task_id, **data))
 
 
 def _value(v: Any) -> Any:
@@ -664,8 +670,9 @@ async def recover_interrupted(workspace: Workspace) -> list[TaskRecord]:
             )
         except VersionConflict:
             continue  # someone else recovered or resumed it meanwhile
-        workspace.bus.publish("task_changed", task.id, status=target.value, version=updated.version)
         recovered.append(updated)
+    if recovered:  # one notice for the whole batch: a desk refreshes once, not once per task
+        workspace.bus.publish(TasksChanged(task_ids=tuple(t.id for t in recovered)))
     return recovered
 
 

@@ -34,6 +34,7 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QColor, QFont, QIcon
 
 from core.domain import TaskStatus, ValidationOutcome
+from core.events import RunProgress
 from core.store import Store, TaskRecord
 from desktop.ops import CoreOps
 
@@ -179,7 +180,7 @@ class TaskQueueModel(QAbstractItemModel):
         self._order_by = "updated_at"
         self._descending = True
         self._generation = 0
-        self._progress: dict[str, dict[str, Any]] = {}
+        self._progress: dict[str, RunProgress] = {}
         self._icons: dict[str, QIcon] = {}
         self.loaded_once = False
 
@@ -218,11 +219,11 @@ class TaskQueueModel(QAbstractItemModel):
             on_done=lambda result: self._apply_task(generation, *result),
         )
 
-    def set_progress(self, task_id: str, data: dict[str, Any]) -> None:
-        self._progress[task_id] = dict(data)
-        self._emit_row_changed(task_id, COL_STATUS, COL_STATUS)
+    def set_progress(self, progress: RunProgress) -> None:
+        self._progress[progress.task_id] = progress
+        self._emit_row_changed(progress.task_id, COL_STATUS, COL_STATUS)
 
-    def progress(self, task_id: str) -> dict[str, Any] | None:
+    def progress(self, task_id: str) -> RunProgress | None:
         return self._progress.get(task_id)
 
     def index_of_task(self, task_id: str) -> QModelIndex:
@@ -573,11 +574,11 @@ class TaskQueueModel(QAbstractItemModel):
             label = STATUS_LABELS[task.status]
             progress = self._progress.get(task.id)
             if progress and task.status.is_execution_active:
-                bits = [f"attempt {progress.get('attempt', '?')}"]
-                if progress.get("iteration"):
-                    bits.append(f"iter {progress['iteration']}")
-                if progress.get("tool"):
-                    bits.append(str(progress["tool"]))
+                bits = [f"attempt {progress.attempt}"]
+                if progress.iteration:
+                    bits.append(f"iter {progress.iteration}")
+                if progress.tool:
+                    bits.append(progress.tool)
                 label = f"{label} · {' · '.join(bits)}"
             return label
         if column == COL_OUTCOME:

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 from core.domain import FeedbackAction
 from core.domain.records import TaskRecord
 from core.errors import RefusedAction
+from core.events import RunProgress, TaskChanged, TasksChanged
 from core.tasks.dossier import TaskDossier, load_dossier
 from core.tasks.review import ReviewService, allowed_actions
 from core.tasks.service import TaskService
@@ -234,7 +235,7 @@ class MainWindow(QMainWindow):
     def _connect(self) -> None:
         bridge = self.services.bridge
         bridge.sig_task_changed.connect(self._on_task_changed)
-        bridge.sig_task_created.connect(self._on_task_created)
+        bridge.sig_tasks_changed.connect(self._on_tasks_changed)
         bridge.sig_run_progress.connect(self._on_run_progress)
         self.ops.sig_failed.connect(self._on_op_failed)
         self.ops.sig_busy_changed.connect(self._on_busy_changed)
@@ -351,17 +352,19 @@ class MainWindow(QMainWindow):
         self.act_abandon.setEnabled(FeedbackAction.ABANDON in allowed)
 
     # ------------------------------------------------------------------ core events
-    def _on_task_changed(self, task_id: str, _data: dict[str, Any]) -> None:
-        self.model.update_task(task_id)
-        if task_id == self.queue.selected_task_id:
+    def _on_task_changed(self, change: TaskChanged) -> None:
+        self.model.update_task(change.task_id)
+        if change.task_id == self.queue.selected_task_id:
             self._detail_reload.start()
 
-    def _on_task_created(self, task_id: str, _data: dict[str, Any]) -> None:
-        self.model.update_task(task_id)
+    def _on_tasks_changed(self, change: TasksChanged) -> None:
+        self.model.refresh()
+        if self.queue.selected_task_id in change.task_ids:
+            self._detail_reload.start()
 
-    def _on_run_progress(self, task_id: str, data: dict[str, Any]) -> None:
-        self.model.set_progress(task_id, data)
-        if task_id == self.queue.selected_task_id and self._current is not None:
+    def _on_run_progress(self, progress: RunProgress) -> None:
+        self.model.set_progress(progress)
+        if progress.task_id == self.queue.selected_task_id and self._current is not None:
             self._render_progress()
 
     def _after_refresh(self) -> None:

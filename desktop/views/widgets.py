@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from core.events import RunProgress
 
 
 class MessageBar(QFrame):
@@ -54,21 +55,22 @@ class RunProgressStrip(QFrame):
         super().__init__(parent)
         self.label = QLabel()
         self.label.setObjectName("RunProgress")
+        self.label.setTextFormat(Qt.TextFormat.PlainText)  # tool names come from models
         self.cancel_button = QPushButton("Cancel run")
         self.cancel_button.clicked.connect(self.sig_cancel_requested)
         row = QHBoxLayout(self)
         row.setContentsMargins(8, 2, 8, 2)
         row.addWidget(self.label, 1)
         row.addWidget(self.cancel_button)
-        self._data: dict[str, Any] = {}
+        self._progress: RunProgress | None = None
         self._status = ""
         self._tick = QTimer(self, interval=1000)
         self._tick.timeout.connect(self._render)
         self.hide()
 
-    def show_progress(self, status: str, data: dict[str, Any] | None) -> None:
+    def show_progress(self, status: str, progress: RunProgress | None) -> None:
         self._status = status
-        self._data = dict(data or {})
+        self._progress = progress
         self._render()
         self.show()
         if not self._tick.isActive():
@@ -76,35 +78,28 @@ class RunProgressStrip(QFrame):
 
     def clear(self) -> None:
         self._tick.stop()
-        self._data = {}
+        self._progress = None
         self.hide()
 
     def _render(self) -> None:
-        d = self._data
-        bits = [f"<b>{self._status.replace('_', ' ')}</b>"]
-        if d.get("attempt"):
-            bits.append(f"attempt {d['attempt']}")
-        if d.get("phase"):
-            bits.append(str(d["phase"]))
-        if d.get("iteration"):
-            bits.append(f"iteration {d['iteration']}")
-        if d.get("node"):
-            bits.append(f"node {d['node']}")
-        if d.get("tool"):
-            bits.append(f"tool <code>{d['tool']}</code>")
-        elapsed = _elapsed(d.get("started_at"))
-        if elapsed:
-            bits.append(elapsed)
+        p = self._progress
+        bits = [self._status.replace("_", " ")]
+        if p is not None:
+            bits.append(f"attempt {p.attempt}")
+            if p.phase:
+                bits.append(p.phase)
+            if p.iteration:
+                bits.append(f"iteration {p.iteration}")
+            if p.node:
+                bits.append(f"node {p.node}")
+            if p.tool:
+                bits.append(f"tool {p.tool}")
+            if p.started_at is not None:
+                bits.append(_elapsed(p.started_at))
         self.label.setText(" · ".join(bits))
 
 
-def _elapsed(started_at: Any) -> str:
-    if not isinstance(started_at, str):
-        return ""
-    try:
-        start = datetime.fromisoformat(started_at)
-    except ValueError:
-        return ""
+def _elapsed(start: datetime) -> str:
     seconds = max(0, int((datetime.now(UTC) - start).total_seconds()))
     return f"{seconds // 60:02d}:{seconds % 60:02d} elapsed"
 

@@ -8,7 +8,8 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from core.config import load_settings
-from core.events import EventBus
+from core.domain import TaskStatus
+from core.events import EventBus, RunProgress, TaskChange, TaskChanged, TasksChanged
 from core.secrets import load_api_keys_into_env
 from desktop.app import parse_desk_args
 from desktop.bridge import CoreBridge
@@ -18,24 +19,25 @@ from desktop.user_config import KeyStoreUnavailable, read_user_config, store_api
 def test_bridge_buffers_until_delivery_then_goes_live(qtbot: QtBot) -> None:
     bus = EventBus()
     bridge = CoreBridge(bus)
-    seen: list[tuple[str, str, dict[str, object]]] = []
-    bridge.sig_task_created.connect(lambda t, d: seen.append(("created", t, d)))
-    bridge.sig_task_changed.connect(lambda t, d: seen.append(("changed", t, d)))
-    bridge.sig_run_progress.connect(lambda t, d: seen.append(("progress", t, d)))
-    bus.publish("task_created", "t1", status="open")
-    bus.publish("task_changed", "t1", status="running", version=2)
+    seen: list[object] = []
+    bridge.sig_task_changed.connect(seen.append)
+    bridge.sig_tasks_changed.connect(seen.append)
+    bridge.sig_run_progress.connect(seen.append)
+    created = TaskChanged(task_id="t1", change=TaskChange.CREATED, status=TaskStatus.OPEN, version=1)
+    running = TaskChanged(task_id="t1", change=TaskChange.STATUS, status=TaskStatus.RUNNING, version=2)
+    bus.publish(created)
+    bus.publish(running)
     assert seen == [] and bridge.buffered_count == 2
     bridge.start_delivery()
-    assert [k for k, _, _ in seen] == ["created", "changed"]
-    bus.publish("run_progress", "t1", attempt=1, phase="llm", iteration=2, tool="search_corpus")
-    assert seen[-1] == (
-        "progress",
-        "t1",
-        {"attempt": 1, "phase": "llm", "iteration": 2, "tool": "search_corpus"},
-    )
+    assert seen == [created, running]
+    progress = RunProgress(task_id="t1", attempt=1, phase="llm", iteration=2, tool="search_corpus")
+    bus.publish(progress)
+    bus.publish(TasksChanged(task_ids=("t1", "t2")))
+    assert seen[-2] is progress
+    assert seen[-1] == TasksChanged(task_ids=("t1", "t2"))
     bridge.close()
-    bus.publish("task_changed", "t1", status="closed", version=3)
-    assert len(seen) == 3
+    bus.publish(TaskChanged(task_id="t1", change=TaskChange.STATUS, status=TaskStatus.CLOSED, version=3))
+    assert len(seen) == 4
 
 
 def test_settings_file_round_trips_through_core(tmp_path: Path) -> None:
