@@ -1,0 +1,119 @@
+"""Typed facts that cross layers: event kinds, attempt and node states, finish reasons, warnings.
+
+Each was once a string built in one layer and parsed back in another (a prefix, a substring, a
+literal compared by hand). As ``StrEnum`` members they still store and serialise as the same
+strings, so workspaces written before keep reading, but a reader can no longer misspell one and
+mypy sees every place that handles them.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+
+class EventKind(StrEnum):
+    """Every kind of session event the log holds (the ``events.kind`` column)."""
+
+    RUN_STARTED = "run_started"
+    LLM_REQUEST_SNAPSHOTTED = "llm_request_snapshotted"
+    LLM_RESPONSE_RECEIVED = "llm_response_received"
+    LLM_CALL_FAILED = "llm_call_failed"
+    TOOL_CALL_STARTED = "tool_call_started"
+    TOOL_RESULT_RECORDED = "tool_result_recorded"
+    RUN_FINISHED = "run_finished"
+    RUN_INTERRUPTED = "run_interrupted"
+    TASK_STATUS_CHANGED = "task_status_changed"
+    TASK_INTERRUPTED = "task_interrupted"
+    TASK_VALIDATION_SNAPSHOTTED = "task_validation_snapshotted"
+    VALIDATION_SKIPPED = "validation_skipped"
+    OUTPUT_SCHEMA_VALIDATION_FAILED = "output_schema_validation_failed"
+    OUTPUT_SCHEMA_REPAIRED = "output_schema_repaired"
+    OUTPUT_SCHEMA_UNSATISFIED = "output_schema_unsatisfied"
+    TEAM_PLAN_FALLBACK = "team_plan_fallback"
+    ANALYST_FEEDBACK_RECORDED = "analyst_feedback_recorded"
+
+
+class AttemptState(StrEnum):
+    """Where an attempt's execution ended (the ``attempts.state`` column)."""
+
+    RUNNING = "running"
+    FINISHED = "finished"  # it produced an answer or provably none; the outcome says which
+    FAILED = "failed"  # an unexpected error stopped it in this process
+    CANCELLED = "cancelled"  # the analyst cancelled or abandoned it
+    INTERRUPTED = "interrupted"  # the process running it died; crash recovery ended it
+
+    @property
+    def stopped_early(self) -> bool:
+        """The attempt did not run to its own end: its evidence may be partial."""
+        return self in (AttemptState.FAILED, AttemptState.CANCELLED, AttemptState.INTERRUPTED)
+
+
+class FinishReason(StrEnum):
+    """Why an agent run stopped (``runs.finish_reason`` and the ``run_finished`` event)."""
+
+    STOP = "stop"
+    MAX_TOOL_ITERATIONS_FINALIZED = "max_tool_iterations_finalized"
+    MAX_TOOL_ITERATIONS_UNFINALIZED = "max_tool_iterations_unfinalized"
+    CANCELLED = "cancelled"
+    LLM_ERROR = "llm_error"
+    EMPTY_RESPONSE = "empty_response"
+    INTERRUPTED = "interrupted"
+
+    @property
+    def usable(self) -> bool:
+        """The run's last text is an answer (the tool-budget finalization writes one too)."""
+        return self in (FinishReason.STOP, FinishReason.MAX_TOOL_ITERATIONS_FINALIZED)
+
+
+class NodeStatus(StrEnum):
+    """How a team node ended."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    SKIPPED = "skipped"
+
+
+class RevisionRequester(StrEnum):
+    """Who asked for the next attempt: an analyst's Revise waits for no one, a validator's retry is queued."""
+
+    ANALYST = "analyst"
+    VALIDATOR = "validator"
+
+
+class WarningCode(StrEnum):
+    """What a verdict warning is about; the desk picks a badge by code, never by parsing text."""
+
+    SAME_FAMILY_VALIDATOR = "same-family-validator"
+    UNKNOWN_CONTEXT_WINDOW = "unknown-context-window"
+    CONTEXT_OVERFLOW = "context-overflow"
+    CHUNKED_VALIDATION = "chunked-validation"
+    UNVERIFIED_CITATIONS = "unverified-citations"
+    PENDING_TOOL_CALLS = "pending-tool-calls"
+    NO_EVIDENCE = "no-evidence"
+    CITATIONS_REQUIRED = "citations-required"
+    OTHER = "other"
+
+
+class VerdictWarning(BaseModel):
+    """One structured warning on a verdict: a code to act on, a count where one applies, and words."""
+
+    model_config = ConfigDict(frozen=True)
+
+    code: WarningCode
+    message: str
+    count: int | None = None  # e.g. unverified citations, or chunks in a chunked validation
+    total: int | None = None  # the count's denominator, where it has one
+
+
+__all__ = [
+    "AttemptState",
+    "EventKind",
+    "FinishReason",
+    "NodeStatus",
+    "RevisionRequester",
+    "VerdictWarning",
+    "WarningCode",
+]
