@@ -14,7 +14,7 @@ import asyncio
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -242,7 +242,16 @@ class Store:
         path = sqlite_path(self.url)
         return str(path) if path else make_url(self.url).render_as_string(hide_password=True)
 
+    @property
+    def has_task_search(self) -> bool:
+        """The SQLite trigram index of task text exists and works (the queue filter asks from it)."""
+        return self._task_search
+
     # ------------------------------------------------------------------ sessions
+    def read_session(self) -> AbstractAsyncContextManager[AsyncSession]:
+        """A read-only unit of work for the store's query modules (``queue_sql``)."""
+        return self._read()
+
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[AsyncSession]:
         async with self._sessions() as session:
