@@ -79,6 +79,7 @@ class _Group:
     count: int = 0
     rows: list[TaskRecord] = field(default_factory=list)
     loading: bool = False
+    wanted: bool = False  # the view asked for the next page (it shows the group's last rows)
 
 
 _GROUP_ID = 0  # internalId of top-level group indexes; task rows carry group index + 1
@@ -207,7 +208,7 @@ class TaskQueueModel(QAbstractItemModel):
         group = self._groups[gi]
         if generation != self._generation:
             return
-        group.loading = False
+        group.loading = group.wanted = False
         fresh = [t for t in page.rows if t.id not in self._where]
         if not fresh:
             return
@@ -343,12 +344,32 @@ class TaskQueueModel(QAbstractItemModel):
         group = self._groups[parent.row()]
         return group.count > 0 or bool(group.rows)
 
+    def has_more(self, group_row: int) -> bool:
+        """The group has stored tasks beyond its loaded rows."""
+        group = self._groups[group_row]
+        return len(group.rows) < group.count
+
+    def request_more(self, group_row: int) -> bool:
+        """The view shows the end of this group's rows: load the next page (once at a time)."""
+        group = self._groups[group_row]
+        if group.loading or not self.has_more(group_row):
+            return False
+        group.wanted = True
+        self.fetchMore(self.createIndex(group_row, 0, _GROUP_ID))
+        return True
+
     def canFetchMore(self, parent: Index) -> bool:
-        """Implements ``QAbstractItemModel::canFetchMore``: more stored tasks than loaded rows."""
+        """Implements ``QAbstractItemModel::canFetchMore``, only for a page the view asked for.
+
+        QTreeView asks every expanded parent whenever it lays items out, and fetches if it may;
+        answering "yes" whenever rows remain made the queue page itself forever with no input
+        (each page's rows trigger another layout). Pages are therefore fetched only on demand,
+        through ``request_more``, when the view shows a group's last loaded row.
+        """
         if not parent.isValid() or parent.internalId() != _GROUP_ID:
             return False
         group = self._groups[parent.row()]
-        return not group.loading and len(group.rows) < group.count
+        return group.wanted and not group.loading and len(group.rows) < group.count
 
     def fetchMore(self, parent: Index) -> None:
         """Implements ``QAbstractItemModel::fetchMore`` by scheduling the next page asynchronously."""
@@ -360,7 +381,7 @@ class TaskQueueModel(QAbstractItemModel):
         generation = self._generation
 
         def failed(_exc: BaseException) -> bool:
-            group.loading = False
+            group.loading = group.wanted = False
             return False
 
         after = PageCursor.after(group.rows[-1], self._sort) if group.rows else None

@@ -131,6 +131,17 @@ class QueueView(QWidget):
         selection = self.tree.selectionModel()
         selection.currentRowChanged.connect(self._on_current_changed)
 
+        # Pages load when the analyst can see a group's last loaded row, and only then: after a
+        # scroll, a resize, an expansion, a reload or a page that did not fill the view.
+        self._rows_check = QTimer(self, singleShot=True, interval=0)
+        self._rows_check.timeout.connect(self._load_rows_in_view)
+        bar_v = self.tree.verticalScrollBar()
+        bar_v.valueChanged.connect(self._rows_check.start)
+        bar_v.rangeChanged.connect(self._rows_check.start)
+        self.tree.expanded.connect(self._rows_check.start)
+        model.sig_refreshed.connect(self._rows_check.start)
+        model.sig_page_loaded.connect(self._rows_check.start)
+
     # ------------------------------------------------------------------ filter
     def current_filter(self) -> QueueFilter:
         return QueueFilter(
@@ -196,6 +207,24 @@ class QueueView(QWidget):
         if task_id != self._selected_id:
             self._selected_id = task_id
             self.sig_task_selected.emit(task_id)
+
+    @property
+    def rows_check_pending(self) -> bool:
+        """A check for rows to load is scheduled (tests wait for it to settle)."""
+        return self._rows_check.isActive()
+
+    def _load_rows_in_view(self) -> None:
+        """Ask for the next page of every expanded group whose last loaded row is (nearly) on screen."""
+        reach = self.tree.viewport().height() * 2  # one screen of look-ahead below the view
+        for gi in range(self.model.rowCount()):
+            group = self.model.index(gi, 0)
+            if not self.tree.isExpanded(group) or not self.model.has_more(gi):
+                continue
+            loaded = self.model.rowCount(group)
+            last = self.model.index(loaded - 1, 0, group) if loaded else group
+            rect = self.tree.visualRect(last)
+            if rect.isValid() and rect.bottom() <= reach:
+                self.model.request_more(gi)
 
     # ------------------------------------------------------------------ after a reset
     def _span_groups(self, *_args: object) -> None:
