@@ -182,13 +182,15 @@ def litellm_import() -> float:
 
 
 async def filter_latency(url: str) -> tuple[list[float], float]:
+    from core.domain.queue import QueueFilter
     from core.store import Store
-    from desktop.models.queue_model import QueueFilter, TaskQueueModel
+    from core.tasks.queue import TaskQueue
+    from desktop.models.queue_model import TaskQueueModel
     from desktop.ops import CoreOps
 
     store = await Store.open(url)
     try:
-        model = TaskQueueModel(store, CoreOps())
+        model = TaskQueueModel(TaskQueue(store), CoreOps())
         started = time.perf_counter()
         await model.refresh()
         first = time.perf_counter() - started

@@ -70,5 +70,17 @@ class Workspace:
             corpus=corpus,
         )
 
+    @property
+    def display_name(self) -> str:
+        """The workspace as people name it: a file path, or a database URL without its password."""
+        return self.store.display_name
+
+    @staticmethod
+    def warm_up_models() -> None:
+        """Pay litellm's import cost early; blocking, so a caller with a UI runs it in a worker."""
+        from core.llm.gateway import warm_up_litellm
+
+        warm_up_litellm()
+
     async def close(self) -> None:
         await self.store.close()

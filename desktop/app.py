@@ -136,10 +136,11 @@ class DeskLauncher:
 
     def warm_up_in_background(self) -> None:
         """litellm's import (seconds) runs in a worker after the window is up."""
-        from core.llm.gateway import warm_up_litellm
+
+        from core.workspace import Workspace
 
         async def warm() -> None:
-            await asyncio.to_thread(warm_up_litellm)
+            await asyncio.to_thread(Workspace.warm_up_models)
 
         task = asyncio.get_running_loop().create_task(warm())
         self._background.add(task)

@@ -20,7 +20,7 @@ from PySide6.QtCore import QSettings
 
 async def _capture(out: Path, db_url: str | None, size: tuple[int, int]) -> int:
     from desktop.app import DeskLauncher
-    from desktop.models.queue_model import GROUPS
+    from desktop.presentation import GROUPS
 
     state = QSettings(str(Path(tempfile.mkdtemp()) / "ui.ini"), QSettings.Format.IniFormat)
     launcher = DeskLauncher(db_url, ui_state=state)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -46,6 +46,15 @@ class StoreBase:
     @property
     def display_name(self) -> str:
         return engines.display_name(self.url)
+
+    @property
+    def has_task_search(self) -> bool:
+        """The SQLite trigram index of task text exists and works (the queue filter asks from it)."""
+        return self._task_search
+
+    def read_session(self) -> AbstractAsyncContextManager[AsyncSession]:
+        """A read-only unit of work for the store's query modules (``queue_sql``)."""
+        return self._read()
 
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[AsyncSession]:

@@ -1,16 +1,15 @@
-"""The task queue: status groups with task rows under them, loaded page by page from the store.
+"""The task queue: status groups with task rows under them, loaded page by page from core.
 
-The model holds no business rules. Which status belongs to which group is presentation (the
-order an analyst works through); what a status *allows* is asked of core elsewhere. Rows are
-``TaskRecord`` values read from the store; every read is an async operation run through
-``CoreOps``, so nothing here blocks painting:
+The model holds no business rules and composes no query. It keeps a row cache per group and
+asks core's read service (``core.tasks.queue.TaskQueue``) for everything else; every read is an
+async operation run through ``CoreOps``, so nothing here blocks painting:
 
-* ``refresh()`` reads the counts and the first page of every group, then resets the model;
-* ``fetchMore`` (the view calls it when the analyst scrolls to the end of a group) schedules the
-  next page and appends it when it arrives;
-* ``update_task()`` (called for core's ``task_changed``/``task_created`` events) re-reads one
-  task and moves its row between groups with ``beginMoveRows``, so the view's selection and
-  scroll position survive a live update.
+* ``refresh()`` asks for the counts and the first page of every group, then resets the model;
+* ``fetchMore`` (the view calls it when the analyst scrolls to the end of a group) asks for the
+  page after the group's last loaded row (a keyset cursor) and appends it when it arrives;
+* ``update_task()`` (called for core's ``TaskChanged`` notices) asks for one task and whether the
+  filter still admits it, and moves its row to where ``core.tasks.queue.place`` says, with
+  ``beginMoveRows``, so the view's selection and scroll position survive a live update.
 
 Every async result carries the generation it was asked in; a result from before the latest
 reset (a filter keystroke, a new sort) is dropped instead of being applied to the wrong rows.
@@ -33,63 +32,34 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QColor, QFont, QIcon
 
-from core.domain import TaskStatus, ValidationOutcome
+from core.domain.queue import GROUP_OF_STATUS, PageCursor, QueueFilter, QueuePage, QueueSort, SortColumn
+from core.domain.records import TaskRecord
+from core.domain.status import TaskStatus
 from core.events import RunProgress
-from core.store import Store, TaskRecord
+from core.tasks.queue import QueueSnapshot, RowUpdate, TaskQueue, group_count, place
 from desktop.ops import CoreOps
+from desktop.presentation import (
+    GROUPS,
+    NEEDS_REVIEW_BAND,
+    NEEDS_REVIEW_TEXT,
+    OUTCOME_SHORT,
+    STATUS_LABELS,
+    GroupLook,
+)
 
 Index = QModelIndex | QPersistentModelIndex
 
-S = TaskStatus
+GROUP_INDEX: dict[str, int] = {g.key: gi for gi, g in enumerate(GROUPS)}
 
-
-@dataclass(frozen=True)
-class GroupSpec:
-    key: str
-    title: str
-    statuses: tuple[TaskStatus, ...]
-    hint: str
-
-
-GROUPS: tuple[GroupSpec, ...] = (
-    GroupSpec(
-        "needs_review", "Needs review", (S.NEEDS_REVIEW,), "delivered without the validator's endorsement"
-    ),
-    GroupSpec("awaiting_feedback", "Awaiting feedback", (S.AWAITING_FEEDBACK,), "accepted by the validator"),
-    GroupSpec("needs_revision", "Needs revision", (S.NEEDS_REVISION,), "a new attempt is due"),
-    GroupSpec("active", "Running and validating", (S.RUNNING, S.VALIDATING), "work in flight"),
-    GroupSpec("open", "Open", (S.OPEN,), "not started"),
-    GroupSpec("failed", "Failed", (S.FAILED,), "no usable answer"),
-    GroupSpec("closed", "Closed", (S.CLOSED,), "the analyst was satisfied"),
-    GroupSpec("abandoned", "Abandoned", (S.ABANDONED,), "the analyst gave up on it"),
-)
-GROUP_OF_STATUS: dict[TaskStatus, int] = {s: gi for gi, g in enumerate(GROUPS) for s in g.statuses}
-
-STATUS_LABELS: dict[TaskStatus, str] = {
-    S.OPEN: "open",
-    S.RUNNING: "running",
-    S.VALIDATING: "validating",
-    S.AWAITING_FEEDBACK: "awaiting feedback",
-    S.NEEDS_REVIEW: "needs review",
-    S.NEEDS_REVISION: "needs revision",
-    S.FAILED: "failed",
-    S.CLOSED: "closed",
-    S.ABANDONED: "abandoned",
-}
-OUTCOME_LABELS: dict[ValidationOutcome, str] = {
-    ValidationOutcome.ACCEPTED: "accepted",
-    ValidationOutcome.FORCE_ACCEPTED: "force-accepted",
-}
-
-COLUMNS: tuple[tuple[str, str | None], ...] = (
-    # (header, store column it sorts by; None: not sortable in the store)
-    ("Title", "title"),
-    ("Status", "status"),
-    ("Outcome", "validation_outcome"),
-    ("Score", "latest_score"),
-    ("Category", "latest_category"),
-    ("Att.", "attempt_count"),
-    ("Updated", "updated_at"),
+COLUMNS: tuple[tuple[str, SortColumn], ...] = (
+    # (header, the column core sorts by)
+    ("Title", SortColumn.TITLE),
+    ("Status", SortColumn.STATUS),
+    ("Outcome", SortColumn.VALIDATION_OUTCOME),
+    ("Score", SortColumn.LATEST_SCORE),
+    ("Category", SortColumn.LATEST_CATEGORY),
+    ("Att.", SortColumn.ATTEMPT_COUNT),
+    ("Updated", SortColumn.UPDATED_AT),
 )
 COL_TITLE, COL_STATUS, COL_OUTCOME, COL_SCORE, COL_CATEGORY, COL_ATTEMPTS, COL_UPDATED = range(len(COLUMNS))
 
@@ -99,59 +69,16 @@ GROUP_KEY_ROLE = TASK_ID_ROLE + 2
 STATUS_ROLE = TASK_ID_ROLE + 3
 PROGRESS_ROLE = TASK_ID_ROLE + 4
 
-# Amber band for "Needs review": readable on both light and dark palettes.
-NEEDS_REVIEW_BAND = QColor("#f0b429")
-NEEDS_REVIEW_TEXT = QColor("#2b1d00")
-
-OUTCOME_FILTERS: dict[str, list[str | None] | None] = {
-    "any": None,
-    "accepted": [ValidationOutcome.ACCEPTED.value],
-    "force_accepted": [ValidationOutcome.FORCE_ACCEPTED.value],
-    "none": [None],
-}
-
-
-@dataclass(frozen=True)
-class QueueFilter:
-    """What the analyst typed and picked in the filter bar."""
-
-    text: str = ""
-    status: TaskStatus | None = None
-    outcome: str = "any"  # a key of OUTCOME_FILTERS
-
-    def statuses_for(self, group: GroupSpec) -> list[TaskStatus]:
-        if self.status is None:
-            return list(group.statuses)
-        return [s for s in group.statuses if s is self.status]
-
-    def matches(self, task: TaskRecord) -> bool:
-        """Decides whether a live-updated task still belongs in the filtered view (mirrors the
-        store's filter, so a row never appears that a refresh would not show)."""
-        if self.status is not None and task.status is not self.status:
-            return False
-        wanted = OUTCOME_FILTERS[self.outcome]
-        if wanted is not None:
-            value = task.validation_outcome.value if task.validation_outcome is not None else None
-            if value not in wanted:
-                return False
-        if self.text:
-            needle = self.text.casefold()
-            return needle in task.title.casefold() or needle in task.text.casefold()
-        return True
+_BAND = QColor(NEEDS_REVIEW_BAND)
+_BAND_TEXT = QColor(NEEDS_REVIEW_TEXT)
 
 
 @dataclass
 class _Group:
-    spec: GroupSpec
+    spec: GroupLook
     count: int = 0
     rows: list[TaskRecord] = field(default_factory=list)
     loading: bool = False
-
-
-@dataclass
-class _Snapshot:
-    counts: dict[TaskStatus, int]
-    pages: list[list[TaskRecord]]
 
 
 _GROUP_ID = 0  # internalId of top-level group indexes; task rows carry group index + 1
@@ -168,17 +95,16 @@ class TaskQueueModel(QAbstractItemModel):
     """Another page of a group arrived (group row number)."""
 
     def __init__(
-        self, store: Store, ops: CoreOps, *, page_size: int = 200, parent: QObject | None = None
+        self, queue: TaskQueue, ops: CoreOps, *, page_size: int = 200, parent: QObject | None = None
     ) -> None:
         super().__init__(parent)
-        self._store = store
+        self._queue = queue
         self._ops = ops
         self.page_size = page_size
         self._groups = [_Group(spec) for spec in GROUPS]
         self._where: dict[str, int] = {}
         self._filter = QueueFilter()
-        self._order_by = "updated_at"
-        self._descending = True
+        self._sort = QueueSort()
         self._generation = 0
         self._progress: dict[str, RunProgress] = {}
         self._icons: dict[str, QIcon] = {}
@@ -196,27 +122,31 @@ class TaskQueueModel(QAbstractItemModel):
     def set_group_icons(self, icons: dict[str, QIcon]) -> None:
         self._icons = dict(icons)
 
-    def set_filter(self, queue_filter: QueueFilter) -> asyncio.Task[_Snapshot]:
+    @property
+    def sort_order(self) -> QueueSort:
+        return self._sort
+
+    def set_filter(self, queue_filter: QueueFilter) -> asyncio.Task[QueueSnapshot]:
         self._filter = queue_filter
         return self.refresh()
 
-    def refresh(self) -> asyncio.Task[_Snapshot]:
+    def refresh(self) -> asyncio.Task[QueueSnapshot]:
         """Reload counts and the first page of each group; stale in-flight results are dropped."""
         self._generation += 1
         generation = self._generation
         return self._ops.run(
-            self._load_snapshot(self._filter, self._order_by, self._descending),
+            self._queue.snapshot(self._filter, self._sort, page_size=self.page_size),
             what="Loading the task queue",
             on_done=lambda snap: self._apply_snapshot(generation, snap),
         )
 
-    def update_task(self, task_id: str) -> asyncio.Task[tuple[TaskRecord, dict[TaskStatus, int]]]:
-        """Re-read one task after a core event and move its row where it now belongs."""
+    def update_task(self, task_id: str) -> asyncio.Task[RowUpdate | None]:
+        """Re-read one task after a core notice and move its row where it now belongs."""
         generation = self._generation
         return self._ops.run(
-            self._load_one(task_id, self._filter),
+            self._queue.row(task_id, self._filter),
             what="Updating the task queue",
-            on_done=lambda result: self._apply_task(generation, *result),
+            on_done=lambda update: self._apply_task(generation, update),
         )
 
     def set_progress(self, progress: RunProgress) -> None:
@@ -253,59 +183,17 @@ class TaskQueueModel(QAbstractItemModel):
             return None
         return next((t for t in self._groups[gi].rows if t.id == task_id), None)
 
-    # ------------------------------------------------------------------ async loads (no Qt here)
-    async def _load_snapshot(self, flt: QueueFilter, order_by: str, descending: bool) -> _Snapshot:
-        outcomes = OUTCOME_FILTERS[flt.outcome]
-        text = flt.text or None
-        # Counts first: groups with no match need no page query (with a selective filter, most
-        # keystrokes then cost one scan). Measured on 2 cores, running all nine reads at once
-        # was slower than this.
-        counts = await self._store.count_tasks_by_status(text=text, outcomes=outcomes)
-
-        async def first_page(group: GroupSpec) -> list[TaskRecord]:
-            statuses = flt.statuses_for(group)
-            if not statuses or not any(counts[s] for s in statuses):
-                return []
-            return await self._store.list_tasks(
-                statuses=statuses,
-                text=text,
-                outcomes=outcomes,
-                limit=self.page_size,
-                order_by=order_by,
-                descending=descending,
-            )
-
-        pages = await asyncio.gather(*(first_page(g) for g in GROUPS))
-        return _Snapshot(counts=counts, pages=list(pages))
-
-    async def _load_page(self, gi: int, offset: int, flt: QueueFilter) -> list[TaskRecord]:
-        return await self._store.list_tasks(
-            statuses=flt.statuses_for(GROUPS[gi]),
-            text=flt.text or None,
-            outcomes=OUTCOME_FILTERS[flt.outcome],
-            limit=self.page_size,
-            offset=offset,
-            order_by=self._order_by,
-            descending=self._descending,
-        )
-
-    async def _load_one(self, task_id: str, flt: QueueFilter) -> tuple[TaskRecord, dict[TaskStatus, int]]:
-        task = await self._store.get_task(task_id)
-        counts = await self._store.count_tasks_by_status(
-            text=flt.text or None, outcomes=OUTCOME_FILTERS[flt.outcome]
-        )
-        return task, counts
-
     # ------------------------------------------------------------------ applying results (GUI thread)
-    def _group_count(self, spec: GroupSpec, counts: dict[TaskStatus, int]) -> int:
-        return sum(counts.get(s, 0) for s in self._filter.statuses_for(spec))
+    def _group_count(self, spec: GroupLook, counts: dict[TaskStatus, int]) -> int:
+        return group_count(spec.group, self._filter, counts)
 
-    def _apply_snapshot(self, generation: int, snap: _Snapshot) -> None:
+    def _apply_snapshot(self, generation: int, snap: QueueSnapshot) -> None:
         if generation != self._generation:
             return
         self.beginResetModel()
         self._where.clear()
-        for gi, (group, page) in enumerate(zip(self._groups, snap.pages, strict=True)):
+        for gi, group in enumerate(self._groups):
+            page = snap.pages[group.spec.key].rows
             group.count = self._group_count(group.spec, snap.counts)
             group.rows = list(page)
             group.loading = False
@@ -315,12 +203,12 @@ class TaskQueueModel(QAbstractItemModel):
         self.endResetModel()
         self.sig_refreshed.emit()
 
-    def _append_page(self, generation: int, gi: int, page: list[TaskRecord]) -> None:
+    def _append_page(self, generation: int, gi: int, page: QueuePage) -> None:
         group = self._groups[gi]
         if generation != self._generation:
             return
         group.loading = False
-        fresh = [t for t in page if t.id not in self._where]
+        fresh = [t for t in page.rows if t.id not in self._where]
         if not fresh:
             return
         parent = self.createIndex(gi, 0, _GROUP_ID)
@@ -332,28 +220,10 @@ class TaskQueueModel(QAbstractItemModel):
         self.endInsertRows()
         self.sig_page_loaded.emit(gi)
 
-    def _precedes(self, a: TaskRecord, b: TaskRecord) -> bool:
-        """The store's order: the sort column (NULL lowest), then id ascending as a tie-break."""
-        va, vb = getattr(a, self._order_by), getattr(b, self._order_by)
-        if va == vb:
-            return a.id < b.id
-        if va is None:
-            less = True
-        elif vb is None:
-            less = False
-        else:
-            less = va < vb
-        return not less if self._descending else less
-
-    def _position(self, rows: list[TaskRecord], task: TaskRecord) -> int:
-        for i, other in enumerate(rows):
-            if self._precedes(task, other):
-                return i
-        return len(rows)
-
-    def _apply_task(self, generation: int, task: TaskRecord, counts: dict[TaskStatus, int]) -> None:
-        if generation != self._generation:
+    def _apply_task(self, generation: int, update: RowUpdate | None) -> None:
+        if generation != self._generation or update is None:
             return
+        task, counts = update.task, update.counts
         old_gi = self._where.get(task.id)
         old_row = -1
         if old_gi is not None:
@@ -364,15 +234,17 @@ class TaskQueueModel(QAbstractItemModel):
         if not task.status.is_execution_active:
             self._progress.pop(task.id, None)
 
-        new_gi: int | None = GROUP_OF_STATUS[task.status] if self._filter.matches(task) else None
+        new_gi: int | None = GROUP_INDEX[GROUP_OF_STATUS[task.status]] if update.admitted else None
         new_row = -1
         if new_gi is not None:
             target = self._groups[new_gi]
             rows = [t for t in target.rows if t.id != task.id]
-            new_row = self._position(rows, task)
-            fully_loaded = len(rows) + 1 >= self._group_count(target.spec, counts)
-            if new_row == len(rows) and not fully_loaded:
+            complete = len(rows) + 1 >= self._group_count(target.spec, counts)
+            position = place(rows, task, self._sort, complete=complete)
+            if position is None:
                 new_gi = None  # it sorts into a page not loaded yet; fetchMore will bring it
+            else:
+                new_row = position
 
         if old_gi is not None and new_gi is not None:
             self._move(task, old_gi, old_row, new_gi, new_row)
@@ -491,8 +363,9 @@ class TaskQueueModel(QAbstractItemModel):
             group.loading = False
             return False
 
+        after = PageCursor.after(group.rows[-1], self._sort) if group.rows else None
         self._ops.run(
-            self._load_page(gi, len(group.rows), self._filter),
+            self._queue.page(group.spec.group, self._filter, self._sort, after=after, limit=self.page_size),
             what=f"Loading more '{group.spec.title}' tasks",
             on_done=lambda page: self._append_page(generation, gi, page),
             on_error=failed,
@@ -541,9 +414,9 @@ class TaskQueueModel(QAbstractItemModel):
             font.setBold(True)
             return font
         if role == Qt.ItemDataRole.BackgroundRole and review:
-            return NEEDS_REVIEW_BAND
+            return _BAND
         if role == Qt.ItemDataRole.ForegroundRole and review:
-            return NEEDS_REVIEW_TEXT
+            return _BAND_TEXT
         if role == GROUP_KEY_ROLE:
             return group.spec.key
         return None
@@ -582,7 +455,7 @@ class TaskQueueModel(QAbstractItemModel):
                 label = f"{label} · {' · '.join(bits)}"
             return label
         if column == COL_OUTCOME:
-            return OUTCOME_LABELS.get(task.validation_outcome, "") if task.validation_outcome else ""
+            return OUTCOME_SHORT[task.validation_outcome] if task.validation_outcome else ""
         if column == COL_SCORE:
             return "—" if task.latest_score is None else f"{task.latest_score:.2f}"
         if column == COL_CATEGORY:
@@ -594,15 +467,13 @@ class TaskQueueModel(QAbstractItemModel):
         return ""
 
     def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
-        """Implements ``QAbstractItemModel::sort`` by asking the store for a new order."""
-        if not 0 <= column < len(COLUMNS) or COLUMNS[column][1] is None:
+        """Implements ``QAbstractItemModel::sort`` by asking core for the new order."""
+        if not 0 <= column < len(COLUMNS):
             return
-        order_by = COLUMNS[column][1]
-        descending = order == Qt.SortOrder.DescendingOrder
-        assert order_by is not None
-        if (order_by, descending) == (self._order_by, self._descending):
+        wanted = QueueSort(column=COLUMNS[column][1], descending=order == Qt.SortOrder.DescendingOrder)
+        if wanted == self._sort:
             return
-        self._order_by, self._descending = order_by, descending
+        self._sort = wanted
         self.refresh()
 
 

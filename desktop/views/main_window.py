@@ -34,7 +34,8 @@ from core.domain import FeedbackAction
 from core.domain.records import TaskRecord
 from core.errors import RefusedAction
 from core.events import RunProgress, TaskChanged, TasksChanged
-from core.tasks.dossier import TaskDossier, load_dossier
+from core.tasks.dossier import TaskDossier
+from core.tasks.queue import TaskQueue
 from core.tasks.review import ReviewService, allowed_actions
 from core.tasks.service import TaskService
 from core.workspace import Workspace
@@ -64,6 +65,7 @@ class DeskServices:
     review: ReviewService
     bridge: CoreBridge
     ops: CoreOps
+    queue: TaskQueue
 
     @classmethod
     def for_workspace(cls, workspace: Workspace, ops: CoreOps | None = None) -> DeskServices:
@@ -74,6 +76,7 @@ class DeskServices:
             review=ReviewService(tasks),
             bridge=CoreBridge(workspace.bus),
             ops=ops or CoreOps(),
+            queue=TaskQueue(workspace.store),
         )
 
 
@@ -102,7 +105,7 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.services = services
         self.ops = services.ops
-        self.store = services.workspace.store
+        self.workspace = services.workspace
         self.ui_state = ui_state or QSettings("evidence-desk", "desk")
         self._demo_builder = demo_builder
         self._current: TaskRecord | None = None
@@ -110,8 +113,8 @@ class MainWindow(QMainWindow):
         self._select_when_listed: str | None = None
         self.active_dialog: QDialog | None = None
 
-        self.setWindowTitle(f"Evidence Desk — {self.store.display_name}")
-        self.model = TaskQueueModel(self.store, self.ops, parent=self)
+        self.setWindowTitle(f"Evidence Desk — {self.workspace.display_name}")
+        self.model = TaskQueueModel(services.queue, self.ops, parent=self)
         self.model.set_group_icons(
             {
                 "needs_review": icon("needs_review", QStyle.StandardPixmap.SP_MessageBoxWarning),
@@ -140,7 +143,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.splitter)
         self.busy_label = QLabel()
         self.statusBar().addPermanentWidget(self.busy_label)
-        self.statusBar().showMessage(f"Workspace: {self.store.display_name}")
+        self.statusBar().showMessage(f"Workspace: {self.workspace.display_name}")
 
         self._build_actions()
         self._connect()
@@ -315,7 +318,7 @@ class MainWindow(QMainWindow):
 
     def _load_detail(self, task_id: str) -> None:
         self.ops.run(
-            load_dossier(self.store, task_id),
+            self.services.queue.dossier(task_id),
             what="Loading the task",
             on_done=lambda dossier: self._show_dossier(task_id, dossier),
         )
@@ -560,7 +563,7 @@ class MainWindow(QMainWindow):
         box.setWindowTitle("About Evidence Desk")
         box.setText(
             f"<b>Evidence Desk {app_version()}</b><br>Review LLM answers against their evidence."
-            f"<br><br>Workspace: {self.store.display_name}"
+            f"<br><br>Workspace: {self.workspace.display_name}"
         )
         self._open(box)
 

@@ -22,32 +22,20 @@ from PySide6.QtWidgets import (
 )
 
 from core.domain import TaskStatus
+from core.domain.queue import OutcomeFilter, QueueFilter
 from desktop.models.queue_model import (
     COL_STATUS,
     COL_TITLE,
     COL_UPDATED,
     COLUMNS,
     GROUP_KEY_ROLE,
-    STATUS_LABELS,
     STATUS_ROLE,
     TASK_ID_ROLE,
-    QueueFilter,
     TaskQueueModel,
 )
+from desktop.presentation import NEEDS_REVIEW_TEXT, OUTCOME_FILTER_LABELS, STATUS_COLOURS, STATUS_LABELS
 
 Index = QModelIndex | QPersistentModelIndex
-
-BADGE_COLOURS: dict[str, str] = {
-    "needs_review": "#e0a100",
-    "awaiting_feedback": "#2e8b57",
-    "needs_revision": "#8e6bbf",
-    "running": "#2f7ed8",
-    "validating": "#2f7ed8",
-    "open": "#7f8c8d",
-    "failed": "#c0392b",
-    "closed": "#5d6d7e",
-    "abandoned": "#95a5a6",
-}
 
 
 class StatusBadgeDelegate(QStyledItemDelegate):
@@ -72,9 +60,9 @@ class StatusBadgeDelegate(QStyledItemDelegate):
         width = min(metrics.horizontalAdvance(text) + 14, rect.width() - 4)
         pill = QRect(rect.left() + 2, rect.top() + 3, width, rect.height() - 6)
         painter.setPen(Qt.PenStyle.NoPen)
-        painter.setBrush(QColor(BADGE_COLOURS.get(status, "#7f8c8d")))
+        painter.setBrush(QColor(STATUS_COLOURS[TaskStatus(status)]))
         painter.drawRoundedRect(pill, pill.height() / 2, pill.height() / 2)
-        painter.setPen(QColor("#ffffff") if status != "needs_review" else QColor("#2b1d00"))
+        painter.setPen(QColor("#ffffff") if status != TaskStatus.NEEDS_REVIEW else QColor(NEEDS_REVIEW_TEXT))
         elided = metrics.elidedText(text, Qt.TextElideMode.ElideRight, pill.width() - 10)
         painter.drawText(pill, int(Qt.AlignmentFlag.AlignCenter), elided)
         painter.restore()
@@ -97,13 +85,8 @@ class QueueView(QWidget):
         for status in TaskStatus:
             self.status_combo.addItem(STATUS_LABELS[status].capitalize(), status)
         self.outcome_combo = QComboBox()
-        for label, key in [
-            ("Any outcome", "any"),
-            ("Accepted", "accepted"),
-            ("Force-accepted", "force_accepted"),
-            ("No outcome", "none"),
-        ]:
-            self.outcome_combo.addItem(label, key)
+        for choice, label in OUTCOME_FILTER_LABELS.items():
+            self.outcome_combo.addItem(label, choice)
 
         self.tree = QTreeView()
         self.tree.setObjectName("TaskQueue")
@@ -153,7 +136,7 @@ class QueueView(QWidget):
         return QueueFilter(
             text=self.filter_edit.text().strip(),
             status=self.status_combo.currentData(),
-            outcome=self.outcome_combo.currentData() or "any",
+            outcome=self.outcome_combo.currentData() or OutcomeFilter.ANY,
         )
 
     def apply_filter(self) -> None:

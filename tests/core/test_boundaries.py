@@ -106,3 +106,51 @@ def test_importing_core_pulls_in_no_litellm_qt_or_desktop() -> None:
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60, check=False
     )
     assert proc.returncode == 0, proc.stderr
+
+
+DESKTOP = REPO / "desktop"
+# The desk reads through core's services: never the store, its tables or the LLM layer directly.
+DESK_FORBIDDEN = ("core.store", "core.llm", "litellm", "sqlalchemy")
+
+
+def imported_modules(source: str, filename: str = "<string>") -> list[tuple[int, str]]:
+    """Every absolute module an import statement names (``from a.b import c`` also names ``a.b.c``)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source, filename=filename)):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module))
+            found.extend((node.lineno, f"{node.module}.{alias.name}") for alias in node.names)
+    return found
+
+
+def _offenders(files: list[Path], banned: tuple[str, ...]) -> list[str]:
+    return [
+        f"{path.relative_to(REPO)}:{line}: {name}"
+        for path in files
+        for line, name in imported_modules(path.read_text(encoding="utf-8"), str(path))
+        if any(name == b or name.startswith(b + ".") for b in banned)
+    ]
+
+
+def test_desk_never_imports_the_store_or_the_llm_layer() -> None:
+    offenders = _offenders(sorted(DESKTOP.rglob("*.py")), DESK_FORBIDDEN)
+    assert not offenders, "the desk must go through core's services:\n" + "\n".join(offenders)
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "from core.store import Store",
+        "import core.store.models",
+        "from core import store",
+        "from core.llm import x",
+    ],
+)
+def test_desk_rule_catches_every_import_form(snippet: str) -> None:
+    assert _names_banned(snippet, DESK_FORBIDDEN)
+
+
+def _names_banned(source: str, banned: tuple[str, ...]) -> bool:
+    return any(any(n == b or n.startswith(b + ".") for b in banned) for _, n in imported_modules(source))

@@ -5,9 +5,12 @@ from PySide6.QtCore import QModelIndex
 from pytestqt.modeltest import ModelTester
 
 from core.domain import TaskStatus, ValidationOutcome
+from core.domain.queue import QueueFilter
+from core.tasks.queue import TaskQueue
 from core.workspace import Workspace
-from desktop.models.queue_model import GROUPS, TASK_ID_ROLE, QueueFilter, TaskQueueModel
+from desktop.models.queue_model import TASK_ID_ROLE, TaskQueueModel
 from desktop.ops import CoreOps
+from desktop.presentation import GROUPS
 from tests.desktop.conftest import add_task, run, wait_signal
 
 S = TaskStatus
@@ -24,7 +27,7 @@ def test_groups_in_order_with_counts(
         for status, n in [(S.NEEDS_REVIEW, 2), (S.RUNNING, 1), (S.VALIDATING, 1), (S.CLOSED, 3), (S.OPEN, 1)]:
             for i in range(n):
                 await add_task(workspace, f"{status.value} task {i}", status)
-        model = TaskQueueModel(workspace.store, CoreOps())
+        model = TaskQueueModel(TaskQueue(workspace.store), CoreOps())
         await model.refresh()
         return model
 
@@ -47,7 +50,7 @@ def test_needs_review_never_among_running(qloop: qasync.QEventLoop, workspace: W
     async def scenario() -> tuple[TaskQueueModel, str]:
         review = await add_task(workspace, "delivered, unendorsed", S.NEEDS_REVIEW)
         await add_task(workspace, "still working", S.RUNNING)
-        model = TaskQueueModel(workspace.store, CoreOps())
+        model = TaskQueueModel(TaskQueue(workspace.store), CoreOps())
         await model.refresh()
         # A live move from running to needs_review must land in its own section.
         moving = await add_task(workspace, "about to finish", S.VALIDATING)
@@ -77,7 +80,7 @@ def test_lazy_pages_and_filters(
         await add_task(
             workspace, "a tide question", S.CLOSED, validation_outcome=ValidationOutcome.FORCE_ACCEPTED
         )
-        model = TaskQueueModel(workspace.store, ops, page_size=3)
+        model = TaskQueueModel(TaskQueue(workspace.store), ops, page_size=3)
         await model.refresh()
         closed = model.group_index("closed")
         assert model.rowCount(closed) == 3 and model.canFetchMore(closed)
@@ -110,7 +113,7 @@ def test_live_update_moves_row_and_keeps_persistent_index(
     async def scenario() -> None:
         task = await add_task(workspace, "watch me move", S.RUNNING)
         await add_task(workspace, "a neighbour", S.RUNNING)
-        model = TaskQueueModel(workspace.store, CoreOps())
+        model = TaskQueueModel(TaskQueue(workspace.store), CoreOps())
         await model.refresh()
         held = QPersistentModelIndex(model.index_of_task(task.id))
         assert held.parent().row() == 3

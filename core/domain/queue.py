@@ -1,0 +1,169 @@
+"""The review queue's vocabulary: groups, filters, sort orders and page cursors. Pure data.
+
+The queue is read in two ways that must never disagree: pages come from SQL, and live updates
+move single rows that a core notice says have changed. The *match* rule (does this task belong
+in the filtered view?) is answered by the same SQL clause in both cases (see
+``core.store.queue_sql``). The *order* rule is stated twice by necessity, once as SQL ``ORDER
+BY`` and once as ``sort_key`` below for placing a live-updated row among the rows already
+loaded; both put NULL lowest and break ties by id, text compares by code point on every engine,
+and a hypothesis test pins the two together on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from core.domain.records import TaskRecord
+from core.domain.status import TaskStatus, ValidationOutcome
+
+S = TaskStatus
+
+
+@dataclass(frozen=True)
+class QueueGroup:
+    """A band of the queue: the statuses an analyst works through together, in reading order."""
+
+    key: str
+    statuses: tuple[TaskStatus, ...]
+
+
+# Needs review comes first and apart from work in flight: it is what the analyst is there for.
+QUEUE_GROUPS: tuple[QueueGroup, ...] = (
+    QueueGroup("needs_review", (S.NEEDS_REVIEW,)),
+    QueueGroup("awaiting_feedback", (S.AWAITING_FEEDBACK,)),
+    QueueGroup("needs_revision", (S.NEEDS_REVISION,)),
+    QueueGroup("active", (S.RUNNING, S.VALIDATING)),
+    QueueGroup("open", (S.OPEN,)),
+    QueueGroup("failed", (S.FAILED,)),
+    QueueGroup("closed", (S.CLOSED,)),
+    QueueGroup("abandoned", (S.ABANDONED,)),
+)
+GROUP_OF_STATUS: dict[TaskStatus, str] = {s: g.key for g in QUEUE_GROUPS for s in g.statuses}
+
+
+class OutcomeFilter(StrEnum):
+    ANY = "any"
+    ACCEPTED = "accepted"
+    FORCE_ACCEPTED = "force_accepted"
+    NONE = "none"  # no answer reached validation
+
+    def outcomes(self) -> tuple[ValidationOutcome | None, ...] | None:
+        """The stored outcomes this choice admits; None admits every task."""
+        return {
+            OutcomeFilter.ANY: None,
+            OutcomeFilter.ACCEPTED: (ValidationOutcome.ACCEPTED,),
+            OutcomeFilter.FORCE_ACCEPTED: (ValidationOutcome.FORCE_ACCEPTED,),
+            OutcomeFilter.NONE: (None,),
+        }[self]
+
+
+class QueueFilter(BaseModel):
+    """What the analyst typed and picked in the filter bar."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str = ""
+    status: TaskStatus | None = None
+    outcome: OutcomeFilter = OutcomeFilter.ANY
+
+    def statuses_in(self, group: QueueGroup) -> tuple[TaskStatus, ...]:
+        """The group's statuses this filter lets through (none when the status picker excludes it)."""
+        if self.status is None:
+            return group.statuses
+        return tuple(s for s in group.statuses if s is self.status)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.text and self.status is None and self.outcome is OutcomeFilter.ANY
+
+
+class SortColumn(StrEnum):
+    """The task fields the queue can sort by; each is a column the store can order on."""
+
+    UPDATED_AT = "updated_at"
+    CREATED_AT = "created_at"
+    TITLE = "title"
+    LATEST_SCORE = "latest_score"
+    LATEST_CATEGORY = "latest_category"
+    ATTEMPT_COUNT = "attempt_count"
+    STATUS = "status"
+    VALIDATION_OUTCOME = "validation_outcome"
+
+
+class QueueSort(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    column: SortColumn = SortColumn.UPDATED_AT
+    descending: bool = True
+
+
+SortValue = str | float | int | datetime | None
+
+
+def sort_value(task: TaskRecord, column: SortColumn) -> SortValue:
+    value: Any = getattr(task, column.value)
+    return value.value if isinstance(value, StrEnum) else value
+
+
+def sort_key(task: TaskRecord, sort: QueueSort) -> tuple[Any, ...]:
+    """The queue's order as a Python key, equal to the store's ``ORDER BY``.
+
+    NULL is the lowest value (first ascending, last descending), ties go by id ascending in both
+    directions. Used with ``precedes``, never with ``sorted(reverse=True)``, because the id
+    tie-break does not reverse.
+    """
+    value = sort_value(task, sort.column)
+    return (value is not None, value if value is not None else 0)
+
+
+def precedes(a: TaskRecord, b: TaskRecord, sort: QueueSort) -> bool:
+    """True when ``a`` comes before ``b`` in the queue's order."""
+    ka, kb = sort_key(a, sort), sort_key(b, sort)
+    if ka == kb:
+        return a.id < b.id
+    return ka > kb if sort.descending else ka < kb
+
+
+class PageCursor(BaseModel):
+    """Where the next page starts: the last row's sort value and id (keyset, never OFFSET)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    value: SortValue
+    task_id: str
+
+    @classmethod
+    def after(cls, task: TaskRecord, sort: QueueSort) -> PageCursor:
+        return cls(value=sort_value(task, sort.column), task_id=task.id)
+
+
+class QueuePage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    rows: tuple[TaskRecord, ...]
+    next: PageCursor | None  # None: this group has no more rows
+
+    @property
+    def complete(self) -> bool:
+        return self.next is None
+
+
+__all__ = [
+    "GROUP_OF_STATUS",
+    "QUEUE_GROUPS",
+    "OutcomeFilter",
+    "PageCursor",
+    "QueueFilter",
+    "QueueGroup",
+    "QueuePage",
+    "QueueSort",
+    "SortColumn",
+    "precedes",
+    "sort_key",
+    "sort_value",
+]

@@ -1,0 +1,111 @@
+"""The read side the desk asks: queue pages, group counts, live row matches and task dossiers.
+
+The desk holds no database object and composes no query (Anki's browser table asks the
+collection for rows the same way). It keeps a row cache per group and asks this service three
+questions: the first page of every group with the counts (a reload), the page after a cursor
+(scrolling), and, when a core notice says one task changed, that task with whether the current
+filter still admits it. Where a changed row goes among the rows already loaded is ``place``,
+which uses the same order the store pages in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from core.domain.queue import (
+    QUEUE_GROUPS,
+    PageCursor,
+    QueueFilter,
+    QueueGroup,
+    QueuePage,
+    QueueSort,
+    precedes,
+)
+from core.domain.records import TaskRecord
+from core.domain.status import TaskStatus
+from core.store import Store, queue_sql
+from core.tasks.dossier import TaskDossier, load_dossier
+
+
+class QueueSnapshot(BaseModel):
+    """Counts per status and the first page of every group, read for one filter and order."""
+
+    model_config = ConfigDict(frozen=True)
+
+    counts: dict[TaskStatus, int]
+    pages: dict[str, QueuePage]
+
+
+class RowUpdate(BaseModel):
+    """One changed task as the queue must now show it, with the counts it changed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task: TaskRecord
+    admitted: bool  # the current filter admits it (its group is its status's)
+    counts: dict[TaskStatus, int]
+
+
+def group_count(group: QueueGroup, flt: QueueFilter, counts: Mapping[TaskStatus, int]) -> int:
+    return sum(counts.get(s, 0) for s in flt.statuses_in(group))
+
+
+def place(rows: Sequence[TaskRecord], task: TaskRecord, sort: QueueSort, *, complete: bool) -> int | None:
+    """Where ``task`` goes among a group's loaded ``rows`` (which must not contain it).
+
+    ``None`` when it sorts after every loaded row of a group that has more rows in the store:
+    it belongs to a page not loaded yet, and showing it at the end would put it out of order.
+    """
+    for i, other in enumerate(rows):
+        if precedes(task, other, sort):
+            return i
+    return len(rows) if complete else None
+
+
+class TaskQueue:
+    """The queue's read model over one workspace's store."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    async def snapshot(self, flt: QueueFilter, sort: QueueSort, *, page_size: int) -> QueueSnapshot:
+        """A reload: counts first, so groups with no match cost no page query."""
+        counts = await queue_sql.count_by_status(self._store, flt)
+
+        async def first_page(group: QueueGroup) -> QueuePage:
+            statuses = [s for s in flt.statuses_in(group) if counts[s]]
+            return await queue_sql.page(
+                self._store, statuses=statuses, flt=flt, sort=sort, after=None, limit=page_size
+            )
+
+        pages = await asyncio.gather(*(first_page(g) for g in QUEUE_GROUPS))
+        return QueueSnapshot(
+            counts=counts, pages={g.key: p for g, p in zip(QUEUE_GROUPS, pages, strict=True)}
+        )
+
+    async def page(
+        self, group: QueueGroup, flt: QueueFilter, sort: QueueSort, *, after: PageCursor | None, limit: int
+    ) -> QueuePage:
+        return await queue_sql.page(
+            self._store, statuses=flt.statuses_in(group), flt=flt, sort=sort, after=after, limit=limit
+        )
+
+    async def counts(self, flt: QueueFilter) -> dict[TaskStatus, int]:
+        return await queue_sql.count_by_status(self._store, flt)
+
+    async def row(self, task_id: str, flt: QueueFilter) -> RowUpdate | None:
+        """A changed task and whether the filter admits it; None when it no longer exists."""
+        found = await queue_sql.match_row(self._store, task_id, flt)
+        if found is None:
+            return None
+        task, admitted = found
+        return RowUpdate(task=task, admitted=admitted, counts=await self.counts(flt))
+
+    async def dossier(self, task_id: str) -> TaskDossier:
+        return await load_dossier(self._store, task_id)
+
+
+__all__ = ["QueueSnapshot", "RowUpdate", "TaskQueue", "group_count", "place"]

@@ -1,0 +1,112 @@
+"""How the desk names and colours statuses, outcomes and queue groups: one table each.
+
+Core decides what a status *means* (its flags, its transitions) and which statuses form a queue
+group; this module only says how they read on screen. Every view takes its words and colours
+from here, so a status can never be spelt two ways in one window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.domain.queue import QUEUE_GROUPS, OutcomeFilter, QueueGroup
+from core.domain.status import TaskStatus, ValidationOutcome
+
+S = TaskStatus
+
+STATUS_LABELS: dict[TaskStatus, str] = {
+    S.OPEN: "open",
+    S.RUNNING: "running",
+    S.VALIDATING: "validating",
+    S.AWAITING_FEEDBACK: "awaiting feedback",
+    S.NEEDS_REVIEW: "needs review",
+    S.NEEDS_REVISION: "needs revision",
+    S.FAILED: "failed",
+    S.CLOSED: "closed",
+    S.ABANDONED: "abandoned",
+}
+
+# Pill colours in the queue's status column: distinct hues, readable on light and dark palettes.
+STATUS_COLOURS: dict[TaskStatus, str] = {
+    S.NEEDS_REVIEW: "#e0a100",
+    S.AWAITING_FEEDBACK: "#2e8b57",
+    S.NEEDS_REVISION: "#8e6bbf",
+    S.RUNNING: "#2f7ed8",
+    S.VALIDATING: "#2f7ed8",
+    S.OPEN: "#7f8c8d",
+    S.FAILED: "#c0392b",
+    S.CLOSED: "#5d6d7e",
+    S.ABANDONED: "#95a5a6",
+}
+
+# The queue column is narrow, so short; the detail header spells "not endorsed" out.
+OUTCOME_SHORT: dict[ValidationOutcome, str] = {
+    ValidationOutcome.ACCEPTED: "accepted",
+    ValidationOutcome.FORCE_ACCEPTED: "force-accepted",
+}
+OUTCOME_FULL: dict[ValidationOutcome | None, str] = {
+    ValidationOutcome.ACCEPTED: "accepted",
+    ValidationOutcome.FORCE_ACCEPTED: "force-accepted (not endorsed)",
+    None: "no outcome yet",
+}
+# An outcome delivered without the validator's endorsement is shown in this colour.
+NOT_ENDORSED_COLOUR = "#c0392b"
+
+OUTCOME_FILTER_LABELS: dict[OutcomeFilter, str] = {
+    OutcomeFilter.ANY: "Any outcome",
+    OutcomeFilter.ACCEPTED: "Accepted",
+    OutcomeFilter.FORCE_ACCEPTED: "Force-accepted",
+    OutcomeFilter.NONE: "No outcome",
+}
+
+
+@dataclass(frozen=True)
+class GroupLook:
+    group: QueueGroup
+    title: str
+    hint: str
+
+    @property
+    def key(self) -> str:
+        return self.group.key
+
+    @property
+    def statuses(self) -> tuple[TaskStatus, ...]:
+        return self.group.statuses
+
+
+_GROUP_WORDS: dict[str, tuple[str, str]] = {
+    "needs_review": ("Needs review", "delivered without the validator's endorsement"),
+    "awaiting_feedback": ("Awaiting feedback", "accepted by the validator"),
+    "needs_revision": ("Needs revision", "a new attempt is due"),
+    "active": ("Running and validating", "work in flight"),
+    "open": ("Open", "not started"),
+    "failed": ("Failed", "no usable answer"),
+    "closed": ("Closed", "the analyst was satisfied"),
+    "abandoned": ("Abandoned", "the analyst gave up on it"),
+}
+GROUPS: tuple[GroupLook, ...] = tuple(GroupLook(g, *_GROUP_WORDS[g.key]) for g in QUEUE_GROUPS)
+
+# Amber band for "Needs review": readable on both light and dark palettes.
+NEEDS_REVIEW_BAND = "#f0b429"
+NEEDS_REVIEW_TEXT = "#2b1d00"
+
+
+def outcome_text(outcome: ValidationOutcome | None) -> str:
+    """Force-accepted is spelled out so nobody reads it as an endorsement."""
+    return OUTCOME_FULL[outcome]
+
+
+__all__ = [
+    "GROUPS",
+    "NEEDS_REVIEW_BAND",
+    "NEEDS_REVIEW_TEXT",
+    "NOT_ENDORSED_COLOUR",
+    "OUTCOME_FILTER_LABELS",
+    "OUTCOME_FULL",
+    "OUTCOME_SHORT",
+    "STATUS_COLOURS",
+    "STATUS_LABELS",
+    "GroupLook",
+    "outcome_text",
+]
