@@ -33,7 +33,7 @@ from core.store import engine as engines
 from core.store.base import StoreBase
 from core.store.models import EventRow, SessionRow, utcnow
 
-BUSY_RETRIES = 6  # a locked database is retried with backoff 0.1 s ... 6.4 s before giving up
+BUSY_RETRIES = 6  # a locked database is retried after 0.1, 0.2, ... 3.2 s before giving up
 
 
 class NewEvent(BaseModel):
@@ -152,6 +152,7 @@ class EventLog(StoreBase):
         super().__init__(engine, url, write_engine, busy_timeout=busy_timeout)
         self._queue: list[PendingAppend] = []
         self._writer: asyncio.Task[None] | None = None
+        self._in_flight: list[PendingAppend] = []  # the batch being committed
         self._session_errors: dict[str, Exception] = {}
         # Called with the retry number whenever the writer finds the database locked by another
         # process and will try again: a caller can say "waiting for another process" meanwhile.
@@ -244,24 +245,32 @@ class EventLog(StoreBase):
             self._writer = asyncio.get_running_loop().create_task(self._drain_queue())
 
     async def _drain_queue(self) -> None:
+        try:
+            await self._drain()
+        except BaseException as exc:
+            # Cancelled (the loop is shutting down) or a bug: nobody will resolve the awaited
+            # appends now, and their callers must not hang.
+            for item in [*self._in_flight, *self._queue]:
+                if item.done is not None and not item.done.done():
+                    item.done.set_exception(StoreError(f"the event writer stopped: {exc!r}"))
+            self._in_flight = []
+            raise
+
+    async def _drain(self) -> None:
         """Commit queued events; a busy database is retried, a bad item never sinks the others."""
         busy_retries = 0
         while self._queue:
             batch, self._queue = self._queue, []
-            batch = [item for item in batch if not self._behind_a_hole(item)]
+            batch = self._in_flight = [item for item in batch if not self._behind_a_hole(item)]
             try:
                 written = await self._commit(batch) if batch else []
-            except asyncio.CancelledError:
-                for item in batch:  # nobody will resolve these now; their callers must not hang
-                    if item.done is not None and not item.done.done():
-                        item.done.cancel()
-                raise
             except Exception as exc:
                 if is_busy(exc) and busy_retries < BUSY_RETRIES:
                     busy_retries += 1
+                    self._queue[:0] = batch  # keep order: the failed batch goes first again
+                    self._in_flight = []
                     if self.on_busy is not None:
                         self.on_busy(busy_retries)
-                    self._queue[:0] = batch  # keep order: the failed batch goes first again
                     await asyncio.sleep(0.05 * 2**busy_retries)
                     continue
                 # Write item by item so one failing session cannot lose another session's events.
@@ -281,6 +290,7 @@ class EventLog(StoreBase):
             busy_retries = 0
             for item, records in zip(batch, written, strict=True):
                 _resolve(item, records)
+        self._in_flight = []
 
     def _behind_a_hole(self, item: PendingAppend) -> bool:
         """Never write past lost events: later ones of that session wait for the owner to hear."""
