@@ -12,8 +12,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
-
 from core.bundle.format import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -27,8 +25,7 @@ from core.bundle.format import (
     task_entry,
 )
 from core.bundle.redact import Redactor
-from core.store import SessionRecord, Store
-from core.store.models import SessionRow
+from core.store import Store
 from core.version import app_version
 
 __all__ = ["ExportSummary", "export_bundle"]
@@ -66,10 +63,7 @@ async def _collect(store: Store, task_ids: Sequence[str]) -> _Collected:
         known = {s.id for s in sessions}
         # Runs may live in sessions not tied to the task (team nodes); their events are evidence too.
         missing = sorted({r.session_id for r in runs} - known)
-        if missing:
-            async with store.engine.connect() as conn:
-                rows = (await conn.execute(select(SessionRow).where(SessionRow.id.in_(missing)))).all()
-            sessions.extend(SessionRecord.model_validate(row._mapping) for row in rows)
+        sessions.extend(await store.get_sessions(missing))
         data.tasks[task.id] = {
             "task.json": task.model_dump(mode="json"),
             "attempts.json": [a.model_dump(mode="json") for a in await store.list_attempts(task.id)],

@@ -9,16 +9,18 @@ from core.domain.records import (
     TaskRecord,
     ValidationRecord,
 )
-from core.store.store import NewEvent, Store, new_id, normalise_url, sqlite_path
+from core.store.store import ImportResult, NewEvent, Store, TaskImport, new_id, normalise_url, sqlite_path
 
 __all__ = [
     "AttemptRecord",
     "EventRecord",
     "FeedbackRecord",
+    "ImportResult",
     "NewEvent",
     "RunRecord",
     "SessionRecord",
     "Store",
+    "TaskImport",
     "TaskRecord",
     "ValidationRecord",
     "new_id",

@@ -1,0 +1,45 @@
+"""Attempts: one row per try at a task, numbered per task."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select, update
+
+from core.domain.records import AttemptRecord
+from core.errors import StoreError
+from core.store.base import StoreBase, new_id
+from core.store.models import AttemptRow, utcnow
+
+
+class AttemptRepository(StoreBase):
+    """A mixin of ``Store``."""
+
+    async def create_attempt(self, task_id: str, index: int, *, trigger: str, prompt: str) -> AttemptRecord:
+        row = AttemptRow(
+            id=new_id(), task_id=task_id, index=index, trigger=trigger, prompt=prompt, state="running"
+        )
+        row.started_at = utcnow()
+        async with self._write() as s:
+            s.add(row)
+        return AttemptRecord.model_validate(row)
+
+    async def update_attempt(self, attempt_id: str, **fields: Any) -> AttemptRecord:
+        values = {k: (v.value if hasattr(v, "value") else v) for k, v in fields.items()}
+        async with self._write() as s:
+            await s.execute(update(AttemptRow).where(AttemptRow.id == attempt_id).values(**values))
+        return await self.get_attempt(attempt_id)
+
+    async def get_attempt(self, attempt_id: str) -> AttemptRecord:
+        async with self._read() as s:
+            row = await s.get(AttemptRow, attempt_id)
+            if row is None:
+                raise StoreError(f"no attempt with id {attempt_id!r}")
+            return AttemptRecord.model_validate(row)
+
+    async def list_attempts(self, task_id: str) -> list[AttemptRecord]:
+        async with self._read() as s:
+            rows = await s.scalars(
+                select(AttemptRow).where(AttemptRow.task_id == task_id).order_by(AttemptRow.index)
+            )
+            return [AttemptRecord.model_validate(r) for r in rows.all()]

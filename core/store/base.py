@@ -1,0 +1,82 @@
+"""What every repository shares: the engines, the session helpers and the SQLite write lock.
+
+Concurrency model: every unit of work opens its own ``AsyncSession`` (one session must never be
+shared by concurrent tasks). On SQLite, writes additionally pass through one narrow
+``asyncio.Lock`` held only for the duration of the write transaction, and transactions start with
+``BEGIN IMMEDIATE`` so two processes never deadlock upgrading a read lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
+
+from core.store import engine as engines
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+class StoreBase:
+    """The state behind every repository mixin of ``Store``; not used on its own."""
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        url: str,
+        write_engine: AsyncEngine | None = None,
+        *,
+        busy_timeout: float = engines.DEFAULT_BUSY_TIMEOUT,
+    ) -> None:
+        self.engine = engine
+        self.write_engine = write_engine or engine
+        self.url = url
+        self.is_sqlite = engine.dialect.name == "sqlite"
+        self.busy_timeout = busy_timeout
+        self._sessions = async_sessionmaker(engine, expire_on_commit=False)
+        self._write_sessions = async_sessionmaker(self.write_engine, expire_on_commit=False)
+        self._write_lock = asyncio.Lock()
+        self._task_search = False  # the SQLite trigram index of task text exists (set by open)
+
+    @property
+    def display_name(self) -> str:
+        return engines.display_name(self.url)
+
+    @property
+    def has_task_search(self) -> bool:
+        """The SQLite trigram index of task text exists and works (the queue filter asks from it)."""
+        return self._task_search
+
+    def read_session(self) -> AbstractAsyncContextManager[AsyncSession]:
+        """A read-only unit of work for the store's query modules (``queue_sql``)."""
+        return self._read()
+
+    @asynccontextmanager
+    async def _read(self) -> AsyncIterator[AsyncSession]:
+        async with self._sessions() as session:
+            yield session
+
+    @asynccontextmanager
+    async def _write(self) -> AsyncIterator[AsyncSession]:
+        """One write transaction; on SQLite serialised by the narrow in-process lock."""
+        if self.is_sqlite:
+            async with self._write_lock, self._write_sessions() as session, session.begin():
+                yield session
+        else:
+            async with self._write_sessions() as session, session.begin():
+                yield session
+
+    @asynccontextmanager
+    async def _write_conn(self) -> AsyncIterator[AsyncConnection]:
+        """A Core-level write transaction, for statements that need no ORM objects."""
+        if self.is_sqlite:
+            async with self._write_lock, self.write_engine.begin() as conn:
+                yield conn
+        else:
+            async with self.write_engine.begin() as conn:
+                yield conn

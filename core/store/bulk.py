@@ -1,0 +1,138 @@
+"""Adding whole tasks from another workspace (a case bundle) in one transaction.
+
+Rows keep their original ids, so importing the same tasks twice finds them already present and
+skips them instead of duplicating them; everything else is written in one transaction, so a
+failure midway leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy import insert, select
+from sqlalchemy.exc import SQLAlchemyError
+
+from core.domain.records import (
+    AttemptRecord,
+    EventRecord,
+    FeedbackRecord,
+    RunRecord,
+    SessionRecord,
+    TaskRecord,
+    ValidationRecord,
+)
+from core.errors import StoreError
+from core.store.base import StoreBase
+from core.store.engine import db_message
+from core.store.models import (
+    AttemptRow,
+    Base,
+    EventRow,
+    FeedbackRow,
+    RunRow,
+    SessionRow,
+    TaskRow,
+    ValidationRow,
+)
+
+
+class TaskImport(BaseModel):
+    """One task with everything that belongs to it: the unit that is imported or skipped.
+
+    ``sessions`` lists the task's sessions and those of its runs (team nodes' sessions belong to no
+    task); ``events`` are events of those sessions. Event ids are not kept: this workspace numbers
+    its own log rows, while each event keeps its session and ``seq``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    task: TaskRecord
+    attempts: list[AttemptRecord] = []
+    sessions: list[SessionRecord] = []
+    runs: list[RunRecord] = []
+    events: list[EventRecord] = []
+    validations: list[ValidationRecord] = []
+    feedback: list[FeedbackRecord] = []
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    imported_task_ids: list[str] = field(default_factory=list)
+    skipped_task_ids: list[str] = field(default_factory=list)
+    events: int = 0
+
+
+def _row(record: BaseModel, **overrides: Any) -> dict[str, Any]:
+    values = record.model_dump(mode="python")
+    values.update(overrides)
+    return {k: (v.value if isinstance(v, Enum) else v) for k, v in values.items()}
+
+
+def _rows(tasks: Sequence[TaskImport]) -> dict[type[Base], list[dict[str, Any]]]:
+    """Insert rows per table, in foreign-key order (dict order is insertion order)."""
+    rows: dict[type[Base], list[dict[str, Any]]] = {
+        m: [] for m in (TaskRow, AttemptRow, SessionRow, RunRow, EventRow, ValidationRow, FeedbackRow)
+    }
+    seen_sessions: set[str] = set()
+    for t in tasks:
+        rows[TaskRow].append(_row(t.task))
+        rows[AttemptRow].extend(_row(a) for a in t.attempts)
+        events_by_session: dict[str, list[EventRecord]] = {}
+        for e in t.events:
+            events_by_session.setdefault(e.session_id, []).append(e)
+        for session in t.sessions:
+            if session.id in seen_sessions:
+                continue  # listed by an earlier task too: written once, with that task's events
+            seen_sessions.add(session.id)
+            events = events_by_session.get(session.id, [])
+            # The counter continues after the last imported event, so new events never collide.
+            next_seq = max((e.seq for e in events), default=0) + 1
+            rows[SessionRow].append(_row(session, next_seq=next_seq))
+            rows[EventRow].extend({k: v for k, v in _row(e).items() if k != "id"} for e in events)
+        rows[RunRow].extend(_row(r) for r in t.runs)
+        rows[ValidationRow].extend(_row(v) for v in t.validations)
+        rows[FeedbackRow].extend(_row(f) for f in t.feedback)
+    return rows
+
+
+def _check(tasks: Sequence[TaskImport]) -> None:
+    for t in tasks:
+        listed = {s.id for s in t.sessions}
+        stray = sorted({e.session_id for e in t.events} - listed)
+        if stray:
+            raise ValueError(
+                f"task {t.task.id[:8]} brings events of sessions it does not list: {', '.join(stray)}"
+            )
+
+
+class BulkImport(StoreBase):
+    """A mixin of ``Store``."""
+
+    async def import_records(self, tasks: Sequence[TaskImport]) -> ImportResult:
+        """Add tasks with all their records, keeping ids; tasks already present are skipped whole.
+
+        One transaction: on any database error (say a session id already used by another task)
+        nothing is written and ``StoreError`` names the database's reason.
+        """
+        _check(tasks)
+        ids = [t.task.id for t in tasks]
+        try:
+            async with self._write_conn() as conn:
+                found = await conn.execute(select(TaskRow.id).where(TaskRow.id.in_(ids)))
+                existing = set(found.scalars())
+                fresh = [t for t in tasks if t.task.id not in existing]
+                rows = _rows(fresh)
+                for model, batch in rows.items():
+                    if batch:
+                        await conn.execute(insert(model), batch)
+        except SQLAlchemyError as exc:
+            raise StoreError(f"the database refused the import ({db_message(exc)})") from None
+        return ImportResult(
+            imported_task_ids=[t.task.id for t in fresh],
+            skipped_task_ids=[i for i in ids if i in existing],
+            events=len(rows[EventRow]),
+        )

@@ -1,0 +1,247 @@
+"""Opening a workspace database: URLs, engines, file checks and schema migration.
+
+Everything that can refuse a database lives here, so the refusals (not ours, too new, needs an
+upgrade, unusable search index) are decided before any repository method can write to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DatabaseError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from core.errors import StoreError
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+# The newest migration's revision; a test keeps it equal to alembic's head.
+SCHEMA_HEAD = "0002"
+# How long an SQLite writer waits for another process's write lock before "database is locked".
+DEFAULT_BUSY_TIMEOUT = 30.0
+
+
+def normalise_url(url: str) -> str:
+    """Accept plain paths and sync driver names; the store always runs on async drivers."""
+    if "://" not in url:
+        return f"sqlite+aiosqlite:///{Path(url).expanduser().resolve()}"
+    if url.startswith(("sqlite://", "sqlite+pysqlite://")):
+        return "sqlite+aiosqlite://" + url.split("://", 1)[1]
+    if url.startswith(("postgresql://", "postgres://", "postgresql+psycopg2://")):
+        return "postgresql+asyncpg://" + url.split("://", 1)[1]
+    return url
+
+
+def sqlite_path(url: str) -> Path | None:
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return None
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        return None
+    return Path(parsed.database)
+
+
+def display_name(url: str) -> str:
+    """The workspace as a person should see it: a file path, or the URL without its password."""
+    path = sqlite_path(url)
+    return str(path) if path else make_url(url).render_as_string(hide_password=True)
+
+
+def safe_url(url: str) -> str:
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "(an unparseable database URL)"
+
+
+def db_message(exc: Exception) -> str:
+    """The driver's own words (say, which constraint failed), without SQLAlchemy's SQL dump."""
+    orig = getattr(exc, "orig", None)
+    return str(orig) if orig is not None else str(exc).splitlines()[0]
+
+
+def check_sqlite_file(path: Path) -> None:
+    """Refuse anything that is not an SQLite file before SQLAlchemy can touch (or create) it."""
+    if path.is_dir():
+        raise StoreError(f"{path} is a folder, not a workspace database")
+    if not path.exists():
+        return
+    try:
+        with path.open("rb") as fh:
+            header = fh.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        raise StoreError(f"cannot read workspace database {path}: {exc.strerror or exc}") from None
+    if header and header != SQLITE_HEADER:
+        raise StoreError(
+            f"{path} is not an Evidence Desk workspace (not an SQLite database); nothing was changed"
+        )
+
+
+def _sqlite_listeners(sync_engine: Engine, *, immediate: bool, busy_timeout: float) -> None:
+    @event.listens_for(sync_engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Let SQLAlchemy emit BEGIN itself (pysqlite's implicit BEGIN is DEFERRED).
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.close()
+
+    begin_sql = "BEGIN IMMEDIATE" if immediate else "BEGIN"
+
+    @event.listens_for(sync_engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql(begin_sql)
+
+
+def make_engine(url: str, *, immediate: bool, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> AsyncEngine:
+    """SQLite gets two engines: deferred transactions for reads, ``BEGIN IMMEDIATE`` for writes.
+
+    Reads then never take the write lock (WAL lets them run beside a writer), while writers
+    claim it up front instead of failing to upgrade a shared lock under contention.
+    """
+    if url.startswith("sqlite"):
+        engine = create_async_engine(url, connect_args={"timeout": busy_timeout})
+        _sqlite_listeners(engine.sync_engine, immediate=immediate, busy_timeout=busy_timeout)
+        return engine
+    return create_async_engine(url, pool_pre_ping=True)
+
+
+def make_thread_engine(path: Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Engine:
+    """A plain (sync) SQLite write engine for a worker thread: the event log's writer.
+
+    The event loop then does none of a batch's SQL, which keeps the agent loop's per-turn cost
+    low; the same pragmas and ``BEGIN IMMEDIATE`` as the async write engine apply.
+    """
+    engine = create_engine(
+        f"sqlite:///{path}",
+        connect_args={"timeout": busy_timeout, "check_same_thread": False},
+        pool_size=1,
+        max_overflow=0,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None
+        for pragma in ("foreign_keys=ON", f"busy_timeout={int(busy_timeout * 1000)}", "synchronous=NORMAL"):
+            dbapi_conn.execute(f"PRAGMA {pragma}")
+        # sqlite3 itself opens the transaction with BEGIN IMMEDIATE before the first write: the
+        # same lock as the async write engine's listener claims, one statement fewer per batch.
+        dbapi_conn.isolation_level = "IMMEDIATE"
+
+    return engine
+
+
+async def prepare(
+    engine: AsyncEngine,
+    write_engine: AsyncEngine,
+    write_lock: asyncio.Lock,
+    url: str,
+    *,
+    migrate: bool,
+) -> bool:
+    """Check the database is ours and current (upgrading it if allowed); True if task search exists."""
+    await _migrate(engine, write_engine, write_lock, url, migrate)
+    if engine.dialect.name != "sqlite":
+        return False
+    async with engine.connect() as conn:
+        found = await conn.execute(
+            text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tasks_fts'")
+        )
+        if found.first() is None:
+            return False
+        try:  # the index's triggers run on every task write: this SQLite must have trigram
+            await conn.execute(text("SELECT 1 FROM tasks_fts WHERE tasks_fts MATCH 'abc' LIMIT 1"))
+        except DatabaseError as exc:
+            raise StoreError(
+                f"workspace {display_name(url)} has a task search index this SQLite "
+                f"({sqlite3.sqlite_version}) cannot use ({db_message(exc)}); open it with "
+                "SQLite 3.34 or newer"
+            ) from None
+    return True
+
+
+async def _migrate(
+    engine: AsyncEngine, write_engine: AsyncEngine, write_lock: asyncio.Lock, url: str, migrate: bool
+) -> None:
+    if await _at_head(engine):
+        return  # the common case: no alembic import (about 0.45 s) on the desk's start-up path
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    name = display_name(url)
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    script = ScriptDirectory.from_config(cfg)
+    known = {rev.revision for rev in script.walk_revisions()}
+    head = script.get_current_head()
+    try:
+        async with engine.connect() as conn:
+            current = await conn.run_sync(_current_revision)
+            if current is not None and current not in known:
+                raise StoreError(
+                    f"workspace {name} was written by a newer Evidence Desk "
+                    f"(schema {current}, this version knows up to {head}); nothing was changed"
+                )
+            if current == head:
+                return
+            if current is None and await conn.run_sync(_has_foreign_tables):
+                raise StoreError(
+                    f"{name} is a database but not an Evidence Desk workspace; nothing was changed"
+                )
+        if not migrate:
+            raise StoreError(f"workspace {name} needs a schema upgrade to {head}")
+        async with write_lock, write_engine.begin() as conn:
+            await conn.run_sync(_upgrade, cfg)
+        if engine.dialect.name == "sqlite":
+            # WAL is a property of the file: set it once the file is known to be ours, never
+            # on a database we are about to refuse.
+            async with write_engine.connect() as conn:
+                await conn.exec_driver_sql("COMMIT")  # leave the listener's BEGIN
+                await conn.exec_driver_sql("PRAGMA journal_mode=WAL")
+    except DatabaseError as exc:
+        raise StoreError(f"cannot use workspace {name}: {db_message(exc)}") from None
+    except OSError as exc:
+        raise StoreError(f"cannot open workspace {name}: {exc}") from None
+
+
+async def _at_head(engine: AsyncEngine) -> bool:
+    try:
+        async with engine.connect() as conn:
+            current = (await conn.execute(text("SELECT version_num FROM alembic_version"))).scalar()
+    except (DatabaseError, OSError):
+        return False  # no version table, not a database, or unreachable: the full check explains
+    return current == SCHEMA_HEAD
+
+
+async def integrity_check(engine: AsyncEngine) -> str:
+    if engine.dialect.name != "sqlite":
+        return "ok"
+    async with engine.connect() as conn:
+        return str((await conn.execute(text("PRAGMA integrity_check"))).scalar())
+
+
+def _current_revision(conn: Any) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    return MigrationContext.configure(conn).get_current_revision()
+
+
+def _has_foreign_tables(conn: Any) -> bool:
+    from sqlalchemy import inspect
+
+    return bool(inspect(conn).get_table_names())
+
+
+def _upgrade(conn: Any, cfg: Any) -> None:
+    from alembic import command
+
+    cfg.attributes["connection"] = conn
+    command.upgrade(cfg, "head")

@@ -1,0 +1,360 @@
+"""The append-only event log: one insert path, one writer, awaited or written behind.
+
+Every event enters the log through ``insert_events``: the session's counter row is bumped with
+``UPDATE ... RETURNING`` in the same transaction as the insert, so ``seq`` is contiguous per session
+whatever the number of writers (coroutines or processes) and a number is never reused.
+
+Appends are queued for one background writer that commits everything queued in one transaction.
+``enqueue_events`` (the agent loop's hot path) returns at once; ``append_events`` queues the same way
+and waits for its own commit. One queue means the log keeps the order in which a coroutine produced
+its events, whichever of the two it used. On SQLite the writer runs each batch in a worker thread on
+a plain (sync) SQLAlchemy engine, so the event loop, and the desk painting on it, does none of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from itertools import groupby
+from operator import attrgetter
+from typing import Any
+
+from pydantic import BaseModel
+from sqlalchemy import Connection, Integer, String, bindparam, insert, select, update
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from core.domain.records import EventRecord
+from core.errors import StoreError
+from core.store import engine as engines
+from core.store.base import StoreBase
+from core.store.models import EventRow, SessionRow, utcnow
+
+BUSY_RETRIES = 6  # a locked database is retried after 0.1, 0.2, ... 3.2 s before giving up
+
+
+class NewEvent(BaseModel):
+    """An event not yet stored; the store assigns id, seq and time."""
+
+    kind: str
+    payload: dict[str, Any]
+    content: str | None = None
+
+
+_BUMP_SEQ = (
+    update(SessionRow)
+    .where(SessionRow.id == bindparam("session", type_=String))
+    .values(next_seq=SessionRow.next_seq + bindparam("n", type_=Integer))
+    .returning(SessionRow.next_seq - bindparam("n", type_=Integer))
+)
+_INSERT = insert(EventRow)
+_IDS = select(EventRow.seq, EventRow.id).where(
+    EventRow.session_id == bindparam("session", type_=String),
+    EventRow.seq >= bindparam("first", type_=Integer),
+    EventRow.seq <= bindparam("last", type_=Integer),
+)
+
+
+@dataclass(eq=False)
+class PendingAppend:
+    """Events of one session waiting to be appended, and who (if anyone) awaits their commit."""
+
+    session_id: str
+    events: list[NewEvent]
+    run_id: str | None = None
+    task_id: str | None = None
+    done: asyncio.Future[list[EventRecord]] | None = None
+
+
+def insert_events(
+    conn: Connection, appends: Sequence[PendingAppend], now: datetime
+) -> list[list[dict[str, Any]]]:
+    """The only way events are appended; returns each append's stored rows (without ids).
+
+    Takes a sync connection so the same code runs in the writer's worker thread and, through
+    ``AsyncConnection.run_sync``, inside any async transaction (a status change and its event).
+    Consecutive appends of one session share one counter bump, and all rows go in one
+    executemany: per-statement overhead, not the rows, is what a turn of the agent loop pays for.
+    """
+    out: list[list[dict[str, Any]]] = []
+    for session_id, run in groupby(appends, key=attrgetter("session_id")):
+        group = list(run)
+        first = conn.execute(
+            _BUMP_SEQ, {"session": session_id, "n": sum(len(a.events) for a in group)}
+        ).scalar()
+        if first is None:
+            raise StoreError(f"no session with id {session_id!r}")
+        seq = int(first)
+        for a in group:
+            out.append(
+                [
+                    {
+                        "session_id": session_id,
+                        "run_id": a.run_id,
+                        "task_id": a.task_id,
+                        "seq": seq + i,
+                        "kind": ev.kind,
+                        "payload": ev.payload,
+                        "content": ev.content,
+                        "created_at": now,
+                    }
+                    for i, ev in enumerate(a.events)
+                ]
+            )
+            seq += len(a.events)
+    rows = [row for item in out for row in item]
+    if rows:
+        conn.execute(_INSERT, rows)
+    return out
+
+
+def stored_records(conn: Connection, rows: list[dict[str, Any]]) -> list[EventRecord]:
+    """The records of rows just inserted, with their ids (looked up by the unique session and seq)."""
+    if not rows:
+        return []
+    found = conn.execute(
+        _IDS, {"session": rows[0]["session_id"], "first": rows[0]["seq"], "last": rows[-1]["seq"]}
+    )
+    ids = {int(seq): int(id_) for seq, id_ in found}
+    return [EventRecord(id=ids[row["seq"]], **row) for row in rows]
+
+
+def _insert_batch(conn: Connection, batch: list[PendingAppend], now: datetime) -> list[list[EventRecord]]:
+    stored = insert_events(conn, batch, now)
+    return [
+        stored_records(conn, rows) if a.done is not None else []
+        for a, rows in zip(batch, stored, strict=True)
+    ]
+
+
+def is_busy(exc: BaseException) -> bool:
+    """SQLite's "database is locked/busy": another writer held the file past the busy timeout."""
+    message = str(getattr(exc, "orig", exc)).lower()
+    return isinstance(exc, (sqlite3.OperationalError, OperationalError)) and (
+        "locked" in message or "busy" in message
+    )
+
+
+class EventLog(StoreBase):
+    """Appending to and reading the event log; a mixin of ``Store``."""
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        url: str,
+        write_engine: AsyncEngine | None = None,
+        *,
+        busy_timeout: float = engines.DEFAULT_BUSY_TIMEOUT,
+    ) -> None:
+        super().__init__(engine, url, write_engine, busy_timeout=busy_timeout)
+        self._queue: list[PendingAppend] = []
+        self._writer: asyncio.Task[None] | None = None
+        self._in_flight: list[PendingAppend] = []  # the batch being committed
+        self._session_errors: dict[str, Exception] = {}
+        # Called with the retry number whenever the writer finds the database locked by another
+        # process and will try again: a caller can say "waiting for another process" meanwhile.
+        self.on_busy: Callable[[int], None] | None = None
+        path = engines.sqlite_path(url) if self.is_sqlite else None
+        self._thread_engine = (
+            engines.make_thread_engine(path, busy_timeout=busy_timeout) if path is not None else None
+        )
+        self._thread_conn: Connection | None = None
+
+    async def append_event(
+        self,
+        session_id: str,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        content: str | None = None,
+        run_id: str | None = None,
+        task_id: str | None = None,
+    ) -> EventRecord:
+        """Append one event; ``seq`` is allocated in the same transaction, so it is never reused."""
+        (record,) = await self.append_events(
+            session_id,
+            [NewEvent(kind=kind, payload=payload, content=content)],
+            run_id=run_id,
+            task_id=task_id,
+        )
+        return record
+
+    async def append_events(
+        self,
+        session_id: str,
+        events: Sequence[NewEvent],
+        *,
+        run_id: str | None = None,
+        task_id: str | None = None,
+    ) -> list[EventRecord]:
+        """Append several events of one session atomically, with contiguous ``seq`` numbers.
+
+        Anything queued before with ``enqueue_events`` is written first. Raises if this session's
+        earlier write-behind events were lost, instead of writing past the hole. A caller
+        cancelled while waiting may still find its events in the log: they were already queued.
+        """
+        if not events:
+            await self.flush(session_id)
+            return []
+        done: asyncio.Future[list[EventRecord]] = asyncio.get_running_loop().create_future()
+        self._submit(PendingAppend(session_id, list(events), run_id, task_id, done))
+        return await done
+
+    def enqueue_events(
+        self,
+        session_id: str,
+        events: Sequence[NewEvent],
+        *,
+        run_id: str | None = None,
+        task_id: str | None = None,
+    ) -> None:
+        """Write-behind append for the agent loop's hot path.
+
+        A turn does not wait for its log writes. ``flush()`` (called by every read of the log)
+        waits until they are durable. A process killed between enqueue and commit loses at most
+        the last few milliseconds of events; the run then has no ``run_finished`` and crash
+        recovery marks it interrupted.
+        """
+        if session_id in self._session_errors:
+            raise self._lost(session_id)
+        if events:
+            self._submit(PendingAppend(session_id, list(events), run_id, task_id))
+
+    async def flush(self, session_id: str | None = None) -> None:
+        """Wait until every queued event is committed.
+
+        With ``session_id``, raise if that session's queued events could not be written: the run
+        that owns the session learns it lost evidence, and no other caller is blamed for it.
+        """
+        while self._writer is not None and not self._writer.done():
+            await asyncio.shield(self._writer)
+        if session_id is not None and session_id in self._session_errors:
+            raise self._lost(session_id)
+
+    def _lost(self, session_id: str) -> StoreError:
+        """The error of a session's lost events, reported once to whoever asks for that session."""
+        error = self._session_errors.pop(session_id)
+        return StoreError(f"events of session {session_id[:8]} could not be written: {error}")
+
+    def _submit(self, item: PendingAppend) -> None:
+        self._queue.append(item)
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.get_running_loop().create_task(self._drain_queue())
+
+    async def _drain_queue(self) -> None:
+        try:
+            await self._drain()
+        except BaseException as exc:
+            # Cancelled (the loop is shutting down) or a bug: nobody will resolve the awaited
+            # appends now, and their callers must not hang.
+            for item in [*self._in_flight, *self._queue]:
+                if item.done is not None and not item.done.done():
+                    item.done.set_exception(StoreError(f"the event writer stopped: {exc!r}"))
+            self._in_flight = []
+            raise
+
+    async def _drain(self) -> None:
+        """Commit queued events; a busy database is retried, a bad item never sinks the others."""
+        busy_retries = 0
+        while self._queue:
+            batch, self._queue = self._queue, []
+            batch = self._in_flight = [item for item in batch if not self._behind_a_hole(item)]
+            try:
+                written = await self._commit(batch) if batch else []
+            except Exception as exc:
+                if is_busy(exc) and busy_retries < BUSY_RETRIES:
+                    busy_retries += 1
+                    self._queue[:0] = batch  # keep order: the failed batch goes first again
+                    self._in_flight = []
+                    if self.on_busy is not None:
+                        self.on_busy(busy_retries)
+                    await asyncio.sleep(0.05 * 2**busy_retries)
+                    continue
+                # Write item by item so one failing session cannot lose another session's events.
+                for item in batch:
+                    if self._behind_a_hole(item):
+                        continue
+                    try:
+                        (records,) = await self._commit([item])
+                    except Exception as item_exc:
+                        if item.done is None:
+                            self._session_errors.setdefault(item.session_id, item_exc)
+                        elif not item.done.done():
+                            item.done.set_exception(item_exc)
+                    else:
+                        _resolve(item, records)
+                continue
+            busy_retries = 0
+            for item, records in zip(batch, written, strict=True):
+                _resolve(item, records)
+        self._in_flight = []
+
+    def _behind_a_hole(self, item: PendingAppend) -> bool:
+        """Never write past lost events: later ones of that session wait for the owner to hear."""
+        if item.session_id not in self._session_errors:
+            return False
+        if item.done is None:
+            return True  # dropped; the recorded error still reaches the session's owner
+        if not item.done.done():
+            item.done.set_exception(self._lost(item.session_id))
+        return True
+
+    async def _commit(self, batch: list[PendingAppend]) -> list[list[EventRecord]]:
+        """One transaction for the whole batch, through ``insert_events``."""
+        now = utcnow()
+        if self._thread_engine is not None:
+            async with self._write_lock:
+                return await asyncio.to_thread(self._commit_in_thread, batch, now)
+        async with self._write_conn() as conn:
+            return await conn.run_sync(_insert_batch, batch, now)
+
+    def _commit_in_thread(self, batch: list[PendingAppend], now: datetime) -> list[list[EventRecord]]:
+        """Runs in a worker thread, under ``_write_lock``, on a connection kept open between batches."""
+        if self._thread_conn is None:
+            assert self._thread_engine is not None
+            self._thread_conn = self._thread_engine.connect()
+        with self._thread_conn.begin():
+            return _insert_batch(self._thread_conn, batch, now)
+
+    async def get_run_event_records(self, session_id: str, run_id: str) -> list[EventRecord]:
+        q = (
+            select(EventRow)
+            .where(EventRow.session_id == session_id, EventRow.run_id == run_id)
+            .order_by(EventRow.seq)
+        )
+        await self.flush()
+        async with self._read() as s:
+            return [EventRecord.model_validate(r) for r in (await s.scalars(q)).all()]
+
+    async def get_session_events(
+        self, session_id: str, *, kinds: Sequence[str] | None = None
+    ) -> list[EventRecord]:
+        q = select(EventRow).where(EventRow.session_id == session_id)
+        if kinds:
+            q = q.where(EventRow.kind.in_(list(kinds)))
+        await self.flush()
+        async with self._read() as s:
+            return [EventRecord.model_validate(r) for r in (await s.scalars(q.order_by(EventRow.seq))).all()]
+
+    async def get_task_events(self, task_id: str, *, kinds: Sequence[str] | None = None) -> list[EventRecord]:
+        q = select(EventRow).where(EventRow.task_id == task_id)
+        if kinds:
+            q = q.where(EventRow.kind.in_(list(kinds)))
+        await self.flush()
+        async with self._read() as s:
+            return [EventRecord.model_validate(r) for r in (await s.scalars(q.order_by(EventRow.id))).all()]
+
+    def _close_event_writer(self) -> None:
+        if self._thread_conn is not None:
+            self._thread_conn.close()
+            self._thread_conn = None
+        if self._thread_engine is not None:
+            self._thread_engine.dispose()
+
+
+def _resolve(item: PendingAppend, records: list[EventRecord]) -> None:
+    if item.done is not None and not item.done.done():
+        item.done.set_result(records)

@@ -1,0 +1,85 @@
+"""Validator verdicts and analysts' feedback: the review record of each attempt."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+
+from core.domain.records import FeedbackRecord, ValidationRecord
+from core.domain.status import TaskStatus
+from core.store.base import StoreBase, new_id
+from core.store.models import FeedbackRow, ValidationRow, utcnow
+
+
+class ReviewRepository(StoreBase):
+    """A mixin of ``Store``."""
+
+    async def add_validation(
+        self,
+        *,
+        task_id: str,
+        attempt_id: str,
+        attempt_index: int,
+        result: dict[str, Any],
+        raw_response: str,
+        prompt: str | None,
+        debug: dict[str, Any],
+    ) -> ValidationRecord:
+        row = ValidationRow(
+            id=new_id(),
+            task_id=task_id,
+            attempt_id=attempt_id,
+            attempt_index=attempt_index,
+            status=str(result["status"]),
+            score=float(result.get("score", 0.0)),
+            category=str(result.get("category", "none")),
+            result=result,
+            raw_response=raw_response,
+            prompt=prompt,
+            debug=debug,
+        )
+        row.created_at = utcnow()
+        async with self._write() as s:
+            s.add(row)
+        return ValidationRecord.model_validate(row)
+
+    async def list_validations(self, task_id: str) -> list[ValidationRecord]:
+        q = select(ValidationRow).where(ValidationRow.task_id == task_id).order_by(ValidationRow.created_at)
+        async with self._read() as s:
+            return [ValidationRecord.model_validate(r) for r in (await s.scalars(q)).all()]
+
+    async def add_feedback(
+        self,
+        *,
+        task_id: str,
+        attempt_id: str | None,
+        action: str,
+        prompt: str | None,
+        note: str | None,
+        reviewer: str,
+        from_status: TaskStatus,
+        to_status: TaskStatus,
+        created_at: datetime | None = None,
+    ) -> FeedbackRecord:
+        row = FeedbackRow(
+            id=new_id(),
+            task_id=task_id,
+            attempt_id=attempt_id,
+            action=action,
+            prompt=prompt,
+            note=note,
+            reviewer=reviewer,
+            from_status=from_status.value,
+            to_status=to_status.value,
+        )
+        row.created_at = created_at or utcnow()
+        async with self._write() as s:
+            s.add(row)
+        return FeedbackRecord.model_validate(row)
+
+    async def list_feedback(self, task_id: str) -> list[FeedbackRecord]:
+        q = select(FeedbackRow).where(FeedbackRow.task_id == task_id).order_by(FeedbackRow.created_at)
+        async with self._read() as s:
+            return [FeedbackRecord.model_validate(r) for r in (await s.scalars(q)).all()]

@@ -1,0 +1,109 @@
+"""Sessions (the event streams) and runs (one model conversation inside a session)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import select, update
+
+from core.domain.records import RunRecord, SessionRecord
+from core.errors import StoreError
+from core.store.base import StoreBase, new_id
+from core.store.models import RunRow, SessionRow, utcnow
+
+
+class SessionRepository(StoreBase):
+    """A mixin of ``Store``."""
+
+    async def create_session(
+        self, *, task_id: str | None, kind: str, label: str = "", parent_session_id: str | None = None
+    ) -> SessionRecord:
+        row = SessionRow(
+            id=new_id(),
+            task_id=task_id,
+            kind=kind,
+            label=label,
+            parent_session_id=parent_session_id,
+            next_seq=1,
+        )
+        row.created_at = utcnow()
+        async with self._write() as s:
+            s.add(row)
+        return SessionRecord.model_validate(row)
+
+    async def list_sessions(self, task_id: str) -> list[SessionRecord]:
+        async with self._read() as s:
+            rows = await s.scalars(
+                select(SessionRow).where(SessionRow.task_id == task_id).order_by(SessionRow.created_at)
+            )
+            return [SessionRecord.model_validate(r) for r in rows.all()]
+
+    async def get_sessions(self, session_ids: Sequence[str]) -> list[SessionRecord]:
+        """Sessions by id, in id order; unknown ids are left out.
+
+        Team nodes' sessions belong to no task, so ``list_sessions`` cannot find them; export
+        reaches them through the task's runs.
+        """
+        if not session_ids:
+            return []
+        q = select(SessionRow).where(SessionRow.id.in_(list(session_ids))).order_by(SessionRow.id)
+        async with self._read() as s:
+            return [SessionRecord.model_validate(r) for r in (await s.scalars(q)).all()]
+
+    async def create_run(
+        self,
+        *,
+        session_id: str,
+        kind: str,
+        model: str,
+        task_id: str | None = None,
+        attempt_id: str | None = None,
+        node_id: str | None = None,
+    ) -> RunRecord:
+        row = RunRow(
+            id=new_id(),
+            session_id=session_id,
+            kind=kind,
+            model=model,
+            task_id=task_id,
+            attempt_id=attempt_id,
+            node_id=node_id,
+            state="running",
+        )
+        row.started_at = utcnow()
+        async with self._write() as s:
+            s.add(row)
+        return RunRecord.model_validate(row)
+
+    async def finish_run(self, run_id: str, *, finish_reason: str, output_text: str) -> None:
+        async with self._write() as s:
+            await s.execute(
+                update(RunRow)
+                .where(RunRow.id == run_id)
+                .values(
+                    state="finished",
+                    finish_reason=finish_reason,
+                    output_text=output_text,
+                    finished_at=utcnow(),
+                )
+            )
+
+    async def get_run(self, run_id: str) -> RunRecord:
+        async with self._read() as s:
+            row = await s.get(RunRow, run_id)
+            if row is None:
+                raise StoreError(f"no run with id {run_id!r}")
+            return RunRecord.model_validate(row)
+
+    async def list_runs(
+        self, *, task_id: str | None = None, attempt_id: str | None = None
+    ) -> list[RunRecord]:
+        q = select(RunRow)
+        if task_id is not None:
+            q = q.where(RunRow.task_id == task_id)
+        if attempt_id is not None:
+            q = q.where(RunRow.attempt_id == attempt_id)
+        async with self._read() as s:
+            return [
+                RunRecord.model_validate(r) for r in (await s.scalars(q.order_by(RunRow.started_at))).all()
+            ]
