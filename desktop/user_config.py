@@ -90,6 +90,8 @@ def save_user_settings(
     JSON form, e.g. paths and choices as strings.
     """
     path = path or user_config_file()
+    if not changes:
+        return path  # an unchanged dialog leaves the file exactly as it was
     candidate = read_user_config(path)
     for key, value in changes.items():
         if value is None:
