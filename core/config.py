@@ -7,12 +7,14 @@ instead of failing halfway through a run.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import platformdirs
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, JsonValue, SecretBytes, SecretStr, ValidationError, field_validator
+from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -44,34 +46,193 @@ class ValidationMode(StrEnum):
     OFF = "off"
 
 
+class SettingsGroup(StrEnum):
+    """Where a setting sits in the desk's Settings dialog; the order here is the order shown."""
+
+    MODELS = "Models"
+    LIMITS = "Limits"
+    REVIEW = "Review"
+    EVIDENCE = "Evidence"
+    DEBUGGING = "Debugging"
+    OTHER = "Other"
+
+
+PathKind = Literal["file", "folder"]
+
+
+def _desk(
+    group: SettingsGroup | None = None, *, path: PathKind | None = None, editable: bool = True
+) -> dict[str, JsonValue]:
+    """How the settings dialog presents a field, kept beside the field (in its JSON schema extras).
+
+    ``editable=False`` is the one switch that keeps a field out of the dialog: the workspace
+    location belongs to the command line, and secrets never go to the settings file.
+    """
+    extra: dict[str, JsonValue] = {"editable": editable}
+    if group is not None:
+        extra["group"] = group.value
+    if path is not None:
+        extra["path"] = path
+    return extra
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="EVIDENCE_DESK_", extra="forbid", validate_default=True)
 
-    db_url: str = Field(default_factory=default_db_url)
-    agent_model: str = "scripted/agent"
-    validator_model: str = "scripted/validator"
-    validator_fallback_model: str | None = None
-    planner_model: str = "scripted/planner"
-    script: Path | None = None
-    corpus: Path | None = None
-    rules: Path | None = None
-    reviewer: str | None = None
+    db_url: str = Field(
+        default_factory=default_db_url,
+        title="Workspace database",
+        description="SQLAlchemy URL of the workspace; chosen per launch (--db), not in the desk.",
+        json_schema_extra=_desk(editable=False),
+    )
+    agent_model: str = Field(
+        default="scripted/agent",
+        title="Agent model",
+        description="The litellm model name that answers tasks, e.g. openai/gpt-4o.",
+        json_schema_extra=_desk(SettingsGroup.MODELS),
+    )
+    validator_model: str = Field(
+        default="scripted/validator",
+        title="Validator model",
+        description="The model that judges each answer against the evidence.",
+        json_schema_extra=_desk(SettingsGroup.MODELS),
+    )
+    validator_fallback_model: str | None = Field(
+        default=None,
+        title="Validator fallback model",
+        description="Used when the validator model fails or keeps replying in the wrong shape; empty for none.",
+        json_schema_extra=_desk(SettingsGroup.MODELS),
+    )
+    planner_model: str = Field(
+        default="scripted/planner",
+        title="Planner model",
+        description="The model that writes a team plan: which agents run, with which tools, in what order.",
+        json_schema_extra=_desk(SettingsGroup.MODELS),
+    )
+    script: Path | None = Field(
+        default=None,
+        title="Scripted conversations",
+        description="JSON file the scripted/* models replay (demos and tests); set with --script.",
+        json_schema_extra=_desk(editable=False),
+    )
+    corpus: Path | None = Field(
+        default=None,
+        title="Corpus folder",
+        description="The folder of documents the agent searches and cites.",
+        json_schema_extra=_desk(SettingsGroup.EVIDENCE, path="folder"),
+    )
+    max_tool_iterations: int = Field(
+        default=8,
+        ge=0,
+        le=200,
+        title="Tool iterations per run",
+        description="How many rounds of tool calls an agent run may make before it must answer.",
+        json_schema_extra=_desk(SettingsGroup.LIMITS),
+    )
+    max_validation_attempts: int = Field(
+        default=2,
+        ge=1,
+        le=20,
+        title="Validation attempts",
+        description="Validations per task: a rejected answer is revised automatically until this many are done.",
+        json_schema_extra=_desk(SettingsGroup.LIMITS),
+    )
+    max_parallel_team_nodes: int = Field(
+        default=3,
+        ge=1,
+        le=64,
+        title="Parallel team steps",
+        description="How many steps of a team plan may run at the same time.",
+        json_schema_extra=_desk(SettingsGroup.LIMITS),
+    )
+    max_schema_retries: int = Field(
+        default=2,
+        ge=0,
+        le=10,
+        title="Structured-output retries",
+        description="Re-asks when a model's reply does not match the expected shape.",
+        json_schema_extra=_desk(SettingsGroup.LIMITS),
+    )
+    llm_timeout_s: float = Field(
+        default=120.0,
+        gt=0,
+        le=3600,
+        title="Model call timeout (s)",
+        description="Seconds to wait for one model call (and for fetch_url) before giving up.",
+        json_schema_extra=_desk(SettingsGroup.LIMITS),
+    )
+    llm_num_retries: int = Field(
+        default=2,
+        ge=0,
+        le=10,
+        title="Model call retries",
+        description="Retries after a timeout, rate limit or connection error.",
+        json_schema_extra=_desk(SettingsGroup.LIMITS),
+    )
+    validator_timeout_s: float = Field(
+        default=180.0,
+        gt=0,
+        le=3600,
+        title="Validator timeout (s)",
+        description="Seconds to wait for one validator call before giving up.",
+        json_schema_extra=_desk(SettingsGroup.LIMITS),
+    )
+    validator_context_tokens: int | None = Field(
+        default=None,
+        ge=256,
+        title="Validator context window (tokens)",
+        description="Overrides the validator model's context size; leave unset to use litellm's model map.",
+        json_schema_extra=_desk(SettingsGroup.MODELS),
+    )
+    validation_mode: ValidationMode = Field(
+        default=ValidationMode.ALWAYS,
+        title="When to validate",
+        description="always: every answer; keywords: only answers containing a trigger keyword; off: never.",
+        json_schema_extra=_desk(SettingsGroup.REVIEW),
+    )
+    trigger_keywords: list[str] = Field(
+        default_factory=list,
+        title="Trigger keywords",
+        description="Comma-separated; with 'keywords' mode, only answers containing one are validated.",
+        json_schema_extra=_desk(SettingsGroup.REVIEW),
+    )
+    require_verified_citations: bool = Field(
+        default=False,
+        title="Require a verified citation to accept",
+        description="An answer accepted with evidence but no verified citation is marked insufficient evidence.",
+        json_schema_extra=_desk(SettingsGroup.REVIEW),
+    )
+    rules: Path | None = Field(
+        default=None,
+        title="Rules file",
+        description="A text file of analyst rules the validator checks every answer against.",
+        json_schema_extra=_desk(SettingsGroup.REVIEW, path="file"),
+    )
+    reviewer: str | None = Field(
+        default=None,
+        title="Reviewer name",
+        description="Recorded with each review decision; empty means your login name.",
+        json_schema_extra=_desk(SettingsGroup.REVIEW),
+    )
+    fetch_url_enabled: bool = Field(
+        default=False,
+        title="Let the agent fetch web pages",
+        description="Enables the fetch_url tool, which reaches the network.",
+        json_schema_extra=_desk(SettingsGroup.EVIDENCE),
+    )
 
-    max_tool_iterations: int = Field(default=8, ge=0, le=200)
-    max_validation_attempts: int = Field(default=2, ge=1, le=20)
-    max_parallel_team_nodes: int = Field(default=3, ge=1, le=64)
-    max_schema_retries: int = Field(default=2, ge=0, le=10)
-    llm_timeout_s: float = Field(default=120.0, gt=0)
-    llm_num_retries: int = Field(default=2, ge=0, le=10)
-    validator_timeout_s: float = Field(default=180.0, gt=0)
-    validator_context_tokens: int | None = Field(default=None, ge=256)
-    validation_mode: ValidationMode = ValidationMode.ALWAYS
-    trigger_keywords: list[str] = Field(default_factory=list)
-    require_verified_citations: bool = False
-    fetch_url_enabled: bool = False
-
-    debug_full_request_snapshots: bool = False
-    debug_store_validation_prompt: bool = True
+    debug_full_request_snapshots: bool = Field(
+        default=False,
+        title="Store full model requests",
+        description="Keeps every request sent to a model with the run; large, for debugging.",
+        json_schema_extra=_desk(SettingsGroup.DEBUGGING),
+    )
+    debug_store_validation_prompt: bool = Field(
+        default=True,
+        title="Store the validator's prompt",
+        description="Keeps the prompt the validator saw with each validation, to explain its verdict.",
+        json_schema_extra=_desk(SettingsGroup.DEBUGGING),
+    )
 
     @field_validator("script", "rules")
     @classmethod
@@ -101,6 +262,50 @@ class Settings(BaseSettings):
         if path.is_file():
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
         return tuple(sources)
+
+
+@dataclass(frozen=True)
+class EditableSetting:
+    """One field as the desk's Settings dialog shows it: everything it needs comes from the model."""
+
+    name: str
+    field: FieldInfo
+    title: str
+    description: str
+    group: str
+    path_kind: PathKind | None
+
+
+def _holds_secret(annotation: Any) -> bool:
+    return any(a in (SecretStr, SecretBytes) for a in (annotation, *get_args(annotation)))
+
+
+def editable_settings(model: type[Settings] = Settings) -> list[EditableSetting]:
+    """The fields an analyst may change from the desk, grouped in ``SettingsGroup`` order.
+
+    The only rule for leaving a field out lives here: it is marked ``editable=False`` or it holds a
+    secret. A field without desk metadata still appears (under "Other"), so a new setting is never
+    silently unreachable.
+    """
+    order = {group.value: i for i, group in enumerate(SettingsGroup)}
+    found: list[EditableSetting] = []
+    for name, field in model.model_fields.items():
+        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+        if extra.get("editable") is False or _holds_secret(field.annotation):
+            continue
+        group = extra.get("group")
+        path = extra.get("path")
+        found.append(
+            EditableSetting(
+                name=name,
+                field=field,
+                title=field.title or name.replace("_", " ").capitalize(),
+                description=field.description or "",
+                group=group if isinstance(group, str) else SettingsGroup.OTHER.value,
+                path_kind="folder" if path == "folder" else "file" if path == "file" else None,
+            )
+        )
+    return sorted(found, key=lambda s: order.get(s.group, len(order)))
 
 
 def load_settings(**overrides: Any) -> Settings:

@@ -1,24 +1,28 @@
 """The user's settings file and API keys, as the Settings dialog edits them.
 
-Non-secret settings go to the TOML file ``core.config`` reads (``user_config_file()``). There is
-no TOML writer installed, and the file only ever holds flat strings, numbers, booleans and lists
-of strings, so it is written by hand here; keys the dialog does not know are read and written
-back unchanged. API keys never touch that file or the database: they live in the OS keyring
-under the service ``evidence-desk`` and are copied into the process environment at start-up,
-where litellm looks for them.
+Non-secret settings go to the TOML file ``core.config`` reads (``user_config_file()``), written
+with tomlkit so the analyst's comments, key order and keys the dialog does not show survive a
+save. Before anything is written, the file as the next start will read it is validated by
+``Settings`` itself, so the desk never holds a second copy of the rules. API keys never touch that
+file or the database: they live in the OS keyring under the service ``evidence-desk`` and are
+copied into the process environment at start-up, where litellm looks for them.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from core.config import user_config_file
+import tomlkit
+from tomlkit.toml_document import TOMLDocument
+
+from core.config import Settings, user_config_file
 from core.secrets import API_KEY_NAMES, KEYRING_SERVICE
+
+HEADER = "Evidence Desk settings (written by the desk; API keys live in the OS keyring, not here)"
 
 
 class KeyStoreUnavailable(Exception):
@@ -26,6 +30,7 @@ class KeyStoreUnavailable(Exception):
 
 
 def read_user_config(path: Path | None = None) -> dict[str, Any]:
+    """The file's values exactly as ``core.config`` will read them at the next start."""
     path = path or user_config_file()
     if not path.is_file():
         return {}
@@ -33,51 +38,68 @@ def read_user_config(path: Path | None = None) -> dict[str, Any]:
         return tomllib.load(fh)
 
 
-def _toml_value(key: str, value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"setting {key!r} must be a finite number, not {value!r}")
-        return repr(value)
+def _plain(key: str, value: Any) -> Any:
+    """Refuse what a flat settings file cannot hold, rather than invent a table for it."""
     if isinstance(value, Path):
-        return json.dumps(str(value))
-    if isinstance(value, str):
-        return json.dumps(value)  # a JSON string is a valid TOML basic string
-    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-        return "[" + ", ".join(json.dumps(v) for v in value) + "]"
+        return str(value)
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (bool, int, float, str)) for v in value):
+        return list(value)
     raise ValueError(f"setting {key!r} has a value the settings file cannot hold: {value!r}")
 
 
-def render_toml(values: dict[str, Any]) -> str:
-    lines = ["# Evidence Desk settings (written by the desk; API keys live in the OS keyring, not here)"]
-    for key in sorted(values):
-        if values[key] is None:
-            continue
-        if not key.replace("_", "").isalnum():
-            raise ValueError(f"not a settings name: {key!r}")
-        lines.append(f"{key} = {_toml_value(key, values[key])}")
-    return "\n".join(lines) + "\n"
+def _document(path: Path) -> TOMLDocument:
+    if path.is_file():
+        return tomlkit.parse(path.read_text(encoding="utf-8"))
+    document = tomlkit.document()
+    document.add(tomlkit.comment(HEADER))
+    return document
 
 
-def write_user_config(updates: dict[str, Any], path: Path | None = None) -> Path:
-    """Merge ``updates`` into the file (``None`` removes a key) and write it atomically."""
+def write_user_config(updates: Mapping[str, Any], path: Path | None = None) -> Path:
+    """Apply ``updates`` to the file (``None`` removes a key) and replace it atomically.
+
+    Only the named keys change; everything else in the file, comments included, is kept as the
+    analyst wrote it.
+    """
     path = path or user_config_file()
-    merged = read_user_config(path)
+    document = _document(path)
     for key, value in updates.items():
         if value is None:
-            merged.pop(key, None)
+            document.pop(key, None)
         else:
-            merged[key] = value
-    text = render_toml(merged)
+            document[key] = _plain(key, value)
+    text = tomlkit.dumps(document)
     tomllib.loads(text)  # never leave a file behind that the next start cannot read
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
     return path
+
+
+def save_user_settings(
+    changes: Mapping[str, Any], path: Path | None = None, model: type[Settings] = Settings
+) -> Path:
+    """Write ``changes`` only if the whole file, with them applied, is valid ``model`` settings.
+
+    ``None`` removes a key, so the default applies again. Raises pydantic's ``ValidationError``
+    (nothing written) naming each bad setting. The check sees the file alone, as ``core.config``
+    will at the next start (the environment still wins over it then). Values are written in their
+    JSON form, e.g. paths and choices as strings.
+    """
+    path = path or user_config_file()
+    if not changes:
+        return path  # an unchanged dialog leaves the file exactly as it was
+    candidate = read_user_config(path)
+    for key, value in changes.items():
+        if value is None:
+            candidate.pop(key, None)
+        else:
+            candidate[key] = value
+    checked = model.model_validate(candidate).model_dump(mode="json", include=set(changes))
+    return write_user_config({key: None if changes[key] is None else checked[key] for key in changes}, path)
 
 
 def store_api_key(name: str, secret: str) -> None:

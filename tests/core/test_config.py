@@ -6,8 +6,16 @@ import os
 from pathlib import Path
 
 import pytest
+from pydantic import Field, SecretStr
 
-from core.config import Settings, ValidationMode, load_settings, user_config_file
+from core.config import (
+    Settings,
+    SettingsGroup,
+    ValidationMode,
+    editable_settings,
+    load_settings,
+    user_config_file,
+)
 from core.errors import ConfigurationError, EvidenceDeskError
 
 PREFIX = "EVIDENCE_DESK_"
@@ -199,3 +207,34 @@ def test_unknown_override_is_rejected() -> None:
 
 def test_settings_class_uses_the_prefix() -> None:
     assert Settings.model_config["env_prefix"] == PREFIX
+
+
+def test_every_setting_has_a_title_and_a_description() -> None:
+    """The dialog's labels and help text come from here; a bare field would show its raw name."""
+    for name, field in Settings.model_fields.items():
+        assert field.title, name
+        assert field.description, name
+
+
+def test_timeouts_have_an_upper_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(f"{PREFIX}LLM_TIMEOUT_S", "7200")
+    message = _config_error()
+    assert "llm_timeout_s" in message and "less than or equal to 3600" in message
+
+
+def test_editable_settings_leave_out_the_workspace_and_secrets() -> None:
+    class WithSecret(Settings):
+        service_token: SecretStr | None = None
+        colour: str = Field(default="teal")
+
+    names = [s.name for s in editable_settings(WithSecret)]
+    assert "db_url" not in names and "script" not in names
+    assert "service_token" not in names
+    assert names[-1] == "colour", "a field without desk metadata still appears, last"
+    assert editable_settings(WithSecret)[-1].group == SettingsGroup.OTHER
+    assert editable_settings(WithSecret)[-1].title == "Colour"
+    by_name = {s.name: s for s in editable_settings()}
+    assert by_name["corpus"].path_kind == "folder" and by_name["rules"].path_kind == "file"
+    assert by_name["max_tool_iterations"].group == SettingsGroup.LIMITS
+    groups = [s.group for s in editable_settings()]
+    assert groups == sorted(groups, key=[g.value for g in SettingsGroup].index), "grouped in order"

@@ -5,6 +5,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 from pytestqt.qtbot import QtBot
 
 from core.config import load_settings
@@ -13,7 +14,13 @@ from core.events import EventBus, RunProgress, TaskChange, TaskChanged, TasksCha
 from core.secrets import load_api_keys_into_env
 from desktop.app import parse_desk_args
 from desktop.bridge import CoreBridge
-from desktop.user_config import KeyStoreUnavailable, read_user_config, store_api_key, write_user_config
+from desktop.user_config import (
+    KeyStoreUnavailable,
+    read_user_config,
+    save_user_settings,
+    store_api_key,
+    write_user_config,
+)
 
 
 def test_bridge_buffers_until_delivery_then_goes_live(qtbot: QtBot) -> None:
@@ -73,6 +80,59 @@ def test_settings_file_round_trips_through_core(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="cannot hold"):
         write_user_config({"agent_model": {"nested": 1}}, path)
     tomllib.loads(path.read_text(encoding="utf-8"))  # a refused write left the file intact
+
+
+HAND_WRITTEN = """# my desk settings
+# the lab's model, agreed 2024-05
+agent_model = "openai/gpt-4o"  # not the mini one
+db_url = "sqlite+aiosqlite:///shared/workspace.sqlite3"
+
+max_tool_iterations = 5
+"""
+
+
+def test_save_keeps_comments_order_and_keys_it_does_not_edit(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(HAND_WRITTEN, encoding="utf-8")
+    save_user_settings({"max_tool_iterations": 9, "validator_model": "openai/gpt-4o-mini"}, path)
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith(HAND_WRITTEN.replace("= 5", "= 9"))  # comments, order, db_url kept
+    assert text.endswith('validator_model = "openai/gpt-4o-mini"\n')
+    assert read_user_config(path)["db_url"] == "sqlite+aiosqlite:///shared/workspace.sqlite3"
+
+
+def test_writer_keeps_keys_and_tables_the_settings_do_not_know(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('# shared with a plug-in\nfuture_option = "x"\n\n[plugin]\nlevel = 3  # loud\n')
+    write_user_config({"reviewer": "kim"}, path)
+    text = path.read_text(encoding="utf-8")
+    assert "# shared with a plug-in" in text and "level = 3  # loud" in text
+    assert read_user_config(path) == {"future_option": "x", "reviewer": "kim", "plugin": {"level": 3}}
+
+
+def test_save_refuses_invalid_settings_and_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(HAND_WRITTEN, encoding="utf-8")
+    with pytest.raises(ValidationError) as info:
+        save_user_settings({"max_tool_iterations": 500, "corpus": str(tmp_path / "missing")}, path)
+    assert {err["loc"][0] for err in info.value.errors()} == {"max_tool_iterations", "corpus"}
+    assert path.read_text(encoding="utf-8") == HAND_WRITTEN
+    assert not (tmp_path / "config.toml.tmp").exists()
+
+
+def test_save_writes_json_forms_and_none_restores_the_default(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    save_user_settings({"corpus": corpus, "validation_mode": "keywords", "agent_model": "x/y"}, path)
+    assert read_user_config(path) == {
+        "corpus": str(corpus),
+        "validation_mode": "keywords",
+        "agent_model": "x/y",
+    }
+    assert path.read_text(encoding="utf-8").startswith("# Evidence Desk settings")
+    save_user_settings({"agent_model": None}, path)
+    assert "agent_model" not in read_user_config(path)
 
 
 def test_api_key_without_keyring_is_refused_and_stored_nowhere(
