@@ -79,7 +79,7 @@ def warning_badges(
     warnings = read_warnings(validation.debug)
     for w in warnings:
         if w.code is WarningCode.SAME_FAMILY_VALIDATOR:
-            badges.append(Badge("Same-family validator", "warning", w.message))
+            badges.append(Badge(warning_title(w.code), "warning", w.message))
     chunked = [w for w in warnings if w.code is WarningCode.CHUNKED_VALIDATION]
     if chunked or validation.debug.get("strategy") == "chunked":
         count = validation.debug.get("chunk_count")
