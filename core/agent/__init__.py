@@ -1,28 +1,22 @@
-"""The agent loop: LLM calls, tool calls and the session events they leave."""
+"""The agent loop: LLM calls, tool calls and the session events they leave.
+
+Why a run stopped is a :class:`core.domain.facts.FinishReason`; its ``usable`` property says
+whether the run's last text may be read as its answer.
+"""
 
 from core.agent.loop import (
-    CANCELLED,
     COMPACT_SNAPSHOT_KEYS,
     FINALIZATION_INSTRUCTION,
-    FINALIZED,
     NO_ANSWER_MESSAGE,
-    STOP,
-    UNFINALIZED,
-    USABLE_FINISH_REASONS,
     AgentLoop,
     RunOutcome,
     RunProgress,
 )
 
 __all__ = [
-    "CANCELLED",
     "COMPACT_SNAPSHOT_KEYS",
     "FINALIZATION_INSTRUCTION",
-    "FINALIZED",
     "NO_ANSWER_MESSAGE",
-    "STOP",
-    "UNFINALIZED",
-    "USABLE_FINISH_REASONS",
     "AgentLoop",
     "RunOutcome",
     "RunProgress",

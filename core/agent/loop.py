@@ -14,20 +14,12 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from core.config import Settings
+from core.domain.facts import EventKind, FinishReason
 from core.llm import LLMGateway, LLMResponse
 from core.llm.errors import LLMBadRequest, LLMError
 from core.llm.gateway import provider_family
 from core.store import NewEvent, Store
 from core.tools.registry import ToolRegistry, ToolResult
-
-# Finish reasons. Only the first three carry an answer a person may read as the run's answer.
-STOP = "stop"
-FINALIZED = "max_tool_iterations_finalized"
-UNFINALIZED = "max_tool_iterations_unfinalized"
-CANCELLED = "cancelled"
-LLM_ERROR = "llm_error"
-EMPTY = "empty_response"
-USABLE_FINISH_REASONS = frozenset({STOP, FINALIZED})
 
 FINALIZATION_INSTRUCTION = (
     "The tool budget for this task is spent: no more tools can be called. Answer the task now from "
@@ -68,7 +60,7 @@ class RunOutcome(BaseModel):
     run_id: str
     session_id: str
     output_text: str
-    finish_reason: str
+    finish_reason: FinishReason
     iterations: int
     error: str | None = None
     pending_tool_calls: bool = False  # the last reply asked for tools that were not offered
@@ -76,7 +68,7 @@ class RunOutcome(BaseModel):
 
     @property
     def usable(self) -> bool:
-        return self.finish_reason in USABLE_FINISH_REASONS and bool(self.output_text.strip())
+        return self.finish_reason.usable and bool(self.output_text.strip())
 
 
 def scrub_secrets(value: Any) -> Any:
@@ -150,7 +142,7 @@ class AgentLoop:
         schemas = self.tools.schemas() if include_tools and budget > 0 else []
         await self._append(
             state,
-            "run_started",
+            EventKind.RUN_STARTED,
             {
                 "model": model,
                 "run_kind": run_kind,
@@ -167,7 +159,7 @@ class AgentLoop:
             outcome = await self._loop(state, model, schemas, budget, max_tokens, temperature)
         except asyncio.CancelledError:
             # Record the end even though we are being cancelled; shield so the write completes.
-            finish = _Finish(CANCELLED, state.last_content or "", "the run was cancelled")
+            finish = _Finish(FinishReason.CANCELLED, state.last_content or "", "the run was cancelled")
             await asyncio.shield(self._finish(state, finish))
             raise
         await self._finish(state, outcome)
@@ -200,14 +192,16 @@ class AgentLoop:
             try:
                 response = await self._request(state, model, offered, None, max_tokens, temperature)
             except LLMError as exc:
-                return _Finish(LLM_ERROR, "", str(exc))
+                return _Finish(FinishReason.LLM_ERROR, "", str(exc))
             if not response.tool_calls or not offered:
                 text = (response.content or "").strip()
                 # Tool calls when none were offered: the "answer" is a preamble to work never done.
                 pending = bool(response.tool_calls)
                 if not text:
-                    return _Finish(EMPTY, "", "the model returned an empty answer", pending)
-                return _Finish(STOP, response.content or "", None, pending)
+                    return _Finish(
+                        FinishReason.EMPTY_RESPONSE, "", "the model returned an empty answer", pending
+                    )
+                return _Finish(FinishReason.STOP, response.content or "", None, pending)
             await self._call_tools(state, response)
             tool_rounds += 1
             if tool_rounds >= budget:
@@ -238,7 +232,7 @@ class AgentLoop:
                 [
                     snapshot,
                     NewEvent(
-                        kind="llm_call_failed",
+                        kind=EventKind.LLM_CALL_FAILED,
                         payload={"iteration": state.iteration, "kind": exc.kind, "error": str(exc)},
                     ),
                 ],
@@ -253,7 +247,7 @@ class AgentLoop:
         state.add(assistant)
         state.last_content = response.content or state.last_content
         received = NewEvent(
-            kind="llm_response_received",
+            kind=EventKind.LLM_RESPONSE_RECEIVED,
             payload={
                 "iteration": state.iteration,
                 "content": response.content,
@@ -268,7 +262,7 @@ class AgentLoop:
         if response.tool_calls and tools:
             events += [
                 NewEvent(
-                    kind="tool_call_started",
+                    kind=EventKind.TOOL_CALL_STARTED,
                     payload={
                         "iteration": state.iteration,
                         "tool_name": c.name,
@@ -303,12 +297,12 @@ class AgentLoop:
             "thinking": False,
         }
         if not self.settings.debug_full_request_snapshots:
-            return NewEvent(kind="llm_request_snapshotted", payload=payload)
+            return NewEvent(kind=EventKind.LLM_REQUEST_SNAPSHOTTED, payload=payload)
         full = scrub_secrets({"messages": state.messages, "tools": tools, "tool_choice": tool_choice})
         # The full request is stored once, in ``content``; duplicating it in the payload is what
         # made request logs balloon before compact snapshots existed.
         return NewEvent(
-            kind="llm_request_snapshotted",
+            kind=EventKind.LLM_REQUEST_SNAPSHOTTED,
             payload={**payload, "full_request": True},
             content=json.dumps(full, ensure_ascii=False, default=str),
         )
@@ -324,7 +318,7 @@ class AgentLoop:
             state.add({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": result.content})
             events.append(
                 NewEvent(
-                    kind="tool_result_recorded",
+                    kind=EventKind.TOOL_RESULT_RECORDED,
                     payload={
                         "iteration": state.iteration,
                         "tool_name": call.name,
@@ -353,7 +347,7 @@ class AgentLoop:
         instruction = {"role": "user", "content": FINALIZATION_INSTRUCTION}
         state.add(instruction)
         await self._append(
-            state, "finalization_requested", {"iteration": state.iteration, "message": instruction}
+            state, EventKind.FINALIZATION_REQUESTED, {"iteration": state.iteration, "message": instruction}
         )
         state.iteration += 1
         try:
@@ -365,17 +359,23 @@ class AgentLoop:
                 # Some providers insist tools stay declared once tool messages exist.
                 response = await self._request(state, model, schemas, "none", max_tokens, temperature)
         except LLMError as exc:
-            return _Finish(UNFINALIZED, NO_ANSWER_MESSAGE, f"finalization failed: {exc}")
+            return _Finish(
+                FinishReason.MAX_TOOL_ITERATIONS_UNFINALIZED, NO_ANSWER_MESSAGE, f"finalization failed: {exc}"
+            )
         text = (response.content or "").strip()
         if not text:
-            return _Finish(UNFINALIZED, NO_ANSWER_MESSAGE, "finalization returned no answer")
-        return _Finish(FINALIZED, response.content or "", None)
+            return _Finish(
+                FinishReason.MAX_TOOL_ITERATIONS_UNFINALIZED,
+                NO_ANSWER_MESSAGE,
+                "finalization returned no answer",
+            )
+        return _Finish(FinishReason.MAX_TOOL_ITERATIONS_FINALIZED, response.content or "", None)
 
     async def _finish(self, state: _RunState, finish: _Finish) -> None:
         warnings = _warnings_for(finish)
         await self._append(
             state,
-            "run_finished",
+            EventKind.RUN_FINISHED,
             {
                 "finish_reason": finish.finish_reason,
                 "output_text": finish.output_text,
@@ -392,7 +392,7 @@ class AgentLoop:
 
     # ------------------------------------------------------------------ plumbing
     async def _append(
-        self, state: _RunState, kind: str, payload: dict[str, Any], content: str | None = None
+        self, state: _RunState, kind: EventKind, payload: dict[str, Any], content: str | None = None
     ) -> None:
         await self._append_many(state, [NewEvent(kind=kind, payload=payload, content=content)])
 
@@ -463,7 +463,11 @@ class _Finish:
     __slots__ = ("error", "finish_reason", "output_text", "pending_tool_calls")
 
     def __init__(
-        self, finish_reason: str, output_text: str, error: str | None, pending_tool_calls: bool = False
+        self,
+        finish_reason: FinishReason,
+        output_text: str,
+        error: str | None,
+        pending_tool_calls: bool = False,
     ) -> None:
         self.finish_reason = finish_reason
         self.output_text = output_text
@@ -473,10 +477,14 @@ class _Finish:
 
 def _warnings_for(finish: _Finish) -> list[str]:
     messages = {
-        FINALIZED: "the tool budget was reached; the answer was written from the evidence gathered so far",
-        UNFINALIZED: "the tool budget was reached and no final answer could be produced",
-        CANCELLED: "the run was cancelled before it finished",
-        LLM_ERROR: f"the model call failed: {finish.error}",
-        EMPTY: "the model returned an empty answer",
+        FinishReason.MAX_TOOL_ITERATIONS_FINALIZED: (
+            "the tool budget was reached; the answer was written from the evidence gathered so far"
+        ),
+        FinishReason.MAX_TOOL_ITERATIONS_UNFINALIZED: (
+            "the tool budget was reached and no final answer could be produced"
+        ),
+        FinishReason.CANCELLED: "the run was cancelled before it finished",
+        FinishReason.LLM_ERROR: f"the model call failed: {finish.error}",
+        FinishReason.EMPTY_RESPONSE: "the model returned an empty answer",
     }
     return [messages[finish.finish_reason]] if finish.finish_reason in messages else []

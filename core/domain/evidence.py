@@ -10,6 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from core.domain.facts import FinishReasonOrText, NodeStatus
+
 
 class ToolEvidence(BaseModel):
     tool_name: str
@@ -26,7 +28,7 @@ class RunEvidence(BaseModel):
     run_id: str
     session_id: str
     output_text: str = ""
-    finish_reason: str = ""
+    finish_reason: FinishReasonOrText = ""  # empty when the run never said (an old or partial packet)
     transcript: list[dict[str, Any]] = Field(default_factory=list)
     tool_results: list[ToolEvidence] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
@@ -35,8 +37,8 @@ class RunEvidence(BaseModel):
 class NodeRunResult(BaseModel):
     node_id: str
     role: str = ""
-    status: str  # "succeeded" | "failed" | "cancelled" | "budget_exhausted" | "skipped"
-    finish_reason: str = ""
+    status: NodeStatus
+    finish_reason: FinishReasonOrText = ""
     output_text: str = ""
     error: str | None = None
     evidence: RunEvidence | None = None

@@ -9,8 +9,9 @@ mypy sees every place that handles them.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class EventKind(StrEnum):
@@ -22,6 +23,8 @@ class EventKind(StrEnum):
     LLM_CALL_FAILED = "llm_call_failed"
     TOOL_CALL_STARTED = "tool_call_started"
     TOOL_RESULT_RECORDED = "tool_result_recorded"
+    FINALIZATION_REQUESTED = "finalization_requested"
+    MESSAGE_ADDED = "message_added"  # written by earlier versions; the transcript still replays it
     RUN_FINISHED = "run_finished"
     RUN_INTERRUPTED = "run_interrupted"
     TASK_STATUS_CHANGED = "task_status_changed"
@@ -50,6 +53,13 @@ class AttemptState(StrEnum):
         return self in (AttemptState.FAILED, AttemptState.CANCELLED, AttemptState.INTERRUPTED)
 
 
+class RunState(StrEnum):
+    """Whether a run is still going (the ``runs.state`` column); how it ended is its finish reason."""
+
+    RUNNING = "running"
+    FINISHED = "finished"
+
+
 class FinishReason(StrEnum):
     """Why an agent run stopped (``runs.finish_reason`` and the ``run_finished`` event)."""
 
@@ -73,7 +83,13 @@ class NodeStatus(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    BUDGET_EXHAUSTED = "budget_exhausted"  # the tool budget ran out and no answer could be written
     SKIPPED = "skipped"
+
+    @property
+    def is_failure(self) -> bool:
+        """The node did not deliver an answer it was asked for; a skipped node was never asked."""
+        return self in (NodeStatus.FAILED, NodeStatus.CANCELLED, NodeStatus.BUDGET_EXHAUSTED)
 
 
 class RevisionRequester(StrEnum):
@@ -108,12 +124,22 @@ class VerdictWarning(BaseModel):
     total: int | None = None  # the count's denominator, where it has one
 
 
+# Open vocabularies: the store accepts any event kind, and evidence built by earlier versions (or
+# hand-written test packets) may carry a finish reason this version does not know. A known value
+# reads back as the enum member; an unknown one stays text instead of making the record unreadable.
+EventKindOrText = Annotated[EventKind | str, Field(union_mode="left_to_right")]
+FinishReasonOrText = Annotated[FinishReason | str, Field(union_mode="left_to_right")]
+
+
 __all__ = [
     "AttemptState",
     "EventKind",
+    "EventKindOrText",
     "FinishReason",
+    "FinishReasonOrText",
     "NodeStatus",
     "RevisionRequester",
+    "RunState",
     "VerdictWarning",
     "WarningCode",
 ]

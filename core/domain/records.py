@@ -7,6 +7,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from core.domain.facts import (
+    AttemptState,
+    EventKindOrText,
+    FinishReasonOrText,
+    RevisionRequester,
+    RunState,
+)
 from core.domain.status import TaskStatus, ValidationOutcome
 
 
@@ -39,7 +46,7 @@ class TaskRecord(_Record):
     latest_validation_status: str | None
     latest_score: float | None
     latest_category: str | None
-    revision_requested_by: str | None
+    revision_requested_by: RevisionRequester | None
     read_only: bool
     origin: str | None
     runner: str | None
@@ -52,7 +59,7 @@ class TaskRecord(_Record):
     def requires_user_action(self) -> bool:
         """``needs_revision`` waits for a person only when the analyst asked and no retry is queued."""
         if self.status is TaskStatus.NEEDS_REVISION:
-            return self.revision_requested_by == "analyst"
+            return self.revision_requested_by is RevisionRequester.ANALYST
         return self.status.requires_user_action
 
 
@@ -62,8 +69,8 @@ class AttemptRecord(_Record):
     index: int
     trigger: str
     prompt: str
-    state: str
-    finish_reason: str | None
+    state: AttemptState
+    finish_reason: FinishReasonOrText | None
     final_output: str | None
     validation_status: str | None
     validation_score: float | None
@@ -90,8 +97,8 @@ class RunRecord(_Record):
     kind: str
     node_id: str | None
     model: str
-    state: str
-    finish_reason: str | None
+    state: RunState
+    finish_reason: FinishReasonOrText | None
     output_text: str | None
     started_at: datetime
     finished_at: datetime | None
@@ -103,7 +110,7 @@ class EventRecord(_Record):
     run_id: str | None
     task_id: str | None
     seq: int
-    kind: str
+    kind: EventKindOrText
     payload: dict[str, Any]
     content: str | None
     created_at: datetime

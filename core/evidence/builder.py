@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.domain.evidence import RunEvidence, ToolEvidence
+from core.domain.facts import EventKind, FinishReason
 from core.store import EventRecord, Store
 
 
@@ -18,9 +19,9 @@ def transcript_from_events(events: Sequence[EventRecord]) -> list[dict[str, Any]
     messages: list[dict[str, Any]] = []
     for ev in events:
         p = ev.payload
-        if ev.kind == "run_started":
+        if ev.kind == EventKind.RUN_STARTED:
             messages.extend(p.get("input_messages") or [])
-        elif ev.kind == "llm_response_received":
+        elif ev.kind == EventKind.LLM_RESPONSE_RECEIVED:
             msg: dict[str, Any] = {"role": "assistant", "content": p.get("content")}
             calls = p.get("tool_calls") or []
             if calls:
@@ -33,7 +34,7 @@ def transcript_from_events(events: Sequence[EventRecord]) -> list[dict[str, Any]
                     for c in calls
                 ]
             messages.append(msg)
-        elif ev.kind == "tool_result_recorded":
+        elif ev.kind == EventKind.TOOL_RESULT_RECORDED:
             messages.append(
                 {
                     "role": "tool",
@@ -42,7 +43,7 @@ def transcript_from_events(events: Sequence[EventRecord]) -> list[dict[str, Any]
                     "content": ev.content or "",
                 }
             )
-        elif ev.kind in ("finalization_requested", "message_added"):
+        elif ev.kind in (EventKind.FINALIZATION_REQUESTED, EventKind.MESSAGE_ADDED):
             messages.append(p["message"])
     return _drop_dangling_tool_calls(messages)
 
@@ -77,7 +78,7 @@ def run_evidence_from_events(run_id: str, session_id: str, events: Sequence[Even
     warnings: list[str] = []
     finished = False
     for ev in events:
-        if ev.kind == "tool_result_recorded":
+        if ev.kind == EventKind.TOOL_RESULT_RECORDED:
             p = ev.payload
             tool_results.append(
                 ToolEvidence(
@@ -91,15 +92,15 @@ def run_evidence_from_events(run_id: str, session_id: str, events: Sequence[Even
                     is_error=bool(p.get("is_error", False)),
                 )
             )
-        elif ev.kind == "run_finished":
+        elif ev.kind == EventKind.RUN_FINISHED:
             finished = True
             finish_reason = str(ev.payload.get("finish_reason", ""))
             output_text = str(ev.payload.get("output_text") or "")
             warnings.extend(ev.payload.get("warnings") or [])
-        elif ev.kind == "run_interrupted":
+        elif ev.kind == EventKind.RUN_INTERRUPTED:
             warnings.append(str(ev.payload.get("message", "the run was interrupted")))
     if not finished:
-        finish_reason = finish_reason or "interrupted"
+        finish_reason = finish_reason or FinishReason.INTERRUPTED
         if not any("interrupted" in w for w in warnings):
             warnings.append("the run never recorded its end (the process was interrupted)")
     return RunEvidence(

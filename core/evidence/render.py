@@ -38,8 +38,6 @@ __all__ = [
 
 EvidenceKind = Literal["tool_result", "node_output", "run_output", "final_output", "transcript"]
 
-_FAILED_NODE_STATUSES = frozenset({"failed", "cancelled", "budget_exhausted"})
-
 
 class EvidenceItem(BaseModel):
     evidence_id: str
@@ -225,7 +223,7 @@ def _node_section(b: _Builder, node: NodeRunResult, *, include_transcript: bool)
             run_id=run.run_id if run is not None else None,
             session_id=run.session_id if run is not None else None,
             node_id=node.node_id,
-            is_error=node.error is not None or node.status in _FAILED_NODE_STATUSES,
+            is_error=node.error is not None or node.status.is_failure,
             content=output,
         )
     elif run is not None:

@@ -17,9 +17,10 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from core.agent.loop import CANCELLED, UNFINALIZED, AgentLoop, RunOutcome, RunProgress
+from core.agent.loop import AgentLoop, RunOutcome, RunProgress
 from core.config import Settings
 from core.domain.evidence import NodeRunResult, RunEvidence, TaskEvidencePacket, TeamRunResult
+from core.domain.facts import EventKind, FinishReason, NodeStatus
 from core.evidence.builder import build_run_evidence
 from core.evidence.render import render_packet, render_run
 from core.evidence.wrapping import EXTERNAL_CONTENT_WARNING, neutralise
@@ -52,13 +53,13 @@ Write the final answer to the task above from the team evidence.
 - State clearly what is missing or uncertain, and which nodes failed or were incomplete."""
 
 
-def node_status(outcome: RunOutcome) -> str:
-    """Map a run's finish to a node status; FINALIZED counts as succeeded (its answer is usable)."""
-    if outcome.finish_reason == CANCELLED:
-        return "cancelled"
-    if outcome.finish_reason == UNFINALIZED:
-        return "budget_exhausted"
-    return "succeeded" if outcome.usable else "failed"
+def node_status(outcome: RunOutcome) -> NodeStatus:
+    """Map a run's finish to a node status; a finalized budget run succeeded (its answer is usable)."""
+    if outcome.finish_reason is FinishReason.CANCELLED:
+        return NodeStatus.CANCELLED
+    if outcome.finish_reason is FinishReason.MAX_TOOL_ITERATIONS_UNFINALIZED:
+        return NodeStatus.BUDGET_EXHAUSTED
+    return NodeStatus.SUCCEEDED if outcome.usable else NodeStatus.FAILED
 
 
 def _upstream_section(result: NodeRunResult) -> str:
@@ -192,7 +193,7 @@ class TeamScheduler:
         warnings = [
             f"team node '{r.node_id}' ended {r.status}" + (f": {r.error}" if r.error else "")
             for r in ordered
-            if r.status != "succeeded"
+            if r.status is not NodeStatus.SUCCEEDED
         ]
         return TeamRunResult(plan_id=plan.id, mode=plan.mode, node_results=ordered, warnings=warnings)
 
@@ -252,8 +253,8 @@ class TeamScheduler:
             return NodeRunResult(
                 node_id=node.id,
                 role=node.role,
-                status="cancelled",
-                finish_reason=CANCELLED,
+                status=NodeStatus.CANCELLED,
+                finish_reason=FinishReason.CANCELLED,
                 output_text=partial.output_text if partial else "",
                 error="the node was cancelled",
                 evidence=partial,
@@ -263,7 +264,7 @@ class TeamScheduler:
             return NodeRunResult(
                 node_id=node.id,
                 role=node.role,
-                status="failed",
+                status=NodeStatus.FAILED,
                 finish_reason=partial.finish_reason if partial else "",
                 output_text=partial.output_text if partial else "",
                 error=f"{type(exc).__name__}: {exc}",
@@ -275,7 +276,7 @@ class TeamScheduler:
         if session_id is None:
             return None
         try:
-            events = await self.store.get_session_events(session_id, kinds=["run_started"])
+            events = await self.store.get_session_events(session_id, kinds=[EventKind.RUN_STARTED])
         except Exception:
             return None
         run_ids = [e.run_id for e in events if e.run_id is not None]

@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from core.config import Settings, ValidationMode
 from core.domain.evidence import TaskEvidencePacket
+from core.domain.facts import EventKind, VerdictWarning, WarningCode
 from core.domain.status import ValidationStatus
 from core.domain.validation import CitationCheck, FailureCategory, ValidationResult
 from core.evidence.render import (
@@ -55,9 +56,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-SNAPSHOT_EVENT = "task_validation_snapshotted"
-SCHEMA_FAILED_EVENT = "output_schema_validation_failed"
-
 SAFETY_MARGIN = 0.10  # token counters of different providers disagree by a few percent
 MAX_OUTPUT_RESERVE = 4096
 DEFAULT_UNKNOWN_WINDOW = 32_000  # a real model missing from litellm's map: assume a modest window
@@ -69,7 +67,7 @@ class ValidationReport(BaseModel):
     result: ValidationResult
     prompt: str
     debug: dict[str, Any]
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[VerdictWarning] = Field(default_factory=list)
     skipped: bool = False
 
 
@@ -138,11 +136,14 @@ class ValidationService:
         started = time.perf_counter()
         settings = self.settings
         model = settings.validator_model
-        warnings: list[str] = []
+        warnings: list[VerdictWarning] = []
         if provider_family(model) == provider_family(agent_model):
             warnings.append(
-                f"same-family-validator: validator {model} and agent {agent_model} are both from the "
-                f"{provider_family(model)} family; judges tend to favour answers from their own family"
+                VerdictWarning(
+                    code=WarningCode.SAME_FAMILY_VALIDATOR,
+                    message=f"validator {model} and agent {agent_model} are both from the "
+                    f"{provider_family(model)} family; judges tend to favour answers from their own family",
+                )
             )
         rendered = await asyncio.to_thread(render_packet, packet, include_final_output=False)
         gathered = await asyncio.to_thread(evidence_char_length, packet)
@@ -220,7 +221,7 @@ class ValidationService:
                 "model_used": judgement.model_used or None,
                 "error": judgement.error,
                 "latency_s": round(latency, 4),
-                "warnings": list(warnings),
+                "warnings": [w.model_dump(mode="json") for w in warnings],
                 "skipped": skipped,
                 "attempt_id": attempt_id,
                 "chunk_raw_responses": judgement.chunk_raw_responses,
@@ -237,7 +238,7 @@ class ValidationService:
         }
         await self.store.append_event(
             session_id,
-            SNAPSHOT_EVENT,
+            EventKind.TASK_VALIDATION_SNAPSHOTTED,
             payload,
             content=judgement.prompt if store_prompt else None,
             task_id=task_id,
@@ -267,7 +268,7 @@ class ValidationService:
         session_id: str,
         task_id: str,
         attempt_index: int,
-        warnings: list[str],
+        warnings: list[VerdictWarning],
     ) -> _Judgement:
         settings = self.settings
         model = settings.validator_model
@@ -304,8 +305,11 @@ class ValidationService:
         if window is None and not model.startswith(_SCRIPTED_PREFIX):
             window = DEFAULT_UNKNOWN_WINDOW
             warnings.append(
-                f"unknown-context-window: {model} is not in litellm's model map; "
-                f"assuming {DEFAULT_UNKNOWN_WINDOW} tokens (set validator_context_tokens)"
+                VerdictWarning(
+                    code=WarningCode.UNKNOWN_CONTEXT_WINDOW,
+                    message=f"{model} is not in litellm's model map; "
+                    f"assuming {DEFAULT_UNKNOWN_WINDOW} tokens (set validator_context_tokens)",
+                )
             )
         budget = token_budget(window) if window is not None else None
         emit = self._failure_emitter(session_id, task_id, attempt_index)
@@ -334,7 +338,7 @@ class ValidationService:
         budget: int,
         prompt_tokens: int,
         emit: Callable[[str], Callable[[SchemaFailure], Awaitable[None]]],
-        warnings: list[str],
+        warnings: list[VerdictWarning],
         answer_chars: int,
     ) -> _Judgement:
         model = self.settings.validator_model
@@ -356,12 +360,21 @@ class ValidationService:
         chunk_tokens = budget - fixed
         if chunk_tokens < MIN_CHUNK_TOKENS:
             warnings.append(
-                f"context-overflow: the task, rules and answer leave {max(chunk_tokens, 0)} of {budget} tokens "
-                f"for evidence; chunks of {MIN_CHUNK_TOKENS} tokens may exceed the validator's window"
+                VerdictWarning(
+                    code=WarningCode.CONTEXT_OVERFLOW,
+                    message=f"the task, rules and answer leave {max(chunk_tokens, 0)} of {budget} tokens "
+                    f"for evidence; chunks of {MIN_CHUNK_TOKENS} tokens may exceed the validator's window",
+                )
             )
             chunk_tokens = MIN_CHUNK_TOKENS
         chunks = await asyncio.to_thread(plan_chunks, rendered.items, chunk_tokens=chunk_tokens, count=count)
-        warnings.append(f"chunked-validation: {len(chunks)} chunks")
+        warnings.append(
+            VerdictWarning(
+                code=WarningCode.CHUNKED_VALIDATION,
+                message=f"the evidence did not fit the validator's window; it was reviewed in {len(chunks)} chunks",
+                count=len(chunks),
+            )
+        )
         prompts: list[str] = []
         findings: list[dict[str, Any]] = []
         judgement = _Judgement(
@@ -460,7 +473,11 @@ class ValidationService:
                 }
                 # The raw output travels in the event's content column (it can be megabytes).
                 await self.store.append_event(
-                    session_id, SCHEMA_FAILED_EVENT, payload, content=failure.raw_output, task_id=task_id
+                    session_id,
+                    EventKind.OUTPUT_SCHEMA_VALIDATION_FAILED,
+                    payload,
+                    content=failure.raw_output,
+                    task_id=task_id,
                 )
 
             return emit
@@ -472,7 +489,7 @@ class ValidationService:
         self,
         result: ValidationResult,
         rendered: RenderedEvidence,
-        warnings: list[str],
+        warnings: list[VerdictWarning],
         debug: dict[str, Any],
     ) -> ValidationResult:
         contents = _item_contents(rendered.items)
@@ -484,7 +501,15 @@ class ValidationService:
         debug["citation_checks"] = counts
         verified = counts[CitationCheck.VERIFIED.value]
         if checked and verified < len(checked):
-            warnings.append(f"unverified-citations: {len(checked) - verified} of {len(checked)}")
+            unverified = len(checked) - verified
+            warnings.append(
+                VerdictWarning(
+                    code=WarningCode.UNVERIFIED_CITATIONS,
+                    message=f"{unverified} of {len(checked)} citations were not found in the evidence",
+                    count=unverified,
+                    total=len(checked),
+                )
+            )
         if (
             self.settings.require_verified_citations
             and result.status == ValidationStatus.ACCEPTED

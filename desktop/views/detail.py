@@ -6,7 +6,6 @@ loads data itself, so the shell decides when (and off which thread) a dossier is
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -24,12 +23,14 @@ from PySide6.QtWidgets import (
 )
 
 from core.domain.evidence import TaskEvidencePacket
+from core.domain.facts import WarningCode
 from core.domain.records import AttemptRecord, ValidationRecord
 from core.domain.status import ValidationOutcome
 from core.domain.validation import CitationCheck
 from core.tasks.dossier import TaskDossier
+from core.validation.warnings import read_warnings
 from desktop.views.evidence import EvidenceView
-from desktop.views.validator import ValidatorView
+from desktop.views.validator import ValidatorView, warning_title
 
 __all__ = ["Badge", "TaskDetailView", "outcome_text", "warning_badges"]
 
@@ -39,7 +40,10 @@ BADGE_COLOURS: dict[str, tuple[str, str]] = {  # background, text: explicit so b
     "warning": ("#fdebd0", "#7e5109"),
     "danger": ("#f5b7b1", "#78281f"),
 }
-_KNOWN_PREFIXES = ("same-family-validator:", "chunked-validation:", "unverified-citations:")
+# Codes with a badge of their own below; every other code gets a generic warning badge.
+_OWN_BADGES = frozenset(
+    {WarningCode.SAME_FAMILY_VALIDATOR, WarningCode.CHUNKED_VALIDATION, WarningCode.UNVERIFIED_CITATIONS}
+)
 
 
 @dataclass(frozen=True)
@@ -72,29 +76,30 @@ def warning_badges(
         badges.append(Badge("Interrupted run", "danger", "The process stopped before this attempt finished."))
     if validation is None:
         return badges
-    warnings = [str(w) for w in validation.debug.get("warnings") or []]
+    warnings = read_warnings(validation.debug)
     for w in warnings:
-        if w.startswith("same-family-validator:"):
-            badges.append(Badge("Same-family validator", "warning", w))
-    chunked = [w for w in warnings if w.startswith("chunked-validation:")]
+        if w.code is WarningCode.SAME_FAMILY_VALIDATOR:
+            badges.append(Badge(warning_title(w.code), "warning", w.message))
+    chunked = [w for w in warnings if w.code is WarningCode.CHUNKED_VALIDATION]
     if chunked or validation.debug.get("strategy") == "chunked":
         count = validation.debug.get("chunk_count")
         if not isinstance(count, int) or count <= 0:
-            m = re.search(r"(\d+)", chunked[0]) if chunked else None
-            count = int(m.group(1)) if m else 0
-        badges.append(Badge(f"Chunked validation ({count} chunks)", "info", "; ".join(chunked)))
+            count = next((w.count for w in chunked if w.count), 0)
+        badges.append(
+            Badge(f"Chunked validation ({count} chunks)", "info", "; ".join(w.message for w in chunked))
+        )
     citations = validation.result.get("citations") or []
     unverified = sum(1 for c in citations if c.get("check") != CitationCheck.VERIFIED.value)
-    tip = next((w for w in warnings if w.startswith("unverified-citations:")), "")
-    if unverified or tip:
-        if not unverified:
-            m = re.search(r"(\d+)", tip)
-            unverified = int(m.group(1)) if m else 0
-        badges.append(Badge(f"Unverified citations ({unverified})", "warning", tip))
+    flagged = next((w for w in warnings if w.code is WarningCode.UNVERIFIED_CITATIONS), None)
+    if unverified or flagged is not None:
+        if not unverified and flagged is not None:
+            unverified = flagged.count or 0
+        badges.append(
+            Badge(f"Unverified citations ({unverified})", "warning", flagged.message if flagged else "")
+        )
     for w in warnings:
-        if not w.startswith(_KNOWN_PREFIXES):
-            prefix, _, _rest = w.partition(":")
-            badges.append(Badge(prefix.replace("-", " ").capitalize(), "warning", w))
+        if w.code not in _OWN_BADGES:
+            badges.append(Badge(warning_title(w.code), "warning", w.message))
     return badges
 
 

@@ -21,11 +21,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.domain.facts import VerdictWarning, WarningCode
 from core.domain.records import ValidationRecord
 from core.domain.validation import Citation, CitationCheck, ValidationResult
+from core.validation.warnings import read_warnings
 from desktop.widgets.text_viewer import JsonHighlighter, TextViewer, monospace_font, pretty_json
 
-__all__ = ["CitationList", "ValidatorView", "format_raw_response"]
+__all__ = ["CitationList", "ValidatorView", "format_raw_response", "warning_line", "warning_title"]
 
 STATUS_COLOURS = {
     "accepted": "#2e8b57",
@@ -40,6 +42,32 @@ CHECK_TEXT = {
     CitationCheck.UNCHECKED: ("? unchecked", "#d68910"),
 }
 _HIGHLIGHT_LIMIT = 2_000_000  # characters; beyond this the raw text is shown without colours
+WARNING_TITLES: dict[WarningCode, str] = {
+    WarningCode.SAME_FAMILY_VALIDATOR: "Same-family validator",
+    WarningCode.UNKNOWN_CONTEXT_WINDOW: "Unknown context window",
+    WarningCode.CONTEXT_OVERFLOW: "Context overflow",
+    WarningCode.CHUNKED_VALIDATION: "Chunked validation",
+    WarningCode.UNVERIFIED_CITATIONS: "Unverified citations",
+    WarningCode.PENDING_TOOL_CALLS: "Pending tool calls",
+    WarningCode.NO_EVIDENCE: "No evidence",
+    WarningCode.CITATIONS_REQUIRED: "Citations required",
+    WarningCode.OTHER: "Validator warning",
+}
+
+
+def warning_title(code: WarningCode) -> str:
+    """The analyst's name for a warning code; a code added later still gets a readable one."""
+    return WARNING_TITLES.get(code) or code.value.replace("-", " ").capitalize()
+
+
+def warning_line(warning: VerdictWarning) -> str:
+    """Title, the count (of its total) where there is one, then the validator's words."""
+    title = warning_title(warning.code)
+    if warning.count is not None:
+        title += (
+            f" ({warning.count} of {warning.total})" if warning.total is not None else f" ({warning.count})"
+        )
+    return f"{title}: {warning.message}" if warning.message else title
 
 
 def format_raw_response(raw: str) -> tuple[str, bool]:
@@ -101,7 +129,12 @@ def _list_html(title: str, entries: list[str]) -> str:
     return f"<p style='margin-bottom:0'><b>{html.escape(title)}</b></p><ul style='margin-top:2px'>{rows}</ul>"
 
 
-def verdict_html(result: ValidationResult, *, downgraded_from: str | None = None) -> str:
+def verdict_html(
+    result: ValidationResult,
+    *,
+    downgraded_from: str | None = None,
+    warnings: list[VerdictWarning] | None = None,
+) -> str:
     status = str(result.status)
     colour = STATUS_COLOURS.get(status, "#777777")
     head = (
@@ -116,6 +149,7 @@ def verdict_html(result: ValidationResult, *, downgraded_from: str | None = None
         _list_html("Issues", result.issues)
         + _list_html("Missing requirements", result.missing_requirements)
         + _list_html("Evidence gaps", result.evidence_gaps)
+        + _list_html("Validation warnings", [warning_line(w) for w in warnings or []])
     )
     if result.recommended_revision_prompt:
         body += _list_html("Recommended revision", [result.recommended_revision_prompt])
@@ -183,7 +217,11 @@ class ValidatorView(QWidget):
             self.citations.set_citations([])
         else:
             self.verdict_view.setHtml(
-                verdict_html(result, downgraded_from=record.debug.get("downgraded_from"))
+                verdict_html(
+                    result,
+                    downgraded_from=record.debug.get("downgraded_from"),
+                    warnings=read_warnings(record.debug),
+                )
             )
             self.citations.set_citations(result.citations)
             verified = sum(1 for c in result.citations if c.check == CitationCheck.VERIFIED)

@@ -10,14 +10,12 @@ import pytest
 from core.agent import (
     COMPACT_SNAPSHOT_KEYS,
     FINALIZATION_INSTRUCTION,
-    FINALIZED,
     NO_ANSWER_MESSAGE,
-    STOP,
-    UNFINALIZED,
     AgentLoop,
 )
 from core.config import Settings
 from core.domain import TaskEvidencePacket
+from core.domain.facts import FinishReason
 from core.evidence import build_run_evidence, render_packet, session_messages
 from core.llm import LLMGateway, reset_scripted_stats, scripted_stats
 from core.store import Store
@@ -75,7 +73,7 @@ async def test_tool_loop_answers_and_keeps_call_order(
 ) -> None:
     settings = make_settings([{"model": "agent", "turns": [_tool_turn("slow", "fast"), {"content": "done"}]}])
     outcome = await _run(store, settings, gateway_for)
-    assert outcome.finish_reason == STOP and outcome.output_text == "done" and outcome.usable
+    assert outcome.finish_reason == FinishReason.STOP and outcome.output_text == "done" and outcome.usable
     tool_msgs = [m for m in outcome.messages if m["role"] == "tool"]
     assert [m["content"] for m in tool_msgs] == ["result for slow", "result for fast"]
     events = await store.get_run_event_records(outcome.session_id, outcome.run_id)
@@ -92,7 +90,7 @@ async def test_budget_reached_is_finalized_without_tools(
     turns = [_tool_turn("big"), _tool_turn("again"), {"content": "answer from evidence"}]
     settings = make_settings([{"model": "agent", "turns": turns}], max_tool_iterations=2)
     outcome = await _run(store, settings, gateway_for)
-    assert outcome.finish_reason == FINALIZED
+    assert outcome.finish_reason == FinishReason.MAX_TOOL_ITERATIONS_FINALIZED
     assert outcome.output_text == "answer from evidence"
     assert "tool loop stopped" not in outcome.output_text.lower()
     requests = scripted_stats().requests
@@ -101,7 +99,7 @@ async def test_budget_reached_is_finalized_without_tools(
     assert outcome.messages[-2] == {"role": "user", "content": FINALIZATION_INSTRUCTION}
 
     evidence = await build_run_evidence(store, outcome.session_id, outcome.run_id)
-    assert evidence.finish_reason == FINALIZED
+    assert evidence.finish_reason == FinishReason.MAX_TOOL_ITERATIONS_FINALIZED
     assert [t.content for t in evidence.tool_results][1:] == ["result for again"]
     assert evidence.tool_results[0].content == BIG  # complete, never truncated
     assert evidence.tool_results[0].url == "file:///doc.md" and evidence.tool_results[0].title == "Big doc"
@@ -116,7 +114,7 @@ async def test_failed_finalization_ends_unfinalized_with_clear_message(
     turns = [_tool_turn("a"), {"error": "server_error"}]
     settings = make_settings([{"model": "agent", "turns": turns}], max_tool_iterations=1, llm_num_retries=1)
     outcome = await _run(store, settings, gateway_for)
-    assert outcome.finish_reason == UNFINALIZED
+    assert outcome.finish_reason == FinishReason.MAX_TOOL_ITERATIONS_UNFINALIZED
     assert outcome.output_text == NO_ANSWER_MESSAGE and not outcome.usable
     evidence = await build_run_evidence(store, outcome.session_id, outcome.run_id)
     assert [t.content for t in evidence.tool_results] == ["result for a"]
@@ -128,7 +126,10 @@ async def test_empty_finalization_is_unfinalized(
     turns = [_tool_turn("a"), {"content": "   "}]
     settings = make_settings([{"model": "agent", "turns": turns}], max_tool_iterations=1)
     outcome = await _run(store, settings, gateway_for)
-    assert outcome.finish_reason == UNFINALIZED and outcome.output_text == NO_ANSWER_MESSAGE
+    assert (
+        outcome.finish_reason == FinishReason.MAX_TOOL_ITERATIONS_UNFINALIZED
+        and outcome.output_text == NO_ANSWER_MESSAGE
+    )
 
 
 async def test_compact_snapshots_hold_exactly_the_compact_keys(
@@ -184,7 +185,7 @@ async def test_tool_errors_become_evidence_and_loop_continues(
     ]
     settings = make_settings([{"model": "agent", "turns": turns}])
     outcome = await _run(store, settings, gateway_for)
-    assert outcome.finish_reason == STOP and outcome.output_text == "recovered"
+    assert outcome.finish_reason == FinishReason.STOP and outcome.output_text == "recovered"
     evidence = await build_run_evidence(store, outcome.session_id, outcome.run_id)
     assert [t.is_error for t in evidence.tool_results] == [True, True, True]
     assert "index offline" in evidence.tool_results[0].content
@@ -247,6 +248,6 @@ async def test_tool_calls_when_none_were_offered_are_flagged_pending(
     turns = [{"content": "Let me look that up first.", **_tool_turn("more")}]
     settings = make_settings([{"model": "agent", "turns": turns}])
     outcome = await _run(store, settings, gateway_for, include_tools=False, max_tool_iterations=0)
-    assert outcome.finish_reason == STOP and outcome.pending_tool_calls
+    assert outcome.finish_reason == FinishReason.STOP and outcome.pending_tool_calls
     finished = (await store.get_run_event_records(outcome.session_id, outcome.run_id))[-1]
     assert finished.payload["pending_tool_calls"] is True

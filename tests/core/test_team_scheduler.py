@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from core.agent import CANCELLED, FINALIZED, STOP, UNFINALIZED, RunProgress
-from core.agent.loop import LLM_ERROR
+from core.agent import RunProgress
 from core.config import Settings
+from core.domain.facts import FinishReason
 from core.evidence import render_packet
 from core.llm import LLMGateway, LLMResponse, reset_scripted_stats, scripted_stats
 from core.llm.scripted import request_text
@@ -164,10 +164,10 @@ async def test_dag_passes_upstream_evidence_and_runs_after_a_failed_dependency(
     team = await _run(_scheduler(store, settings, gateway_for(settings)), plan, ctx)
     assert [r.node_id for r in team.node_results] == ["gather", "broken", "combine"]
     gather, broken, combine = team.node_results
-    assert gather.status == "succeeded" and gather.finish_reason == STOP
+    assert gather.status == "succeeded" and gather.finish_reason == FinishReason.STOP
     assert (
         broken.status == "failed"
-        and broken.finish_reason == LLM_ERROR
+        and broken.finish_reason == FinishReason.LLM_ERROR
         and "server error" in (broken.error or "")
     )
     assert combine.status == "succeeded" and combine.output_text == "combined answer"
@@ -224,8 +224,11 @@ async def test_budget_error_and_exception_nodes_keep_tool_evidence_in_the_packet
     scheduler = _scheduler(store, settings, gateway)
     team = await _run(scheduler, plan, ctx)
     budget, crash, explode, fine = team.node_results
-    assert (budget.status, budget.finish_reason) == ("budget_exhausted", UNFINALIZED)
-    assert (crash.status, crash.finish_reason) == ("failed", LLM_ERROR)
+    assert (budget.status, budget.finish_reason) == (
+        "budget_exhausted",
+        FinishReason.MAX_TOOL_ITERATIONS_UNFINALIZED,
+    )
+    assert (crash.status, crash.finish_reason) == ("failed", FinishReason.LLM_ERROR)
     assert explode.status == "failed" and explode.error == "RuntimeError: disk on fire"
     assert fine.status == "succeeded" and fine.output_text == "fine answer"  # siblings were not cancelled
     for result, query in ((budget, "budget-q"), (crash, "crash-q"), (explode, "explode-q")):
@@ -299,7 +302,7 @@ async def test_synthesis_is_offered_no_tools_by_default(
         task_id=ctx.task_id,
         attempt_id=ctx.attempt_id,
     )
-    assert outcome.output_text == "the synthesis" and outcome.finish_reason == STOP
+    assert outcome.output_text == "the synthesis" and outcome.finish_reason == FinishReason.STOP
     (request,) = scripted_stats().requests
     assert request.tool_names == offered
     assert request.message_count == 3  # history kept, one new user message
@@ -362,8 +365,8 @@ async def test_cancelling_one_node_leaves_its_siblings_running(
     assert scheduler.cancel_node("no-such-node") is False
     team = await asyncio.wait_for(running, 5)
     slow, quick = team.node_results
-    assert (slow.status, slow.finish_reason) == ("cancelled", CANCELLED)
-    assert slow.evidence is not None and slow.evidence.finish_reason == CANCELLED
+    assert (slow.status, slow.finish_reason) == ("cancelled", FinishReason.CANCELLED)
+    assert slow.evidence is not None and slow.evidence.finish_reason == FinishReason.CANCELLED
     assert [t.content for t in slow.evidence.tool_results] == ["result for slow-q"]
     assert quick.status == "succeeded" and quick.output_text == "quick answer"
 
@@ -393,7 +396,7 @@ async def test_cancelling_the_team_run_cancels_every_node_and_records_it(
         await running
     runs = await store.list_runs(task_id=ctx.task_id)
     assert sorted(r.node_id or "" for r in runs) == ["one", "two"]
-    assert {r.finish_reason for r in runs} == {CANCELLED}
+    assert {r.finish_reason for r in runs} == {FinishReason.CANCELLED}
 
 
 async def test_three_parallel_nodes_writing_over_200_events_each_lose_nothing(
@@ -412,7 +415,7 @@ async def test_three_parallel_nodes_writing_over_200_events_each_lose_nothing(
     plan = TeamPlan(mode="parallel", nodes=[_node(w.lower(), f"{w} job", tools=["lookup"]) for w in words])
     ctx = await _ctx(store)
     team = await _run(_scheduler(store, settings, gateway_for(settings)), plan, ctx)
-    assert [r.finish_reason for r in team.node_results] == [FINALIZED] * 3
+    assert [r.finish_reason for r in team.node_results] == [FinishReason.MAX_TOOL_ITERATIONS_FINALIZED] * 3
     # run_started + rounds x (snapshot + response + calls started + calls results)
     #   + finalization_requested + snapshot + response + run_finished
     expected = 1 + rounds * (2 + 2 * calls) + 4

@@ -9,6 +9,7 @@ import pytest
 
 from core.config import Settings
 from core.domain import RunEvidence, TaskEvidencePacket, ToolEvidence
+from core.domain.facts import WarningCode
 from core.domain.status import ValidationStatus
 from core.domain.validation import CitationCheck
 from core.llm import LLMGateway, reset_scripted_stats, scripted_stats
@@ -200,7 +201,8 @@ async def test_citations_verified_not_found_and_unknown(store: Store, make_setti
     )
     checks = [c.check for c in report.result.citations]
     assert checks == [CitationCheck.VERIFIED, CitationCheck.QUOTE_NOT_FOUND, CitationCheck.UNKNOWN_ID]
-    assert "unverified-citations: 2 of 3" in report.warnings
+    (unverified,) = [w for w in report.warnings if w.code is WarningCode.UNVERIFIED_CITATIONS]
+    assert (unverified.count, unverified.total) == (2, 3)
     (row,) = await store.list_validations(task_id)
     assert [c["check"] for c in row.result["citations"]] == ["verified", "quote_not_found", "unknown_id"]
     assert row.debug["citation_checks"]["verified"] == 1
@@ -283,7 +285,8 @@ async def test_chunked_validation_reaches_every_item(store: Store, make_settings
     chunk_texts, verdict_text = texts[:-1], texts[-1]
     assert "Findings from the evidence chunks" in verdict_text
     assert report.debug["strategy"] == "chunked" and report.debug["chunk_count"] == len(chunk_texts) > 2
-    assert f"chunked-validation: {len(chunk_texts)} chunks" in report.warnings
+    (chunked,) = [w for w in report.warnings if w.code is WarningCode.CHUNKED_VALIDATION]
+    assert chunked.count == len(chunk_texts)
     for i in range(12):
         holders = [t for t in chunk_texts if f"ITEM-{i:02d}-START" in t]
         assert len(holders) == 1 and f"ITEM-{i:02d}-END" in holders[0]
@@ -368,8 +371,8 @@ async def test_same_family_warning(store: Store, make_settings: ScriptFactory) -
     settings = make_settings(script(verdict(), verdict()))
     same, _, _, _ = await run_validation(store, settings, packet(["a"]))
     other, _, _, _ = await run_validation(store, settings, packet(["a"]), agent_model="gpt-4o")
-    assert any(w.startswith("same-family-validator: ") for w in same.warnings)
-    assert not any(w.startswith("same-family-validator") for w in other.warnings)
+    assert any(w.code is WarningCode.SAME_FAMILY_VALIDATOR for w in same.warnings)
+    assert not any(w.code is WarningCode.SAME_FAMILY_VALIDATOR for w in other.warnings)
 
 
 async def test_provider_failure_is_validator_error_and_fallback_used(
