@@ -13,12 +13,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from core.config import Settings
-from core.llm import LLMGateway, LLMResponse
+from core.llm import LLMResponse
 from core.llm.errors import LLMBadRequest, LLMError
 from core.llm.gateway import provider_family
-from core.store import NewEvent, Store
-from core.tools.registry import ToolRegistry, ToolResult
+from core.runtime import RunContext
+from core.store import NewEvent
+from core.tools.registry import ToolResult
 
 # Finish reasons. Only the first three carry an answer a person may read as the run's answer.
 STOP = "stop"
@@ -95,19 +95,11 @@ def _chars(obj: Any) -> int:
 class AgentLoop:
     """One loop per run; parallel team nodes each get their own instance and session."""
 
-    def __init__(
-        self,
-        *,
-        store: Store,
-        gateway: LLMGateway,
-        tools: ToolRegistry,
-        settings: Settings,
-        on_progress: Callable[[RunProgress], None] | None = None,
-    ) -> None:
-        self.store = store
-        self.gateway = gateway
-        self.tools = tools
-        self.settings = settings
+    def __init__(self, ctx: RunContext, *, on_progress: Callable[[RunProgress], None] | None = None) -> None:
+        self.store = ctx.store
+        self.gateway = ctx.gateway
+        self.tools = ctx.tools
+        self.settings = ctx.settings
         self.on_progress = on_progress
 
     async def run(

@@ -141,7 +141,8 @@ class TaskService:
         self.ws = workspace
         self.store = workspace.store
         self.settings = workspace.settings
-        self.validation = ValidationService(workspace.store, workspace.gateway, workspace.settings)
+        self.ctx = workspace.context
+        self.validation = ValidationService(self.ctx)
         self._running: dict[str, asyncio.Task[TaskRecord]] = {}
 
     # ------------------------------------------------------------------ creation
@@ -408,13 +409,7 @@ class TaskService:
         plan, warnings = await self._plan_for(task, session_id)
         on_progress = self._progress_callback(task.id, index)
         if plan is None:
-            loop = AgentLoop(
-                store=self.store,
-                gateway=self.ws.gateway,
-                tools=self.ws.tools,
-                settings=self.settings,
-                on_progress=on_progress,
-            )
+            loop = AgentLoop(self.ctx, on_progress=on_progress)
             outcome = await loop.run(
                 session_id=session_id,
                 history=history,
@@ -424,13 +419,7 @@ class TaskService:
                 attempt_id=attempt_id,
             )
             return outcome, [], warnings
-        scheduler = TeamScheduler(
-            store=self.store,
-            gateway=self.ws.gateway,
-            tools=self.ws.tools,
-            settings=self.settings,
-            on_progress=on_progress,
-        )
+        scheduler = TeamScheduler(self.ctx, on_progress=on_progress)
         # Nodes start without the session's history, so they always get the task itself; on a
         # retry the revision request is added to it, never substituted for it.
         prompt_text = task_message(task.text, task.output_schema)
