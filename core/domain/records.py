@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from core.domain.facts import AttemptState
 from core.domain.status import TaskStatus, ValidationOutcome
 
 
@@ -48,13 +49,6 @@ class TaskRecord(_Record):
     created_at: datetime
     updated_at: datetime
 
-    @property
-    def requires_user_action(self) -> bool:
-        """``needs_revision`` waits for a person only when the analyst asked and no retry is queued."""
-        if self.status is TaskStatus.NEEDS_REVISION:
-            return self.revision_requested_by == "analyst"
-        return self.status.requires_user_action
-
 
 class AttemptRecord(_Record):
     id: str
@@ -62,7 +56,7 @@ class AttemptRecord(_Record):
     index: int
     trigger: str
     prompt: str
-    state: str
+    state: AttemptState  # written by whatever ended the attempt, with its outcome
     finish_reason: str | None
     final_output: str | None
     validation_status: str | None

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.domain.evidence import RunEvidence, ToolEvidence
+from core.domain.facts import FinishReason
 from core.store import EventRecord, Store
 
 
@@ -75,6 +76,7 @@ def run_evidence_from_events(run_id: str, session_id: str, events: Sequence[Even
     finish_reason = ""
     output_text = ""
     warnings: list[str] = []
+    interrupted = False  # recovery recorded that the process running it died
     finished = False
     for ev in events:
         if ev.kind == "tool_result_recorded":
@@ -97,10 +99,11 @@ def run_evidence_from_events(run_id: str, session_id: str, events: Sequence[Even
             output_text = str(ev.payload.get("output_text") or "")
             warnings.extend(ev.payload.get("warnings") or [])
         elif ev.kind == "run_interrupted":
+            interrupted = True
             warnings.append(str(ev.payload.get("message", "the run was interrupted")))
     if not finished:
-        finish_reason = finish_reason or "interrupted"
-        if not any("interrupted" in w for w in warnings):
+        finish_reason = finish_reason or FinishReason.INTERRUPTED
+        if not interrupted:
             warnings.append("the run never recorded its end (the process was interrupted)")
     return RunEvidence(
         run_id=run_id,

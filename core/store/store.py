@@ -861,6 +861,57 @@ class Store:
         async with self.engine.connect() as conn:
             return str((await conn.execute(text("PRAGMA integrity_check"))).scalar())
 
+    # ------------------------------------------------------------------ attempt endings
+    async def update_task_ending_attempt(
+        self,
+        task_id: str,
+        attempt_id: str,
+        attempt_fields: dict[str, Any],
+        *,
+        expected_version: int | None = None,
+        event: tuple[str, NewEvent] | None = None,
+        feedback: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> TaskRecord:
+        """``update_task`` and the end of one of the task's attempts, in one transaction.
+
+        A task's move and its attempt's recorded state and outcome are one fact: written apart, a
+        crash between them leaves a delivered task whose attempt still looks running (or the
+        reverse), and readers would have to guess. A stale version changes neither.
+        """
+        await self.flush()
+        values = {k: (v.value if hasattr(v, "value") else v) for k, v in fields.items()}
+        values["updated_at"] = utcnow()
+        values["version"] = TaskRow.version + 1
+        ending = {k: (v.value if hasattr(v, "value") else v) for k, v in attempt_fields.items()}
+        stmt = update(TaskRow).where(TaskRow.id == task_id)
+        if expected_version is not None:
+            stmt = stmt.where(TaskRow.version == expected_version)
+        async with self._write() as s:
+            result = await s.execute(stmt.values(**values).execution_options(synchronize_session=False))
+            if result.rowcount != 1:  # type: ignore[attr-defined]
+                current = await s.get(TaskRow, task_id)
+                if current is None:
+                    raise StoreError(f"no task with id {task_id!r}")
+                raise VersionConflict(
+                    f"task {task_id[:8]} changed since it was read (version {expected_version}, "
+                    f"now {current.version}, status {current.status}); reload and try again"
+                )
+            ended = await s.execute(
+                update(AttemptRow)
+                .where(AttemptRow.id == attempt_id, AttemptRow.task_id == task_id)
+                .values(**ending)
+                .execution_options(synchronize_session=False)
+            )
+            if ended.rowcount != 1:  # type: ignore[attr-defined]
+                raise StoreError(f"task {task_id[:8]} has no attempt with id {attempt_id!r}")
+            if event is not None:
+                session_id, new_event = event
+                await self._insert_events(await s.connection(), session_id, [new_event], None, task_id)
+            if feedback is not None:
+                s.add(FeedbackRow(id=new_id(), task_id=task_id, **feedback))
+        return await self.get_task(task_id)
+
 
 def _safe_url(url: str) -> str:
     try:
