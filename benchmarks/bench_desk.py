@@ -241,8 +241,10 @@ async def loop_stall(tmp: Path) -> tuple[float, float, int]:
     from PySide6.QtCore import QTimer
 
     from core.config import load_settings
+    from core.events import EventBus
     from core.llm import LLMGateway
     from core.llm.gateway import warm_up_litellm
+    from core.runtime import RunContext
     from core.store import Store
     from core.team import TeamPlan, TeamScheduler
     from core.tools.registry import ToolRegistry
@@ -281,7 +283,10 @@ async def loop_stall(tmp: Path) -> tuple[float, float, int]:
         task = await store.create_task("stall benchmark")
         attempt = await store.create_attempt(task.id, 1, trigger="start", prompt=task.text)
         main = await store.create_session(task_id=task.id, kind="main")
-        scheduler = TeamScheduler(store=store, gateway=LLMGateway(settings), tools=reg, settings=settings)
+        ctx = RunContext(
+            store=store, gateway=LLMGateway(settings), tools=reg, settings=settings, bus=EventBus()
+        )
+        scheduler = TeamScheduler(ctx)
         started = time.perf_counter()
         team = await scheduler.run(
             plan, task_text=task.text, task_id=task.id, attempt_id=attempt.id, parent_session_id=main.id

@@ -15,7 +15,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import scratch_dir, scripted_settings
 from core.agent import AgentLoop
+from core.events import EventBus
 from core.llm import LLMGateway
+from core.runtime import RunContext
 from core.store import Store
 from core.tools.registry import ToolRegistry
 
@@ -40,7 +42,10 @@ async def bench_loop() -> float:
     store = await Store.open(settings.db_url)
     tools = ToolRegistry()
     tools.register(noop)
-    loop = AgentLoop(store=store, gateway=LLMGateway(settings), tools=tools, settings=settings)
+    ctx = RunContext(
+        store=store, gateway=LLMGateway(settings), tools=tools, settings=settings, bus=EventBus()
+    )
+    loop = AgentLoop(ctx)
 
     async def one_run() -> None:
         session = await store.create_session(task_id=None, kind="main")

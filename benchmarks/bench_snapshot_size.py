@@ -14,7 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import scratch_dir, scripted_settings
 from core.agent import AgentLoop
+from core.events import EventBus
 from core.llm import LLMGateway
+from core.runtime import RunContext
 from core.store import Store
 from core.tools.registry import ToolRegistry
 
@@ -59,7 +61,10 @@ async def measure(full: bool) -> tuple[int, int]:
         debug_full_request_snapshots=full,
     )
     store = await Store.open(settings.db_url)
-    loop = AgentLoop(store=store, gateway=LLMGateway(settings), tools=_registry(), settings=settings)
+    ctx = RunContext(
+        store=store, gateway=LLMGateway(settings), tools=_registry(), settings=settings, bus=EventBus()
+    )
+    loop = AgentLoop(ctx)
     session = await store.create_session(task_id=None, kind="main")
     system = {"role": "system", "content": "You are a careful research agent. " * 40}
     out = await loop.run(

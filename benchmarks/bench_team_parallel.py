@@ -30,7 +30,9 @@ os.environ["EVIDENCE_DESK_CONFIG_FILE"] = os.devnull + "/evidence-desk-bench.tom
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from core.config import Settings, load_settings
+from core.events import EventBus
 from core.llm import LLMGateway, reset_scripted_stats, scripted_stats
+from core.runtime import RunContext
 from core.store import Store
 from core.team import TeamPlan, TeamScheduler
 from core.tools.registry import ToolRegistry, ToolResult
@@ -83,7 +85,10 @@ async def _one_run(store: Store, settings: Settings, plan: TeamPlan) -> tuple[fl
     task = await store.create_task("benchmark task")
     attempt = await store.create_attempt(task.id, 1, trigger="start", prompt=task.text)
     main = await store.create_session(task_id=task.id, kind="main")
-    scheduler = TeamScheduler(store=store, gateway=LLMGateway(settings), tools=_registry(), settings=settings)
+    ctx = RunContext(
+        store=store, gateway=LLMGateway(settings), tools=_registry(), settings=settings, bus=EventBus()
+    )
+    scheduler = TeamScheduler(ctx)
     reset_scripted_stats()
     started = time.perf_counter()
     team = await scheduler.run(

@@ -21,9 +21,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._common import scratch_dir, scripted_settings
 from core.config import Settings
 from core.domain.evidence import RunEvidence, TaskEvidencePacket, ToolEvidence
+from core.events import EventBus
 from core.evidence import evidence_char_length, neutralise
 from core.llm import LLMGateway
+from core.runtime import RunContext
 from core.store import Store
+from core.tools.registry import ToolRegistry
 from core.validation import ValidationService
 
 TOOL_RESULTS = 30
@@ -125,7 +128,10 @@ async def run_case(label: str, **overrides: Any) -> None:
         session = await store.create_session(task_id=task.id, kind="main")
         gateway = RecordingGateway(settings)
         started = time.perf_counter()
-        report = await ValidationService(store, gateway, settings).validate(
+        ctx = RunContext(
+            store=store, gateway=gateway, tools=ToolRegistry(), settings=settings, bus=EventBus()
+        )
+        report = await ValidationService(ctx).validate(
             packet,
             task_text="Summarise revenue by segment",
             history=[],

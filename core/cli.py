@@ -130,7 +130,7 @@ async def _with_workspace(
     settings: Settings, body: Callable[[Any], Awaitable[int]], *, recover: bool = True
 ) -> int:
     from core.secrets import load_api_keys_into_env
-    from core.tasks.service import recover_interrupted
+    from core.tasks.recovery import recover_interrupted
     from core.workspace import Workspace
 
     await asyncio.to_thread(load_api_keys_into_env)  # for the models, and for export redaction
@@ -214,7 +214,7 @@ async def cmd_feedback(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_recover(args: argparse.Namespace, settings: Settings) -> int:
-    from core.tasks.service import recover_interrupted
+    from core.tasks.recovery import recover_interrupted
 
     async def body(ws: Any) -> int:
         recovered = await recover_interrupted(ws)
@@ -391,6 +391,7 @@ async def _print_task_summary(ws: Any, task: TaskRecord, as_json: bool) -> None:
         {
             "index": a.index,
             "trigger": a.trigger,
+            "state": a.state.value,
             "finish_reason": a.finish_reason,
             "validation_status": a.validation_status,
             "validation_score": a.validation_score,
@@ -406,8 +407,8 @@ async def _print_task_summary(ws: Any, task: TaskRecord, as_json: bool) -> None:
     for r in rows:
         score = f"{r['validation_score']:.2f}" if r["validation_score"] is not None else "-"
         print(
-            f"  attempt {r['index']} ({r['trigger']}): finish {r['finish_reason']}, "
-            f"validation {r['validation_status'] or '-'} score {score}"
+            f"  attempt {r['index']} ({r['trigger']}): {r['state']}, finish {r['finish_reason']}, "
+            f"validation {r['validation_status'] or '-'} score {score}, outcome {r['validation_outcome'] or 'none'}"
         )
 
 
@@ -431,7 +432,8 @@ def _print_dossier(data: dict[str, Any]) -> None:
     print(f"# Task {t['id']}\n{t['text']}\n")
     print(f"status {t['status']} · outcome {t['validation_outcome'] or 'none'} · version {t['version']}")
     for a in data["attempts"]:
-        print(f"\n## Attempt {a['index']} ({a['trigger']}) — finish {a['finish_reason']}")
+        print(f"\n## Attempt {a['index']} ({a['trigger']}) — {a['state']}, finish {a['finish_reason']}")
+        print(f"outcome {a['validation_outcome'] or 'none'}")
         print(f"validation {a['validation_status'] or '-'} score {a['validation_score']}")
         print(f"\n### Answer\n{a['final_output'] or '(no usable answer)'}")
         packet = a.get("packet") or {}

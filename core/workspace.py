@@ -2,7 +2,8 @@
 
 The desk, the command line and tests each open a ``Workspace`` and hand it to the services, so
 no service reaches for globals and two workspaces can live in one process (the desk opening a
-case bundle next to the live workspace).
+case bundle next to the live workspace). The part every run needs is built here once, as the
+``RunContext`` the agent loop, the team scheduler and validation receive.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from core.config import APP_NAME, Settings
 from core.events import EventBus
 from core.llm import LLMGateway
 from core.llm.scripted import load_script
+from core.runtime import RunContext
 from core.store import Store
 from core.tools.builtin import build_default_registry
 from core.tools.corpus import Corpus
@@ -45,12 +47,30 @@ class Workspace:
         bus: EventBus,
         corpus: Corpus | None,
     ) -> None:
-        self.settings = settings
-        self.store = store
-        self.gateway = gateway
-        self.tools = tools
-        self.bus = bus
+        self.context = RunContext(store=store, gateway=gateway, tools=tools, settings=settings, bus=bus)
         self.corpus = corpus
+
+    # The parts are read through the context, so what a run is handed and what a service reads
+    # here can never be two different objects.
+    @property
+    def settings(self) -> Settings:
+        return self.context.settings
+
+    @property
+    def store(self) -> Store:
+        return self.context.store
+
+    @property
+    def gateway(self) -> LLMGateway:
+        return self.context.gateway
+
+    @property
+    def tools(self) -> ToolRegistry:
+        return self.context.tools
+
+    @property
+    def bus(self) -> EventBus:
+        return self.context.bus
 
     @classmethod
     async def open(

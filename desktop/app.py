@@ -107,7 +107,7 @@ class DeskLauncher:
         """Settings, workspace, crash recovery, main window. Raises EvidenceDeskError on bad input."""
         from core.config import load_settings
         from core.secrets import load_api_keys_into_env
-        from core.tasks.service import recover_interrupted
+        from core.tasks.recovery import recover_interrupted
         from core.workspace import Workspace
         from desktop.views.main_window import DeskServices, MainWindow
 

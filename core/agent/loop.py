@@ -13,13 +13,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from core.config import Settings
 from core.domain.facts import EventKind, FinishReason
-from core.llm import LLMGateway, LLMResponse
+from core.llm import LLMResponse
 from core.llm.errors import LLMBadRequest, LLMError
 from core.llm.gateway import provider_family
-from core.store import NewEvent, Store
-from core.tools.registry import ToolRegistry, ToolResult
+from core.runtime import RunContext
+from core.store import NewEvent
+from core.tools.registry import ToolResult
 
 FINALIZATION_INSTRUCTION = (
     "The tool budget for this task is spent: no more tools can be called. Answer the task now from "
@@ -87,19 +87,11 @@ def _chars(obj: Any) -> int:
 class AgentLoop:
     """One loop per run; parallel team nodes each get their own instance and session."""
 
-    def __init__(
-        self,
-        *,
-        store: Store,
-        gateway: LLMGateway,
-        tools: ToolRegistry,
-        settings: Settings,
-        on_progress: Callable[[RunProgress], None] | None = None,
-    ) -> None:
-        self.store = store
-        self.gateway = gateway
-        self.tools = tools
-        self.settings = settings
+    def __init__(self, ctx: RunContext, *, on_progress: Callable[[RunProgress], None] | None = None) -> None:
+        self.store = ctx.store
+        self.gateway = ctx.gateway
+        self.tools = ctx.tools
+        self.settings = ctx.settings
         self.on_progress = on_progress
 
     async def run(

@@ -24,6 +24,7 @@ from core.domain.records import (
     TaskRecord,
     ValidationRecord,
 )
+from core.tasks.dossier import TaskDossier
 
 __all__ = ["BundleTask", "OpenedBundle", "open_bundle", "parse_bundle"]
 
@@ -42,6 +43,19 @@ class BundleTask:
 
     def all_events(self) -> list[EventRecord]:
         return [e for evs in self.events.values() for e in evs]
+
+    def dossier(self) -> TaskDossier:
+        """The same read model a workspace task gives, so the desk and the report read a bundle
+        exactly as they read a workspace; events in the order they happened."""
+        events = sorted(self.all_events(), key=lambda e: (e.created_at, e.session_id, e.seq))
+        return TaskDossier(
+            task=self.task,
+            attempts=self.attempts,
+            validations=self.validations,
+            feedback=self.feedback,
+            sessions=self.sessions,
+            events=events,
+        )
 
 
 @dataclass
@@ -69,6 +83,9 @@ class OpenedBundle:
             if t.task.id == task_id or (len(task_id) >= 6 and t.task.id.startswith(task_id)):
                 return t
         raise BundleError(f"bundle {self.path.name} holds no task {task_id!r}")
+
+    def dossier(self, task_id: str) -> TaskDossier:
+        return self.task(task_id).dossier()
 
     def banner(self) -> str:
         """One line the desk shows above a bundle's content."""

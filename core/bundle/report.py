@@ -19,11 +19,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from core.bundle.format import BundleError
-from core.bundle.opened import BundleTask, OpenedBundle
+from core.bundle.opened import OpenedBundle
 from core.domain.evidence import TaskEvidencePacket
 from core.domain.records import AttemptRecord, FeedbackRecord, TaskRecord, ValidationRecord
 from core.evidence.render import render_packet
 from core.store import Store
+from core.tasks.dossier import TaskDossier, load_dossier
 from core.version import app_version
 
 __all__ = [
@@ -96,21 +97,13 @@ def _evidence(attempt: AttemptRecord) -> tuple[list[EvidenceRow], str | None]:
 
 
 def build_report_data(
-    task: TaskRecord,
-    attempts: list[AttemptRecord],
-    validations: list[ValidationRecord],
-    feedback: list[FeedbackRecord],
-    *,
-    source: str,
-    verification: list[str] | None = None,
+    dossier: TaskDossier, *, source: str, verification: list[str] | None = None
 ) -> ReportData:
-    """Pure assembly; the evidence index is rendered with the same ids the validator cited."""
-    latest: dict[str, ValidationRecord] = {}
-    for record in validations:  # ordered by time: the last one per attempt wins
-        latest[record.attempt_id] = record
+    """Pure assembly from the dossier ``show`` and the desk read, so the page states each attempt's
+    recorded outcome exactly as they do; the evidence index uses the ids the validator cited."""
     views = []
-    for a in attempts:
-        v = latest.get(a.id)
+    for a in dossier.attempts:
+        v = dossier.validation_for(a.index)
         citations = v.result.get("citations", []) if v is not None else []
         rows, note = _evidence(a)
         views.append(
@@ -122,7 +115,9 @@ def build_report_data(
                 evidence_note=note,
             )
         )
-    return ReportData(task=task, attempts=views, feedback=feedback, source=source, verification=verification)
+    return ReportData(
+        task=dossier.task, attempts=views, feedback=dossier.feedback, source=source, verification=verification
+    )
 
 
 def render_report(data: ReportData) -> str:
@@ -165,24 +160,14 @@ async def _render_and_write(data: ReportData, out: Path) -> Path:
 
 async def write_report(store: Store, task_id: str, out: Path) -> Path:
     """Write the audit page for one workspace task (``task_id`` may be a unique prefix)."""
-    task = await store.get_task(task_id)
-    data = build_report_data(
-        task,
-        await store.list_attempts(task.id),
-        await store.list_validations(task.id),
-        await store.list_feedback(task.id),
-        source=f"workspace {store.display_name}",
-    )
+    dossier = await load_dossier(store, task_id, with_events=False)  # the page lists no events
+    data = build_report_data(dossier, source=f"workspace {store.display_name}")
     return await _render_and_write(data, Path(out))
 
 
 def report_data_from_bundle(opened: OpenedBundle, task_id: str) -> ReportData:
-    bt: BundleTask = opened.task(task_id)
     return build_report_data(
-        bt.task,
-        bt.attempts,
-        bt.validations,
-        bt.feedback,
+        opened.dossier(task_id),
         source=f"case bundle {opened.path.name} ({opened.bundle_id[:12]})",
         verification=opened.report.failures + opened.load_problems,
     )

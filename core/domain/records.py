@@ -55,13 +55,6 @@ class TaskRecord(_Record):
     created_at: datetime
     updated_at: datetime
 
-    @property
-    def requires_user_action(self) -> bool:
-        """``needs_revision`` waits for a person only when the analyst asked and no retry is queued."""
-        if self.status is TaskStatus.NEEDS_REVISION:
-            return self.revision_requested_by is RevisionRequester.ANALYST
-        return self.status.requires_user_action
-
 
 class AttemptRecord(_Record):
     id: str
@@ -69,7 +62,7 @@ class AttemptRecord(_Record):
     index: int
     trigger: str
     prompt: str
-    state: AttemptState
+    state: AttemptState  # written by whatever ended the attempt, with its outcome
     finish_reason: FinishReasonOrText | None
     final_output: str | None
     validation_status: str | None

@@ -36,7 +36,7 @@ class TaskStatus(StrEnum):
 
         ``needs_revision`` is deliberately excluded here: whether it waits for a person depends
         on who asked for the revision, which the task row records (see
-        ``core.tasks.requires_user_action``).
+        ``core.tasks.policy.requires_user_action``).
         """
         return self in (TaskStatus.AWAITING_FEEDBACK, TaskStatus.NEEDS_REVIEW)
 

@@ -76,6 +76,7 @@ def run_evidence_from_events(run_id: str, session_id: str, events: Sequence[Even
     finish_reason = ""
     output_text = ""
     warnings: list[str] = []
+    interrupted = False  # recovery recorded that the process running it died
     finished = False
     for ev in events:
         if ev.kind == EventKind.TOOL_RESULT_RECORDED:
@@ -98,10 +99,11 @@ def run_evidence_from_events(run_id: str, session_id: str, events: Sequence[Even
             output_text = str(ev.payload.get("output_text") or "")
             warnings.extend(ev.payload.get("warnings") or [])
         elif ev.kind == EventKind.RUN_INTERRUPTED:
+            interrupted = True
             warnings.append(str(ev.payload.get("message", "the run was interrupted")))
     if not finished:
         finish_reason = finish_reason or FinishReason.INTERRUPTED
-        if not any("interrupted" in w for w in warnings):
+        if not interrupted:
             warnings.append("the run never recorded its end (the process was interrupted)")
     return RunEvidence(
         run_id=run_id,

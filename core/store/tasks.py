@@ -12,7 +12,7 @@ from core.domain.status import TaskStatus
 from core.errors import StoreError, VersionConflict
 from core.store.base import new_id
 from core.store.eventlog import EventLog, NewEvent, PendingAppend, insert_events
-from core.store.models import FeedbackRow, SessionRow, TaskRow, utcnow
+from core.store.models import AttemptRow, FeedbackRow, SessionRow, TaskRow, utcnow
 
 
 class TaskRepository(EventLog):
@@ -82,12 +82,16 @@ class TaskRepository(EventLog):
         expected_version: int | None = None,
         event: tuple[str, NewEvent] | None = None,
         feedback: dict[str, Any] | None = None,
+        ending: tuple[str, dict[str, Any]] | None = None,
         **fields: Any,
     ) -> TaskRecord:
         """Compare-and-set on ``version``: a stale version changes nothing and raises ``VersionConflict``.
 
         ``event`` (session id, event) is appended in the same transaction, so a status change and
-        the event that explains it are never separated by a crash.
+        the event that explains it are never separated by a crash. ``ending`` (attempt id, fields)
+        ends one of the task's attempts in that transaction too: a task's move and its attempt's
+        recorded state and outcome are one fact, and a crash between them would leave a delivered
+        task whose attempt still looks running.
         """
         await self.flush()
         values = {k: (v.value if hasattr(v, "value") else v) for k, v in fields.items()}
@@ -106,6 +110,16 @@ class TaskRepository(EventLog):
                     f"task {task_id[:8]} changed since it was read (version {expected_version}, "
                     f"now {current.version}, status {current.status}); reload and try again"
                 )
+            if ending is not None:
+                attempt_id, attempt_fields = ending
+                ended = await s.execute(
+                    update(AttemptRow)
+                    .where(AttemptRow.id == attempt_id, AttemptRow.task_id == task_id)
+                    .values(**{k: (v.value if hasattr(v, "value") else v) for k, v in attempt_fields.items()})
+                    .execution_options(synchronize_session=False)
+                )
+                if ended.rowcount != 1:  # type: ignore[attr-defined]
+                    raise StoreError(f"task {task_id[:8]} has no attempt with id {attempt_id!r}")
             if event is not None:
                 session_id, new_event = event
                 conn = await s.connection()

@@ -8,11 +8,14 @@ other. What a status allows comes from the state machine, never from the caller.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from core.domain import FeedbackAction, TaskStatus
+from core.domain.facts import AttemptState, EventKind, RevisionRequester
 from core.errors import RefusedAction, VersionConflict
 from core.events import TaskChange, TaskChanged
 from core.store import NewEvent, TaskRecord
+from core.tasks.policy import attempt_ending, ensure_writable, is_writable
 from core.tasks.service import TaskService, reviewer_name
 from core.tasks.state_machine import IllegalTransition, Trigger, can, next_status
 
@@ -25,7 +28,7 @@ _TRIGGERS = {
 
 def allowed_actions(task: TaskRecord) -> set[FeedbackAction]:
     """What the desk may enable for this task; read-only (imported) tasks allow nothing."""
-    if task.read_only:
+    if not is_writable(task):
         return set()
     return {action for action, trigger in _TRIGGERS.items() if can(task.status, trigger)}
 
@@ -48,8 +51,7 @@ class ReviewService:
         """Record the analyst's action. ``revise`` leaves the task in needs_revision: the caller
         starts the new attempt (``TaskService.run``/``start``) so it decides where it runs."""
         task = await self.store.get_task(task_id)
-        if task.read_only:
-            raise RefusedAction(f"task {task.id[:8]} was imported read-only from a case bundle")
+        ensure_writable(task)
         if task.version != expected_version:
             raise VersionConflict(
                 f"task {task.id[:8]} changed since it was read (version {expected_version}, now "
@@ -68,7 +70,7 @@ class ReviewService:
         now = datetime.now(UTC)
         assert task.main_session_id is not None
         event = NewEvent(
-            kind="analyst_feedback_recorded",
+            kind=EventKind.ANALYST_FEEDBACK_RECORDED,
             payload={
                 "reviewer": reviewer,
                 "time": now.isoformat(),
@@ -79,16 +81,16 @@ class ReviewService:
                 "to": target.value,
             },
         )
-        fields: dict[str, object] = {"status": target, "runner": None}
+        fields: dict[str, Any] = {"status": target, "runner": None}
         if action is FeedbackAction.REVISE:
-            fields["revision_requested_by"] = "analyst"
+            fields["revision_requested_by"] = RevisionRequester.ANALYST
         attempts = await self.store.list_attempts(task.id)
-        updated = await self.store.update_task(
-            task.id,
-            expected_version=task.version,
-            event=(task.main_session_id, event),
-            feedback={
-                "attempt_id": attempts[-1].id if attempts else None,
+        latest = attempts[-1] if attempts else None
+        update: dict[str, Any] = {
+            "expected_version": task.version,
+            "event": (task.main_session_id, event),
+            "feedback": {
+                "attempt_id": latest.id if latest else None,
                 "action": action.value,
                 "prompt": prompt,
                 "note": note,
@@ -98,7 +100,14 @@ class ReviewService:
                 "created_at": now,
             },
             **fields,
-        )
+        }
+        if latest is not None and latest.state is AttemptState.RUNNING:
+            # Abandoning a run that lives in another process (or in none): the attempt ends here,
+            # with the task's move; that runner's next write finds the task abandoned and stops.
+            ending = attempt_ending(latest, AttemptState.CANCELLED, latest.validation_outcome)
+            updated = await self.store.update_task(task.id, ending=(latest.id, ending), **update)
+        else:
+            updated = await self.store.update_task(task.id, **update)
         self.tasks.ws.bus.publish(
             TaskChanged(task_id=task.id, change=TaskChange.STATUS, status=target, version=updated.version)
         )

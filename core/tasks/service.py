@@ -13,34 +13,28 @@ import contextlib
 import getpass
 import logging
 import os
-import socket
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from core.agent import AgentLoop, RunOutcome, RunProgress
-from core.domain import (
-    FeedbackAction,
-    TaskStatus,
-    TeamRunResult,
-    ValidationOutcome,
-    ValidationStatus,
-)
+from core.domain import FeedbackAction, TaskStatus, TeamRunResult
+from core.domain.facts import AttemptState, EventKind, RevisionRequester
 from core.errors import ConfigurationError, RefusedAction, VersionConflict
 from core.events import RunProgress as RunProgressNotice
-from core.events import TaskChange, TaskChanged, TasksChanged
+from core.events import TaskChange, TaskChanged
 from core.evidence import session_messages
 from core.llm.structured import SchemaFailure, check_structured, complete_structured, default_feedback
 from core.store import AttemptRecord, NewEvent, TaskRecord
+from core.tasks.policy import attempt_ending, decide, ensure_writable, interruption
 from core.tasks.prompts import (
     AGENT_SYSTEM_PROMPT,
     analyst_revision_message,
     task_message,
     validator_revision_message,
 )
+from core.tasks.recovery import runner_id
 from core.tasks.state_machine import Trigger, can, next_status
 from core.team import TeamPlan, TeamScheduler, load_team_plan, plan_with_model
 from core.team.packet import build_attempt_packet
@@ -50,7 +44,6 @@ from core.workspace import Workspace
 log = logging.getLogger(__name__)
 
 HEARTBEAT_S = 30.0
-STALE_AFTER = timedelta(minutes=10)
 
 
 class RunAbandoned(RefusedAction):
@@ -62,69 +55,6 @@ def check_output_schema(schema: dict[str, Any]) -> None:
     from core.llm.structured import validate_schema
 
     validate_schema(schema)
-
-
-class Decision(BaseModel):
-    trigger: Trigger
-    outcome: ValidationOutcome | None
-    retry: bool = False
-    reason: str
-
-
-def decide(
-    *,
-    status: ValidationStatus,
-    skipped: bool,
-    validations_done: int,
-    max_validations: int,
-    schema_ok: bool = True,
-) -> Decision:
-    """The verdict-to-status rule in one pure function (pinned by tests, read by the docs)."""
-    if skipped:
-        return Decision(
-            trigger=Trigger.VALIDATION_SKIPPED,
-            outcome=ValidationOutcome.FORCE_ACCEPTED,
-            reason="delivered without validation (policy)",
-        )
-    if status is ValidationStatus.ACCEPTED:
-        if not schema_ok:
-            return Decision(
-                trigger=Trigger.VERDICT_UNCONFIRMED,
-                outcome=ValidationOutcome.FORCE_ACCEPTED,
-                reason="accepted by the validator but the answer does not match the declared output schema",
-            )
-        return Decision(
-            trigger=Trigger.VERDICT_ACCEPTED,
-            outcome=ValidationOutcome.ACCEPTED,
-            reason="the validator accepted",
-        )
-    if status is ValidationStatus.REJECTED and validations_done < max_validations:
-        return Decision(
-            trigger=Trigger.VERDICT_REJECTED_RETRY,
-            outcome=None,
-            retry=True,
-            reason=f"rejected; automatic retry {validations_done + 1} of {max_validations}",
-        )
-    reasons = {
-        ValidationStatus.REJECTED: "rejected on the last attempt; delivered for review",
-        ValidationStatus.INSUFFICIENT_EVIDENCE: "the validator could not confirm the answer from the evidence",
-        ValidationStatus.VALIDATOR_ERROR: "the validator failed to reach a reliable decision",
-    }
-    return Decision(
-        trigger=Trigger.VERDICT_UNCONFIRMED, outcome=ValidationOutcome.FORCE_ACCEPTED, reason=reasons[status]
-    )
-
-
-def interruption(attempt: AttemptRecord | None) -> tuple[Trigger, ValidationOutcome | None]:
-    """Where a run that stopped unexpectedly goes: review if it left an answer (delivered without
-    endorsement), failed if not. Crash recovery and in-process failures share this rule."""
-    if attempt is not None and (attempt.final_output or "").strip():
-        return Trigger.INTERRUPTED_USABLE, ValidationOutcome.FORCE_ACCEPTED
-    return Trigger.INTERRUPTED_UNUSABLE, None
-
-
-def runner_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def reviewer_name(configured: str | None) -> str:
@@ -141,7 +71,8 @@ class TaskService:
         self.ws = workspace
         self.store = workspace.store
         self.settings = workspace.settings
-        self.validation = ValidationService(workspace.store, workspace.gateway, workspace.settings)
+        self.ctx = workspace.context
+        self.validation = ValidationService(self.ctx)
         self._running: dict[str, asyncio.Task[TaskRecord]] = {}
 
     # ------------------------------------------------------------------ creation
@@ -208,8 +139,7 @@ class TaskService:
 
     async def _run(self, task_id: str) -> TaskRecord:
         task = await self.store.get_task(task_id)
-        if task.read_only:
-            raise RefusedAction(f"task {task.id[:8]} was imported read-only from a case bundle")
+        ensure_writable(task)
         if not can(task.status, Trigger.START):
             raise RefusedAction(
                 f"task {task.id[:8]} is '{task.status.value}'; only open or needs_revision tasks can run"
@@ -237,13 +167,13 @@ class TaskService:
         if task.status is TaskStatus.OPEN:
             return task_message(task.text, task.output_schema), "initial"
         events = await self.store.get_task_events(
-            task.id, kinds=["analyst_feedback_recorded", "task_status_changed"]
+            task.id, kinds=[EventKind.ANALYST_FEEDBACK_RECORDED, EventKind.TASK_STATUS_CHANGED]
         )
         for event in reversed(events):
             p = event.payload
-            if event.kind == "analyst_feedback_recorded" and p.get("action") == FeedbackAction.REVISE.value:
+            if event.kind == EventKind.ANALYST_FEEDBACK_RECORDED and p.get("action") == FeedbackAction.REVISE:
                 return analyst_revision_message(str(p.get("prompt") or "")), "analyst_revision"
-            if event.kind == "task_status_changed" and p.get("next_prompt"):
+            if event.kind == EventKind.TASK_STATUS_CHANGED and p.get("next_prompt"):
                 return str(p["next_prompt"]), "validator_revision"
         return validator_revision_message("", []), "validator_revision"
 
@@ -270,36 +200,43 @@ class TaskService:
             attempt = await self.store.create_attempt(task.id, index, trigger=trigger_name, prompt=prompt)
             return await self._attempt_body(task, attempt, prompt, validations_before)
         except asyncio.CancelledError:
-            await asyncio.shield(self._end_attempt(attempt, "cancelled"))
+            await asyncio.shield(self._cancel_attempt(attempt))
             raise
         except RunAbandoned:
-            await self._end_attempt(attempt, "cancelled")
+            await self._cancel_attempt(attempt)
             raise
         except Exception as exc:
             await self._fail_run(task.id, attempt, exc)
             raise
 
-    async def _end_attempt(self, attempt: AttemptRecord | None, state: str) -> None:
+    async def _cancel_attempt(self, attempt: AttemptRecord | None) -> None:
+        """Cancelled here (abandon, shutdown): the attempt records it; whoever cancelled moves the task
+        (abandon does, in the same transaction; after a shutdown, recovery does)."""
         if attempt is None:
             return
-        attempt_id = attempt.id
-        if (await self.store.get_attempt(attempt_id)).state == "running":
-            await self.store.update_attempt(attempt_id, state=state, finished_at=datetime.now(UTC))
+        latest = await self.store.get_attempt(attempt.id)
+        if latest.state is AttemptState.RUNNING:
+            await self.store.update_attempt(
+                latest.id, **attempt_ending(latest, AttemptState.CANCELLED, latest.validation_outcome)
+            )
 
     async def _fail_run(self, task_id: str, attempt: AttemptRecord | None, exc: Exception) -> None:
         """An unexpected error must not leave the task looking busy: move it on, say why, keep evidence."""
         log.error("task %s: run failed: %s", task_id, exc, exc_info=exc)
         try:
-            await self._end_attempt(attempt, "failed")
             task = await self.store.get_task(task_id)
-            if not task.status.is_execution_active:
-                return
             latest = await self.store.get_attempt(attempt.id) if attempt is not None else None
+            if not task.status.is_execution_active:  # the task already moved on; its attempt may not have
+                if latest is not None and latest.state is AttemptState.RUNNING:
+                    ending = attempt_ending(latest, AttemptState.FAILED, latest.validation_outcome)
+                    await self.store.update_attempt(latest.id, **ending)
+                return
             trigger, outcome = interruption(latest)
             await self._move(
                 task,
                 trigger,
                 reason=f"the run stopped on an error: {type(exc).__name__}: {exc}",
+                ending=(latest, AttemptState.FAILED) if latest is not None else None,
                 runner=None,
                 validation_outcome=outcome,
             )
@@ -334,16 +271,20 @@ class TaskService:
         )
         if packet.main_run is not None and warnings:
             packet.main_run.warnings.extend(warnings)
-        await self.store.update_attempt(
+        attempt = await self.store.update_attempt(
             attempt.id,
             finish_reason=outcome.finish_reason,
             final_output=final_output or None,
             packet=packet.model_dump(mode="json"),
         )
         if not final_output.strip():
-            await self.store.update_attempt(attempt.id, state="finished", finished_at=datetime.now(UTC))
             task = await self._move(
-                task, Trigger.NO_USABLE_ANSWER, reason=f"no usable answer ({outcome.finish_reason})"
+                task,
+                Trigger.NO_USABLE_ANSWER,
+                reason=f"no usable answer ({outcome.finish_reason})",
+                ending=(attempt, AttemptState.FINISHED),
+                runner=None,
+                validation_outcome=None,
             )
             return task, None
 
@@ -369,31 +310,32 @@ class TaskService:
             max_validations=self.settings.max_validation_attempts,
             schema_ok=schema_ok,
         )
-        await self.store.update_attempt(
-            attempt.id,
-            state="finished",
-            finished_at=datetime.now(UTC),
-            validation_status=None if report.skipped else result.status.value,
-            validation_score=None if report.skipped else result.score,
-            validation_outcome=decision.outcome,
-        )
+        verdict = {
+            "validation_status": None if report.skipped else result.status.value,
+            "validation_score": None if report.skipped else result.score,
+        }
         fields: dict[str, Any] = {
-            "latest_validation_status": None if report.skipped else result.status.value,
-            "latest_score": None if report.skipped else result.score,
+            "latest_validation_status": verdict["validation_status"],
+            "latest_score": verdict["validation_score"],
             "latest_category": None if report.skipped else result.category.value,
             "validation_outcome": decision.outcome,
         }
         next_prompt = None
-        if decision.retry:
-            fields["revision_requested_by"] = "validator"
+        if decision.retry:  # the runner keeps the task: the retry starts at once, in this process
+            fields["revision_requested_by"] = RevisionRequester.VALIDATOR
             next_prompt = validator_revision_message(result.recommended_revision_prompt, result.issues)
+        else:
+            fields["runner"] = None
         task = await self._move(
-            task, decision.trigger, reason=decision.reason, next_prompt=next_prompt, **fields
+            task,
+            decision.trigger,
+            reason=decision.reason,
+            next_prompt=next_prompt,
+            ending=(attempt, AttemptState.FINISHED),
+            attempt_facts=verdict,
+            **fields,
         )
-        if next_prompt is not None:
-            return task, next_prompt
-        await self.store.update_task(task.id, runner=None)
-        return await self.store.get_task(task.id), None
+        return task, next_prompt
 
     async def _execute(
         self,
@@ -408,13 +350,7 @@ class TaskService:
         plan, warnings = await self._plan_for(task, session_id)
         on_progress = self._progress_callback(task.id, index)
         if plan is None:
-            loop = AgentLoop(
-                store=self.store,
-                gateway=self.ws.gateway,
-                tools=self.ws.tools,
-                settings=self.settings,
-                on_progress=on_progress,
-            )
+            loop = AgentLoop(self.ctx, on_progress=on_progress)
             outcome = await loop.run(
                 session_id=session_id,
                 history=history,
@@ -424,13 +360,7 @@ class TaskService:
                 attempt_id=attempt_id,
             )
             return outcome, [], warnings
-        scheduler = TeamScheduler(
-            store=self.store,
-            gateway=self.ws.gateway,
-            tools=self.ws.tools,
-            settings=self.settings,
-            on_progress=on_progress,
-        )
+        scheduler = TeamScheduler(self.ctx, on_progress=on_progress)
         # Nodes start without the session's history, so they always get the task itself; on a
         # retry the revision request is added to it, never substituted for it.
         prompt_text = task_message(task.text, task.output_schema)
@@ -463,7 +393,7 @@ class TaskService:
         async def record(failure: SchemaFailure) -> None:
             await self.store.append_event(
                 session_id,
-                "output_schema_validation_failed",
+                EventKind.OUTPUT_SCHEMA_VALIDATION_FAILED,
                 {**failure.model_dump(), "purpose": "planner"},
                 task_id=task.id,
             )
@@ -477,7 +407,7 @@ class TaskService:
         )
         if plan is None:
             await self.store.append_event(
-                session_id, "team_plan_fallback", {"warnings": warnings}, task_id=task.id
+                session_id, EventKind.TEAM_PLAN_FALLBACK, {"warnings": warnings}, task_id=task.id
             )
         return plan, warnings
 
@@ -496,7 +426,7 @@ class TaskService:
         async def record(failure: SchemaFailure) -> None:
             await self.store.append_event(
                 session_id,
-                "output_schema_validation_failed",
+                EventKind.OUTPUT_SCHEMA_VALIDATION_FAILED,
                 {**failure.model_dump(), "purpose": "final-answer"},
                 task_id=task.id,
             )
@@ -524,14 +454,14 @@ class TaskService:
         if repaired.ok:
             await self.store.append_event(
                 session_id,
-                "output_schema_repaired",
+                EventKind.OUTPUT_SCHEMA_REPAIRED,
                 {"retries": repaired.retries, "output_text": repaired.raw},
                 task_id=task.id,
             )
             return True, repaired.raw
         await self.store.append_event(
             session_id,
-            "output_schema_unsatisfied",
+            EventKind.OUTPUT_SCHEMA_UNSATISFIED,
             {"status": repaired.status, "error": repaired.error},
             task_id=task.id,
         )
@@ -544,14 +474,22 @@ class TaskService:
         trigger: Trigger,
         reason: str = "",
         next_prompt: str | None = None,
+        *,
+        ending: tuple[AttemptRecord, AttemptState] | None = None,
+        attempt_facts: dict[str, Any] | None = None,
         **fields: Any,
     ) -> TaskRecord:
-        """Transition through the table; the event explaining it is written in the same transaction."""
+        """Transition through the table; the event explaining it is written in the same transaction.
+
+        A move that ends an attempt (``ending``) writes the attempt's state and outcome (the task's
+        new ``validation_outcome``) in that transaction too, so no reader ever sees one without the
+        other.
+        """
         target = next_status(task.status, trigger)
         attempt_index = fields.pop("attempt_index", task.attempt_count)
         assert task.main_session_id is not None
         event = NewEvent(
-            kind="task_status_changed",
+            kind=EventKind.TASK_STATUS_CHANGED,
             payload={
                 "from": task.status.value,
                 "to": target.value,
@@ -562,11 +500,17 @@ class TaskService:
                 **({"next_prompt": next_prompt} if next_prompt is not None else {}),
             },
         )
+        attempt_end: tuple[str, dict[str, Any]] | None = None
+        if ending is not None:
+            attempt, state = ending
+            outcome = fields.get("validation_outcome", task.validation_outcome)
+            attempt_end = (attempt.id, attempt_ending(attempt, state, outcome, **(attempt_facts or {})))
         try:
             updated = await self.store.update_task(
                 task.id,
                 expected_version=task.version,
                 event=(task.main_session_id, event),
+                ending=attempt_end,
                 status=target,
                 **fields,
             )
@@ -614,92 +558,4 @@ def _value(v: Any) -> Any:
     return v.value if hasattr(v, "value") else v
 
 
-async def recover_interrupted(workspace: Workspace) -> list[TaskRecord]:
-    """Move tasks whose runner died while running or validating to needs_review or failed.
-
-    A task is only taken over when its runner is provably gone: same host and the process no
-    longer exists, or another host whose heartbeat is older than ``STALE_AFTER``. Evidence stays;
-    an event says what happened.
-    """
-    store = workspace.store
-    recovered: list[TaskRecord] = []
-    for task in await store.list_tasks(statuses=[TaskStatus.RUNNING, TaskStatus.VALIDATING]):
-        if task.read_only or not _runner_gone(task):
-            continue  # imported evidence is never rewritten; live runners are left alone
-        attempts = await store.list_attempts(task.id)
-        last = attempts[-1] if attempts else None
-        trigger, outcome = interruption(last)
-        target = next_status(task.status, trigger)
-        for run in await store.list_runs(task_id=task.id):
-            if run.state == "running":
-                await store.append_event(
-                    run.session_id,
-                    "run_interrupted",
-                    {
-                        "message": "the process running this run stopped before it finished",
-                        "runner": task.runner,
-                    },
-                    run_id=run.id,
-                    task_id=task.id,
-                )
-                await store.finish_run(run.id, finish_reason="interrupted", output_text="")
-        if last is not None and last.state == "running":
-            await store.update_attempt(last.id, state="interrupted", finished_at=datetime.now(UTC))
-        session_id = task.main_session_id
-        if session_id is None:  # a workspace written by hand or by an older tool
-            session_id = (await store.create_session(task_id=task.id, kind="main", label="main")).id
-        event = NewEvent(
-            kind="task_interrupted",
-            payload={
-                "from": task.status.value,
-                "to": target.value,
-                "runner": task.runner,
-                "attempt_index": last.index if last else 0,
-                "message": "the process running this task stopped; recovered at start-up",
-            },
-        )
-        try:
-            updated = await store.update_task(
-                task.id,
-                expected_version=task.version,
-                event=(session_id, event),
-                status=target,
-                runner=None,
-                main_session_id=session_id,
-                validation_outcome=outcome,
-            )
-        except VersionConflict:
-            continue  # someone else recovered or resumed it meanwhile
-        recovered.append(updated)
-    if recovered:  # one notice for the whole batch: a desk refreshes once, not once per task
-        workspace.bus.publish(TasksChanged(task_ids=tuple(t.id for t in recovered)))
-    return recovered
-
-
-def _runner_gone(task: TaskRecord) -> bool:
-    if not task.runner:
-        return True
-    host, _, pid_text = task.runner.rpartition(":")
-    if host == socket.gethostname():
-        try:
-            pid = int(pid_text)
-        except ValueError:
-            return True
-        if pid == os.getpid():
-            return False
-        return not _pid_alive(pid)
-    beat = task.heartbeat_at or task.updated_at
-    return datetime.now(UTC) - beat > STALE_AFTER
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-__all__ = ["Decision", "TaskService", "decide", "recover_interrupted", "reviewer_name", "runner_id"]
+__all__ = ["RunAbandoned", "TaskService", "check_output_schema", "reviewer_name"]

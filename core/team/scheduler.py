@@ -18,16 +18,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from core.agent.loop import AgentLoop, RunOutcome, RunProgress
-from core.config import Settings
 from core.domain.evidence import NodeRunResult, RunEvidence, TaskEvidencePacket, TeamRunResult
 from core.domain.facts import EventKind, FinishReason, NodeStatus
 from core.evidence.builder import build_run_evidence
 from core.evidence.render import render_packet, render_run
 from core.evidence.wrapping import EXTERNAL_CONTENT_WARNING, neutralise
-from core.llm import LLMGateway
-from core.store import Store
+from core.runtime import RunContext
 from core.team.plan import TeamNode, TeamPlan
-from core.tools.registry import ToolRegistry
 
 __all__ = [
     "NODE_SYSTEM_TEMPLATE",
@@ -121,19 +118,11 @@ def build_synthesis_message(
 class TeamScheduler:
     """Runs one plan at a time per instance (``cancel_node`` addresses the current run)."""
 
-    def __init__(
-        self,
-        *,
-        store: Store,
-        gateway: LLMGateway,
-        tools: ToolRegistry,
-        settings: Settings,
-        on_progress: Callable[[RunProgress], None] | None = None,
-    ) -> None:
-        self.store = store
-        self.gateway = gateway
-        self.tools = tools
-        self.settings = settings
+    def __init__(self, ctx: RunContext, *, on_progress: Callable[[RunProgress], None] | None = None) -> None:
+        self.ctx = ctx
+        self.store = ctx.store
+        self.tools = ctx.tools
+        self.settings = ctx.settings
         self.on_progress = on_progress
         self._node_tasks: dict[str, asyncio.Task[NodeRunResult]] = {}
         self._cancel_requested: set[str] = set()
@@ -216,11 +205,7 @@ class TeamScheduler:
                 )
                 session_id = session.id
                 loop = AgentLoop(
-                    store=self.store,
-                    gateway=self.gateway,
-                    tools=self.tools.subset(node.tools),
-                    settings=self.settings,
-                    on_progress=self.on_progress,
+                    self.ctx.with_tools(self.tools.subset(node.tools)), on_progress=self.on_progress
                 )
                 outcome = await loop.run(
                     session_id=session.id,
@@ -300,13 +285,7 @@ class TeamScheduler:
         if attempt_index is None:
             attempt_index = await self._attempt_index(task_id, attempt_id)
         budget = plan.synthesis_max_tool_iterations
-        loop = AgentLoop(
-            store=self.store,
-            gateway=self.gateway,
-            tools=self.tools,
-            settings=self.settings,
-            on_progress=self.on_progress,
-        )
+        loop = AgentLoop(self.ctx, on_progress=self.on_progress)
         message = build_synthesis_message(
             task_text=task_text, team=team, task_id=task_id, attempt_index=attempt_index
         )

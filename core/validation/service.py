@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from core.config import Settings, ValidationMode
+from core.config import ValidationMode
 from core.domain.evidence import TaskEvidencePacket
 from core.domain.facts import EventKind, VerdictWarning, WarningCode
 from core.domain.status import ValidationStatus
@@ -38,9 +38,9 @@ from core.evidence.render import (
     render_packet,
 )
 from core.evidence.wrapping import wrap_external
-from core.llm.gateway import LLMGateway, provider_family
+from core.llm.gateway import provider_family
 from core.llm.structured import SchemaFailure, StructuredOutcome, complete_structured
-from core.store.store import Store
+from core.runtime import RunContext
 from core.validation.chunking import plan_chunks
 from core.validation.citations import check_citations, normalise_id
 from core.validation.prompt import format_history, one_line, render_template, system_prompt, wrap_answer
@@ -114,10 +114,10 @@ class _Judgement(BaseModel):
 
 
 class ValidationService:
-    def __init__(self, store: Store, gateway: LLMGateway, settings: Settings) -> None:
-        self.store = store
-        self.gateway = gateway
-        self.settings = settings
+    def __init__(self, ctx: RunContext) -> None:
+        self.store = ctx.store
+        self.gateway = ctx.gateway
+        self.settings = ctx.settings
 
     # ------------------------------------------------------------------ public
     async def validate(

@@ -30,16 +30,7 @@ FAIL_STYLE = "background:#fde2e1; color:#7f1d1d; padding:8px; border-radius:4px;
 
 
 def dossier_from_bundle(opened: OpenedBundle, task_id: str) -> TaskDossier:
-    t = opened.task(task_id)
-    events = sorted(t.all_events(), key=lambda e: (e.created_at, e.session_id, e.seq))
-    return TaskDossier(
-        task=t.task,
-        attempts=t.attempts,
-        validations=t.validations,
-        feedback=t.feedback,
-        sessions=t.sessions,
-        events=events,
-    )
+    return opened.dossier(task_id)
 
 
 class BundleWindow(QMainWindow):

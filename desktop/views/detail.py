@@ -72,7 +72,7 @@ def warning_badges(
     badges: list[Badge] = []
     if dossier.attempt_force_accepted(attempt):
         badges.append(Badge("Force-accepted", "danger", "Delivered without the validator's endorsement."))
-    if dossier.attempt_interrupted(attempt, packet):
+    if dossier.attempt_interrupted(attempt):
         badges.append(Badge("Interrupted run", "danger", "The process stopped before this attempt finished."))
     if validation is None:
         return badges

@@ -16,11 +16,18 @@ from core.agent import (
 from core.config import Settings
 from core.domain import TaskEvidencePacket
 from core.domain.facts import FinishReason
+from core.events import EventBus
 from core.evidence import build_run_evidence, render_packet, session_messages
 from core.llm import LLMGateway, reset_scripted_stats, scripted_stats
+from core.runtime import RunContext
 from core.store import Store
 from core.tools.registry import ToolRegistry, ToolResult
 from tests.core.conftest import ScriptFactory
+
+
+def _ctx(store: Store, settings: Settings, gateway: LLMGateway, tools: ToolRegistry) -> RunContext:
+    return RunContext(store=store, gateway=gateway, tools=tools, settings=settings, bus=EventBus())
+
 
 BIG = "x" * 600 + " FACT-AFTER-500 " + "y" * 50_000 + " FACT-AFTER-50000 " + "z" * 100
 
@@ -55,9 +62,7 @@ async def _run(
     **kwargs: Any,
 ) -> Any:
     session = await store.create_session(task_id=None, kind="main")
-    loop = AgentLoop(
-        store=store, gateway=gateway_for(settings), tools=registry or _registry(), settings=settings
-    )
+    loop = AgentLoop(_ctx(store, settings, gateway_for(settings), registry or _registry()))
     outcome = await loop.run(
         session_id=session.id,
         history=[],
@@ -199,7 +204,7 @@ async def test_cancellation_records_the_end_and_keeps_evidence(
     turns = [_tool_turn("a"), {"content": "never", "delay_s": 30}]
     settings = make_settings([{"model": "agent", "turns": turns}])
     session = await store.create_session(task_id=None, kind="main")
-    loop = AgentLoop(store=store, gateway=gateway_for(settings), tools=_registry(), settings=settings)
+    loop = AgentLoop(_ctx(store, settings, gateway_for(settings), _registry()))
     second_call = asyncio.Event()
     calls = {"llm": 0}
 

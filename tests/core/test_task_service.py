@@ -11,7 +11,9 @@ import pytest
 from core.config import Settings
 from core.domain import TaskStatus, ValidationOutcome, ValidationStatus
 from core.errors import ConfigurationError, RefusedAction
-from core.tasks.service import TaskService, decide, recover_interrupted
+from core.tasks.policy import decide
+from core.tasks.recovery import recover_interrupted
+from core.tasks.service import TaskService
 from core.tasks.state_machine import Trigger
 from core.workspace import Workspace
 from tests.core.conftest import ScriptFactory

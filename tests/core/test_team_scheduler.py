@@ -10,9 +10,11 @@ import pytest
 from core.agent import RunProgress
 from core.config import Settings
 from core.domain.facts import FinishReason
+from core.events import EventBus
 from core.evidence import render_packet
 from core.llm import LLMGateway, LLMResponse, reset_scripted_stats, scripted_stats
 from core.llm.scripted import request_text
+from core.runtime import RunContext
 from core.store import Store
 from core.team import (
     SYNTHESIS_INSTRUCTIONS,
@@ -78,9 +80,8 @@ def _scheduler(
     gateway: LLMGateway,
     on_progress: Callable[[RunProgress], None] | None = None,
 ) -> TeamScheduler:
-    return TeamScheduler(
-        store=store, gateway=gateway, tools=_registry(), settings=settings, on_progress=on_progress
-    )
+    ctx = RunContext(store=store, gateway=gateway, tools=_registry(), settings=settings, bus=EventBus())
+    return TeamScheduler(ctx, on_progress=on_progress)
 
 
 async def _run(scheduler: TeamScheduler, plan: TeamPlan, ctx: _Ctx) -> Any:

@@ -12,8 +12,11 @@ from core.domain import RunEvidence, TaskEvidencePacket, ToolEvidence
 from core.domain.facts import WarningCode
 from core.domain.status import ValidationStatus
 from core.domain.validation import CitationCheck
+from core.events import EventBus
 from core.llm import LLMGateway, reset_scripted_stats, scripted_stats
+from core.runtime import RunContext
 from core.store import Store
+from core.tools.registry import ToolRegistry
 from core.validation import ValidationReport, ValidationService
 from tests.core.conftest import ScriptFactory
 
@@ -94,7 +97,8 @@ async def run_validation(
     attempt = await store.create_attempt(task.id, 1, trigger="initial", prompt="Find the fact")
     session = await store.create_session(task_id=task.id, kind="main")
     gateway = RecordingGateway(settings)
-    report = await ValidationService(store, gateway, settings).validate(
+    ctx = RunContext(store=store, gateway=gateway, tools=ToolRegistry(), settings=settings, bus=EventBus())
+    report = await ValidationService(ctx).validate(
         evidence,
         task_text="Find the fact",
         history=history or [],

@@ -1,0 +1,136 @@
+"""Task policy beside the table: what a verdict, a stopped run or a read-only task means for a task.
+
+``state_machine`` says which moves exist; this module says which move a situation calls for and
+what the ending attempt records. Both are pure, so the rules are pinned by tests and read by the
+docs without running anything.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from core.domain.facts import AttemptState, FinishReason, RevisionRequester
+from core.domain.records import AttemptRecord, TaskRecord
+from core.domain.status import TaskStatus, ValidationOutcome, ValidationStatus
+from core.errors import RefusedAction
+from core.tasks.state_machine import Trigger
+
+
+class ReadOnlyTask(RefusedAction):
+    """The task was imported from a case bundle: its record is evidence and is never rewritten."""
+
+
+def is_writable(task: TaskRecord) -> bool:
+    """The one read-only rule: every path that would run, review or recover a task asks it."""
+    return not task.read_only
+
+
+def ensure_writable(task: TaskRecord) -> None:
+    if not is_writable(task):
+        raise ReadOnlyTask(f"task {task.id[:8]} was imported read-only from a case bundle")
+
+
+def requires_user_action(task: TaskRecord) -> bool:
+    """Only an analyst can move the task on; ``needs_revision`` waits for one only when an analyst asked."""
+    if task.status is TaskStatus.NEEDS_REVISION:
+        return task.revision_requested_by == RevisionRequester.ANALYST
+    return task.status.requires_user_action
+
+
+class Decision(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    trigger: Trigger
+    outcome: ValidationOutcome | None
+    retry: bool = False
+    reason: str
+
+
+def decide(
+    *,
+    status: ValidationStatus,
+    skipped: bool,
+    validations_done: int,
+    max_validations: int,
+    schema_ok: bool = True,
+) -> Decision:
+    """The verdict-to-status rule in one pure function (pinned by tests, read by the docs)."""
+    if skipped:
+        return Decision(
+            trigger=Trigger.VALIDATION_SKIPPED,
+            outcome=ValidationOutcome.FORCE_ACCEPTED,
+            reason="delivered without validation (policy)",
+        )
+    if status is ValidationStatus.ACCEPTED:
+        if not schema_ok:
+            return Decision(
+                trigger=Trigger.VERDICT_UNCONFIRMED,
+                outcome=ValidationOutcome.FORCE_ACCEPTED,
+                reason="accepted by the validator but the answer does not match the declared output schema",
+            )
+        return Decision(
+            trigger=Trigger.VERDICT_ACCEPTED,
+            outcome=ValidationOutcome.ACCEPTED,
+            reason="the validator accepted",
+        )
+    if status is ValidationStatus.REJECTED and validations_done < max_validations:
+        return Decision(
+            trigger=Trigger.VERDICT_REJECTED_RETRY,
+            outcome=None,
+            retry=True,
+            reason=f"rejected; automatic retry {validations_done + 1} of {max_validations}",
+        )
+    reasons = {
+        ValidationStatus.REJECTED: "rejected on the last attempt; delivered for review",
+        ValidationStatus.INSUFFICIENT_EVIDENCE: "the validator could not confirm the answer from the evidence",
+        ValidationStatus.VALIDATOR_ERROR: "the validator failed to reach a reliable decision",
+    }
+    return Decision(
+        trigger=Trigger.VERDICT_UNCONFIRMED, outcome=ValidationOutcome.FORCE_ACCEPTED, reason=reasons[status]
+    )
+
+
+def interruption(attempt: AttemptRecord | None) -> tuple[Trigger, ValidationOutcome | None]:
+    """Where a run that stopped unexpectedly goes: review if it left an answer (delivered without
+    endorsement), failed if not. Crash recovery and in-process failures share this rule."""
+    if attempt is not None and (attempt.final_output or "").strip():
+        return Trigger.INTERRUPTED_USABLE, ValidationOutcome.FORCE_ACCEPTED
+    return Trigger.INTERRUPTED_UNUSABLE, None
+
+
+def attempt_ending(
+    attempt: AttemptRecord,
+    state: AttemptState,
+    outcome: ValidationOutcome | None,
+    *,
+    now: datetime | None = None,
+    **facts: Any,
+) -> dict[str, Any]:
+    """The fields that end ``attempt``, written with the task's move in one transaction.
+
+    A running attempt records how it ended (``state``), when, and the outcome its task is
+    delivered with. An attempt that already ended keeps its state and time: only its outcome is
+    brought in line with the task's (a run cancelled at shutdown, then recovered). A stopped run
+    that never recorded why it stopped is marked interrupted, so nobody has to infer it.
+    """
+    fields: dict[str, Any] = {"validation_outcome": outcome}
+    if attempt.state is AttemptState.RUNNING:
+        fields.update(state=state, finished_at=now or datetime.now(UTC), **facts)
+        if state is AttemptState.INTERRUPTED and attempt.finish_reason is None:
+            fields["finish_reason"] = FinishReason.INTERRUPTED
+    return fields
+
+
+__all__ = [
+    "Decision",
+    "ReadOnlyTask",
+    "attempt_ending",
+    "decide",
+    "ensure_writable",
+    "interruption",
+    "is_writable",
+    "requires_user_action",
+]

@@ -1,0 +1,65 @@
+"""The audit report and ``show`` are built from the same dossier, so they state the same facts per attempt."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from core.bundle import export_bundle, open_bundle, write_report, write_report_from_bundle
+from core.cli import task_dossier
+from core.tasks.service import TaskService
+from core.workspace import Workspace
+from tests.core.conftest import ScriptFactory
+
+
+def verdict(status: str) -> str:
+    return json.dumps(
+        {"goal_achievement": "g", "completeness": "c", "rule_compliance": "r", "status": status, "score": 0.5}
+    )
+
+
+async def test_report_and_show_state_the_same_outcome_per_attempt(
+    make_settings: ScriptFactory, db_url: str, tmp_path: Path
+) -> None:
+    settings = make_settings(
+        [
+            {"model": "agent", "turns": [{"content": "first"}, {"content": "second"}]},
+            {
+                "model": "validator",
+                "turns": [{"content": verdict(s)} for s in ("rejected", "insufficient_evidence")],
+            },
+        ],
+        db_url=db_url,
+        max_validation_attempts=2,
+    )
+    ws = await Workspace.open(settings)
+    service = TaskService(ws)
+    task = await service.run((await service.create("A question?")).id)
+    shown = await task_dossier(ws.store, task.id)  # what ``show --json`` prints
+    in_show = {a["index"]: (a["state"], a["validation_outcome"] or "none") for a in shown["attempts"]}
+    assert in_show == {1: ("finished", "none"), 2: ("finished", "force_accepted")}
+
+    html = (await write_report(ws.store, task.id, tmp_path / "report.html")).read_text(encoding="utf-8")
+    assert report_facts(html) == in_show
+    bundle = tmp_path / "case.zip"
+    await export_bundle(ws.store, [task.id], bundle, environ={})
+    opened = open_bundle(bundle)
+    from_bundle = await write_report_from_bundle(opened, task.id, tmp_path / "bundle.html")
+    assert report_facts(from_bundle.read_text(encoding="utf-8")) == in_show
+    # The bundle's view is the same read model the desk shows for a workspace task.
+    assert opened.dossier(task.id).attempts == [
+        a.model_copy() for a in (await ws.store.list_attempts(task.id))
+    ]
+    await ws.close()
+
+
+def report_facts(html: str) -> dict[int, tuple[str, str]]:
+    """Per attempt: the recorded state and outcome the audit page prints."""
+    found = re.findall(
+        r"<h2>Attempt (\d+)[^<]*</h2>\s*<p class=\"meta\">.*?"
+        r"<span class=\"attempt-state\">([^<]*)</span>.*?<span class=\"attempt-outcome\">([^<]*)</span>",
+        html,
+        flags=re.S,
+    )
+    return {int(i): (state, outcome) for i, state, outcome in found}
