@@ -69,6 +69,18 @@ class Settings(BaseSettings):
     trigger_keywords: list[str] = Field(default_factory=list)
     require_verified_citations: bool = False
     fetch_url_enabled: bool = False
+    tool_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        le=3600,
+        description="Seconds a tool call may take before the model gets a timeout error and the run goes on.",
+    )
+    corpus_max_document_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=1024,
+        le=1024 * 1024 * 1024,
+        description="Corpus files larger than this many bytes are skipped with a warning, not indexed.",
+    )
 
     debug_full_request_snapshots: bool = False
     debug_store_validation_prompt: bool = True

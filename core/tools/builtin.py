@@ -54,7 +54,7 @@ def build_default_registry(
     http_client_factory: HttpClientFactory | None = None,
 ) -> ToolRegistry:
     """Register the built-in tools bound to this corpus and these settings."""
-    registry = ToolRegistry()
+    registry = ToolRegistry(timeout_s=settings.tool_timeout_s)
 
     def search_corpus(query: Query, limit: Limit = 5) -> ToolResult:
         """Search the local document corpus and return the best-matching documents, best first.
