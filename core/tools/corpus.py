@@ -5,17 +5,25 @@ refreshed incrementally by (mtime_ns, size), so a large corpus costs one ``stat`
 refresh rather than a re-read. The index is a cache: if it is corrupt or from an older layout it is
 deleted and rebuilt, never repaired.
 
-Everything here is synchronous ``sqlite3``; async callers run it through ``asyncio.to_thread``
-(the tool registry does that for sync tools). A lock serialises access so concurrent tool calls from
-parallel team nodes cannot interleave a refresh with a query.
+Everything here is synchronous ``sqlite3``; async callers run it in a worker thread (the tool
+registry does that for sync tools, with a time limit). A lock serialises access so concurrent tool
+calls from parallel team nodes cannot interleave a refresh with a query.
+
+The folder is untrusted input: only regular files inside it are read. FIFOs, sockets and devices
+are skipped before they are opened (and opened non-blocking, so a file swapped for a FIFO after the
+check still cannot block), symbolic links are followed only when their target stays inside the
+folder, link loops are skipped, and files above a size cap are left out. Each such file is reported
+in :attr:`Corpus.warnings`, which the tools put in front of the model and into the evidence.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -31,6 +39,12 @@ SCHEMA_VERSION = 1
 SUPPORTED_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".html", ".htm"})
 MAX_QUERY_TERMS = 64
 SNIPPET_TOKENS = 24
+DEFAULT_MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+# O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting for one;
+# O_NOFOLLOW: a path checked as a regular file cannot be swapped for a link before it is opened.
+_OPEN_FLAGS = (
+    os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+)
 _TOKEN_RE = re.compile(r"\w+", re.UNICODE)
 _MD_TITLE_RE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
@@ -41,6 +55,23 @@ class CorpusQueryError(ValueError):
 
 class DocumentNotFoundError(LookupError):
     """No indexed document has this id."""
+
+
+class _Skipped(Exception):
+    """A file that must not be indexed; the message says why, for the warning."""
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISDIR, "a directory"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
 class RefreshStats(BaseModel):
@@ -177,13 +208,32 @@ def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
 class Corpus:
     """A documents folder plus its FTS5 index file."""
 
-    def __init__(self, folder: Path, index_path: Path, *, max_staleness_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        index_path: Path,
+        *,
+        max_staleness_s: float = 5.0,
+        max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
+    ) -> None:
         self.folder = Path(folder).resolve()
         self.index_path = Path(index_path)
         self.max_staleness_s = max_staleness_s
-        self.warnings: list[str] = []
+        self.max_document_bytes = max_document_bytes
+        self._warnings: list[str] = []
+        self._collecting: list[str] | None = None
         self._lock = threading.RLock()
         self._last_refresh: float | None = None
+
+    @property
+    def warnings(self) -> list[str]:
+        """Problems with the folder as of the latest refresh: files left out of the index and why.
+
+        Replaced, not appended to, by each refresh, so a problem that was fixed stops being reported
+        and one that persists is reported for as long as it lasts.
+        """
+        with self._lock:
+            return list(self._warnings)
 
     # -- index file ---------------------------------------------------------------------------------
 
@@ -233,62 +283,155 @@ class Corpus:
 
     # -- refresh ------------------------------------------------------------------------------------
 
-    def _scan(self) -> dict[str, tuple[Path, int, int]]:
+    def _scan(self, stats: RefreshStats) -> dict[str, tuple[Path, int, int]]:
+        """Find the indexable files: regular files inside the folder, reached directly or by a link."""
         found: dict[str, tuple[Path, int, int]] = {}
         index_resolved = self.index_path.resolve()
-        for dirpath, dirnames, filenames in os.walk(self.folder):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+
+        def walk_error(exc: OSError) -> None:
+            self._warn(f"cannot list folder {exc.filename}: {exc.strerror or exc}")
+
+        for dirpath, dirnames, filenames in os.walk(self.folder, onerror=walk_error):
+            # os.walk does not descend into linked folders; say so when the link leads somewhere unsafe
+            kept: list[str] = []
+            for d in sorted(dirnames):
+                if d.startswith("."):
+                    continue
+                path = Path(dirpath) / d
+                if path.is_symlink():
+                    try:
+                        self._link_target(path)
+                    except _Skipped as exc:
+                        self._warn(str(exc))
+                        stats.skipped += 1
+                    continue
+                kept.append(d)
+            dirnames[:] = kept
             for filename in sorted(filenames):
                 if filename.startswith("."):
                     continue
                 path = Path(dirpath) / filename
-                if path.suffix.lower() not in SUPPORTED_SUFFIXES or path.resolve() == index_resolved:
+                if path.suffix.lower() not in SUPPORTED_SUFFIXES:
                     continue
                 try:
-                    st = path.stat()
-                except OSError as exc:
-                    self._warn(f"cannot stat {path}: {exc}")
+                    target, st = self._regular_file(path)
+                except _Skipped as exc:
+                    self._warn(str(exc))
+                    stats.skipped += 1
                     continue
-                found[path.relative_to(self.folder).as_posix()] = (path, st.st_mtime_ns, st.st_size)
+                if target == index_resolved:
+                    continue
+                found[self._rel(path)] = (target, st.st_mtime_ns, st.st_size)
         return found
 
-    def _warn(self, message: str) -> None:
-        logger.warning("corpus: %s", message)
-        self.warnings.append(message)
+    def _rel(self, path: Path) -> str:
+        return path.relative_to(self.folder).as_posix()
 
-    def _load(self, path: Path) -> tuple[str, str]:
-        raw = path.read_bytes()
+    def _link_target(self, path: Path) -> Path:
+        """Resolve a symbolic link, refusing loops, dangling links and targets outside the folder."""
+        try:
+            target = path.resolve(strict=True)
+        except RuntimeError:  # Python < 3.13 reports a loop this way
+            raise _Skipped(f"skipped {self._rel(path)}: symbolic link loop") from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _Skipped(f"skipped {self._rel(path)}: symbolic link loop") from None
+            raise _Skipped(
+                f"skipped {self._rel(path)}: broken symbolic link ({exc.strerror or exc})"
+            ) from None
+        if not target.is_relative_to(self.folder):
+            raise _Skipped(
+                f"skipped {self._rel(path)}: symbolic link to {target}, outside the corpus folder; not followed"
+            )
+        return target
+
+    def _regular_file(self, path: Path) -> tuple[Path, os.stat_result]:
+        """Return (real path, its stat) for a file that is safe to read, or raise ``_Skipped`` saying why.
+
+        ``lstat`` first, so neither a FIFO nor a link is touched before it has been judged.
+        """
+        try:
+            st = os.lstat(path)
+            target = path
+            if stat.S_ISLNK(st.st_mode):
+                target = self._link_target(path)
+                st = os.stat(target)
+        except OSError as exc:
+            raise _Skipped(f"skipped {self._rel(path)}: cannot stat it ({exc.strerror or exc})") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise _Skipped(f"skipped {self._rel(path)}: {_file_kind(st.st_mode)}, not a regular file")
+        self._check_size(path, st.st_size)
+        return target, st
+
+    def _check_size(self, path: Path, size: int) -> None:
+        if size > self.max_document_bytes:
+            raise _Skipped(
+                f"skipped {self._rel(path)}: {size} bytes is over the {self.max_document_bytes}-byte "
+                "document limit (corpus_max_document_bytes)"
+            )
+
+    def _warn(self, message: str) -> None:
+        if self._collecting is not None:
+            self._collecting.append(message)
+        else:
+            self._warnings.append(message)
+        if message not in self._warnings:  # the same problem found again by a later refresh is not news
+            logger.warning("corpus: %s", message)
+
+    def _read_bytes(self, path: Path, shown: Path) -> bytes:
+        """Read a file judged regular by ``_scan``, re-checking on the open descriptor.
+
+        Between the scan and this read the file may have been replaced; the non-blocking,
+        no-follow open plus ``fstat`` means a FIFO or a link put there in the meantime is refused
+        rather than read, and a file that grew past the cap is not read past it.
+        """
+        fd = os.open(path, _OPEN_FLAGS)
+        with os.fdopen(fd, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise _Skipped(f"skipped {self._rel(shown)}: {_file_kind(st.st_mode)}, not a regular file")
+            self._check_size(shown, st.st_size)
+            raw = fh.read(self.max_document_bytes + 1)
+        self._check_size(shown, len(raw))
+        return raw
+
+    def _load(self, path: Path, shown: Path) -> tuple[str, str]:
+        raw = self._read_bytes(path, shown)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             text = raw.decode("utf-8", errors="replace")
-            self._warn(f"{path} is not valid UTF-8; undecodable bytes were replaced")
+            self._warn(f"{self._rel(shown)} is not valid UTF-8; undecodable bytes were replaced")
         text = text.removeprefix("\ufeff")
         title: str | None
-        if path.suffix.lower() in (".html", ".htm"):
+        if shown.suffix.lower() in (".html", ".htm"):
             text, title = html_to_text(text)
-        elif path.suffix.lower() in (".md", ".markdown"):
+        elif shown.suffix.lower() in (".md", ".markdown"):
             title = _markdown_title(text)
         else:
             title = None
-        return text, title or path.stem
+        return text, title or shown.stem
 
     def refresh(self) -> RefreshStats:
         """Bring the index in line with the folder; re-read only files whose mtime or size changed."""
         with self._lock:
             rebuilt = False
-            warnings_before = len(self.warnings)
+            self._collecting = []
             try:
-                stats = self._refresh_once()
-            except sqlite3.DatabaseError as exc:
-                if not _is_corruption(exc):
-                    raise
-                self._warn(f"index {self.index_path} is unusable ({exc}); rebuilding it")
-                self._delete_index()
-                stats = self._refresh_once()
-                rebuilt = True
-            stats.rebuilt = rebuilt
-            stats.warnings = self.warnings[warnings_before:]
+                try:
+                    stats = self._refresh_once()
+                except sqlite3.DatabaseError as exc:
+                    if not _is_corruption(exc):
+                        raise
+                    self._warn(f"index {self.index_path} is unusable ({exc}); rebuilding it")
+                    self._delete_index()
+                    stats = self._refresh_once()
+                    rebuilt = True
+                stats.rebuilt = rebuilt
+                stats.warnings = self._collecting
+                self._warnings = list(self._collecting)
+            finally:
+                self._collecting = None
             self._last_refresh = time.monotonic()
             return stats
 
@@ -296,7 +439,7 @@ class Corpus:
         if not self.folder.is_dir():
             raise FileNotFoundError(f"corpus folder {self.folder} does not exist")
         stats = RefreshStats()
-        on_disk = self._scan()
+        on_disk = self._scan(stats)
         with self._connection() as conn:
             indexed = {
                 doc_id: (rowid, mtime_ns, size)
@@ -315,10 +458,14 @@ class Corpus:
                     if previous is not None and previous[1:] == (mtime_ns, size):
                         stats.unchanged += 1
                         continue
+                    shown = self.folder / doc_id
                     try:
-                        text, title = self._load(path)
-                    except OSError as exc:
-                        self._warn(f"skipped unreadable file {path}: {exc}")
+                        text, title = self._load(path, shown)
+                    except (OSError, _Skipped) as exc:
+                        if isinstance(exc, OSError):
+                            self._warn(f"skipped unreadable file {doc_id}: {exc.strerror or exc}")
+                        else:
+                            self._warn(str(exc))
                         stats.skipped += 1
                         if previous is not None:  # serving the old text would be serving a stale lie
                             conn.execute("DELETE FROM docs WHERE rowid = ?", (previous[0],))
@@ -362,10 +509,12 @@ class Corpus:
             except sqlite3.DatabaseError as exc:
                 if not _is_corruption(exc):
                     raise
-                self._warn(f"index {self.index_path} is unusable ({exc}); rebuilding it")
+                message = f"index {self.index_path} is unusable ({exc}); rebuilding it"
+                logger.warning("corpus: %s", message)
                 self._delete_index()
                 self._last_refresh = None
                 self.refresh()
+                self._warnings.append(message)
                 with self._connection() as conn:
                     return conn.execute(sql, params).fetchall()
 
