@@ -52,8 +52,8 @@ def corpus_warnings_text(warnings: list[str]) -> str:
     if not warnings:
         return ""
     lines = [
-        f"corpus warnings ({len(warnings)}): these files were left out of the search index, "
-        "so the corpus was not searched whole:"
+        f"corpus warnings ({len(warnings)}): problems found while indexing the corpus folder; "
+        "files marked 'skipped' are not in the index and cannot be searched or read:"
     ]
     lines += [f"- {w}" for w in warnings[:MAX_WARNINGS_SHOWN]]
     if len(warnings) > MAX_WARNINGS_SHOWN:
@@ -109,6 +109,10 @@ def build_default_registry(
             lines.append(f"{rank}. document_id: {hit.document_id}")
             lines.append(f"   title: {hit.title}")
             lines.append(f"   path: {hit.path}")
+            lines.append(
+                f"   passage: characters {hit.offset}-{hit.offset + hit.length} "
+                f"(read_document with offset={hit.offset})"
+            )
             lines.append(f"   snippet: {' '.join(hit.snippet.split())}")
         content, data = _with_warnings(
             corpus, "\n".join(lines), {"query": query, "hits": [hit.model_dump() for hit in hits]}

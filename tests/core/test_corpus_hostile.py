@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from core.config import Settings
 from core.domain import TaskEvidencePacket, TaskStatus
@@ -20,6 +23,7 @@ from core.llm import reset_scripted_stats, scripted_stats
 from core.tasks.service import TaskService
 from core.tools import Corpus, DocumentNotFoundError, ToolRegistry, build_default_registry
 from core.tools.builtin import MAX_WARNINGS_SHOWN, corpus_warnings_text
+from core.tools.corpus import split_passages
 from core.workspace import Workspace
 from tests.core.conftest import ScriptFactory
 
@@ -228,3 +232,131 @@ def test_warning_text_lists_a_bounded_number() -> None:
     assert text.startswith(f"corpus warnings ({MAX_WARNINGS_SHOWN + 5})")
     assert text.endswith("- ... and 5 more")
     assert corpus_warnings_text([]) == ""
+
+
+# ------------------------------------------------------------------------------------- big documents
+
+FACT = "The harbour master's secret number is 48213."
+
+
+def _big_text(target_chars: int) -> str:
+    """Plain prose-like filler of about ``target_chars`` characters with FACT near the very end."""
+    line = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt\n"
+    filler = line * (target_chars // len(line))
+    return filler + FACT + "\n" + line * 3
+
+
+@pytest.fixture(scope="module")
+def big_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Corpus, str]:
+    root = tmp_path_factory.mktemp("big")
+    docs = root / "docs"
+    docs.mkdir()
+    text = _big_text(50_000_000)
+    (docs / "big.txt").write_text(text, encoding="utf-8")
+    (docs / "small.md").write_text("# Small\nA short note about lorem ipsum.\n")
+    corpus = Corpus(docs, root / "index.sqlite3", max_staleness_s=3600)
+    stats = corpus.refresh()
+    assert (stats.added, stats.warnings) == (2, [])
+    return corpus, text
+
+
+@pytest.mark.slow
+async def test_50_mb_document_found_by_a_phrase_near_its_end(big_corpus: tuple[Corpus, str]) -> None:
+    corpus, text = big_corpus
+    reg = build_default_registry(_settings(), corpus)
+    result = await reg.execute("search_corpus", {"query": "harbour master secret number"})
+    assert not result.is_error, result.content
+    hit = result.data["hits"][0]
+    assert hit["document_id"] == "big.txt" and "«harbour»" in hit["snippet"]
+    # the hit points at the passage holding the phrase, and reading there returns it
+    assert hit["offset"] > 49_000_000
+    assert FACT in text[hit["offset"] : hit["offset"] + hit["length"]]
+    page = await reg.execute(
+        "read_document", {"document_id": "big.txt", "offset": hit["offset"], "length": hit["length"]}
+    )
+    assert FACT in page.content
+
+    # a word in every passage must not stall snippet(): the limit turns a stall into an error result
+    common = await reg.execute("search_corpus", {"query": "lorem ipsum", "limit": 2})
+    assert not common.is_error, common.content
+    assert {h["document_id"] for h in common.data["hits"]} == {"big.txt", "small.md"}
+
+
+@pytest.mark.slow
+def test_50_mb_document_reads_exactly_across_passage_boundaries(big_corpus: tuple[Corpus, str]) -> None:
+    corpus, text = big_corpus
+    boundaries = [start for start, _ in split_passages(text)][1:]
+    assert len(boundaries) > 700  # the document really is stored as many passages
+    for boundary in (boundaries[0], boundaries[len(boundaries) // 2], boundaries[-1]):
+        page = corpus.read("big.txt", offset=boundary - 100, length=200)
+        assert page.text == text[boundary - 100 : boundary + 100]
+        assert page.next_offset == boundary + 100
+    # a page spanning several whole passages
+    wide = corpus.read("big.txt", offset=boundaries[3] - 5, length=200_000)
+    assert wide.text == text[boundaries[3] - 5 : boundaries[3] + 199_995]
+    tail = corpus.read("big.txt", offset=len(text) - 10, length=4000)
+    assert (tail.text, tail.total_length, tail.next_offset) == (text[-10:], len(text), None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from("ab \n\u00e9"), max_size=300),
+    size=st.integers(min_value=1, max_value=40),
+)
+def test_passages_join_back_exactly_and_respect_the_size(text: str, size: int) -> None:
+    passages = split_passages(text, size)
+    assert "".join(p for _, p in passages) == text
+    assert all(len(p) <= size for _, p in passages)
+    assert [start for start, _ in passages] == [
+        sum(len(p) for _, p in passages[:i]) for i in range(len(passages))
+    ]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    offset=st.integers(min_value=0, max_value=1300),
+    length=st.integers(min_value=1, max_value=700),
+)
+def test_read_by_offset_matches_the_text_for_any_window(
+    small_passages: tuple[Corpus, str], offset: int, length: int
+) -> None:
+    corpus, text = small_passages
+    if offset > len(text):
+        with pytest.raises(ValueError, match="past the end"):
+            corpus.read("doc.txt", offset, length)
+        return
+    page = corpus.read("doc.txt", offset, length)
+    assert page.text == text[offset : offset + length]
+    assert page.next_offset == (offset + length if offset + length < len(text) else None)
+
+
+@pytest.fixture
+def small_passages(tmp_path: Path) -> tuple[Corpus, str]:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    words = [f"w{i:03d}" for i in range(250)]
+    text = " ".join(words[:120]) + " needle " + " ".join(words[120:])
+    (docs / "doc.txt").write_text(text)
+    corpus = Corpus(docs, tmp_path / "idx.sqlite3", passage_chars=64, max_staleness_s=3600)
+    corpus.refresh()
+    return corpus, text
+
+
+def test_hit_points_at_the_passage_with_the_match(small_passages: tuple[Corpus, str]) -> None:
+    corpus, text = small_passages
+    (hit,) = corpus.search("needle")
+    assert hit.offset > 0 and hit.length <= 64
+    assert "needle" in text[hit.offset : hit.offset + hit.length]
+    assert corpus.read("doc.txt", hit.offset, hit.length).text == text[hit.offset : hit.offset + hit.length]
+    assert "«needle»" in hit.snippet
+
+
+def test_an_index_from_an_older_version_is_rebuilt_without_a_warning(docs: Path, tmp_path: Path) -> None:
+    """An upgrade is routine; a warning would tell the validator the corpus is damaged when it is not."""
+    corpus = Corpus(docs, tmp_path / "idx.sqlite3")
+    corpus.refresh()
+    with sqlite3.connect(corpus.index_path) as conn:
+        conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    conn.close()
+    stats = corpus.refresh()
+    assert stats.rebuilt and stats.added == 2 and stats.warnings == [] and corpus.warnings == []
