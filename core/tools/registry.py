@@ -231,6 +231,7 @@ class Tool:
             done, _ = await asyncio.wait({running}, timeout=timeout_s)
         except asyncio.CancelledError:
             running.cancel()
+            running.add_done_callback(_consume)
             raise
         if not done:
             running.cancel()  # stops a coroutine; a thread cannot be stopped and is left to finish alone
