@@ -221,6 +221,23 @@ class Settings(BaseSettings):
         json_schema_extra=_desk(SettingsGroup.EVIDENCE),
     )
 
+    tool_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        le=3600,
+        title="Tool call time limit (s)",
+        description="Seconds a tool call may take before the model gets a timeout error and the run goes on.",
+        json_schema_extra=_desk(SettingsGroup.LIMITS),
+    )
+    corpus_max_document_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=1024,
+        le=1024 * 1024 * 1024,
+        title="Largest corpus document (bytes)",
+        description="Corpus files larger than this many bytes are skipped with a warning, not indexed.",
+        json_schema_extra=_desk(SettingsGroup.EVIDENCE),
+    )
+
     debug_full_request_snapshots: bool = Field(
         default=False,
         title="Store full model requests",

@@ -3,12 +3,17 @@
 Results are written for a model to read and for an analyst to audit: each says what was searched
 or read, where it came from, and how to continue (the next offset), and carries the same facts
 in ``data`` for the evidence builder.
+
+Corpus results also carry the corpus's current warnings (files left out of the index and why),
+in the text and in ``data["corpus_warnings"]``. They are the one channel that reaches the model,
+the stored evidence and the validator alike, so a run over a damaged or hostile folder is never
+judged as if the folder had been searched whole.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 import httpx
 from pydantic import Field
@@ -20,6 +25,7 @@ from core.tools.registry import ToolError, ToolRegistry, ToolResult
 HttpClientFactory = Callable[[], httpx.AsyncClient]
 
 MAX_FETCH_BYTES = 20_000_000
+MAX_WARNINGS_SHOWN = 20
 _TEXTUAL_TYPES = ("text/", "application/json", "application/xml", "application/xhtml+xml", "+json", "+xml")
 
 Query = Annotated[
@@ -41,6 +47,27 @@ FETCH_DISABLED = (
 )
 
 
+def corpus_warnings_text(warnings: list[str]) -> str:
+    """The corpus warnings as the model and the validator read them; empty when there are none."""
+    if not warnings:
+        return ""
+    lines = [
+        f"corpus warnings ({len(warnings)}): problems found while indexing the corpus folder; "
+        "files marked 'skipped' are not in the index and cannot be searched or read:"
+    ]
+    lines += [f"- {w}" for w in warnings[:MAX_WARNINGS_SHOWN]]
+    if len(warnings) > MAX_WARNINGS_SHOWN:
+        lines.append(f"- ... and {len(warnings) - MAX_WARNINGS_SHOWN} more")
+    return "\n".join(lines)
+
+
+def _with_warnings(corpus: Corpus, content: str, data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    warnings = corpus.warnings
+    if not warnings:
+        return content, data
+    return f"{content}\n\n{corpus_warnings_text(warnings)}", {**data, "corpus_warnings": warnings}
+
+
 def _default_client_factory(settings: Settings) -> HttpClientFactory:
     def factory() -> httpx.AsyncClient:
         return httpx.AsyncClient(timeout=settings.llm_timeout_s, follow_redirects=True)
@@ -54,7 +81,10 @@ def build_default_registry(
     http_client_factory: HttpClientFactory | None = None,
 ) -> ToolRegistry:
     """Register the built-in tools bound to this corpus and these settings."""
-    registry = ToolRegistry()
+    registry = ToolRegistry(timeout_s=settings.tool_timeout_s)
+    if corpus is not None:
+        # The corpus is opened before settings reach the tools; the cap must hold for what they read.
+        corpus.max_document_bytes = settings.corpus_max_document_bytes
 
     def search_corpus(query: Query, limit: Limit = 5) -> ToolResult:
         """Search the local document corpus and return the best-matching documents, best first.
@@ -68,20 +98,26 @@ def build_default_registry(
         except CorpusQueryError as exc:
             raise ToolError(f"{exc}; give one or more words") from None
         if not hits:
-            return ToolResult(
-                content=f"no documents match {query!r}; try other or fewer words",
-                data={"query": query, "hits": []},
+            content, data = _with_warnings(
+                corpus,
+                f"no documents match {query!r}; try other or fewer words",
+                {"query": query, "hits": []},
             )
+            return ToolResult(content=content, data=data)
         lines = [f"{len(hits)} result(s) for {query!r}, best first:"]
         for rank, hit in enumerate(hits, start=1):
             lines.append(f"{rank}. document_id: {hit.document_id}")
             lines.append(f"   title: {hit.title}")
             lines.append(f"   path: {hit.path}")
+            lines.append(
+                f"   passage: characters {hit.offset}-{hit.offset + hit.length} "
+                f"(read_document with offset={hit.offset})"
+            )
             lines.append(f"   snippet: {' '.join(hit.snippet.split())}")
-        return ToolResult(
-            content="\n".join(lines),
-            data={"query": query, "hits": [hit.model_dump() for hit in hits]},
+        content, data = _with_warnings(
+            corpus, "\n".join(lines), {"query": query, "hits": [hit.model_dump() for hit in hits]}
         )
+        return ToolResult(content=content, data=data)
 
     def read_document(document_id: DocumentId, offset: Offset = 0, length: Length = 4000) -> ToolResult:
         """Read part of a corpus document by id, starting at a character offset.
@@ -105,11 +141,13 @@ def build_default_registry(
                 f"more remains, continue with offset={page.next_offset}"
             )
         header = f"title: {page.title}\nurl: {page.url}\ndocument_id: {page.document_id}\n({position})"
+        # warnings go in the header, so the page text stays the last thing and is not mistaken for them
+        header, data = _with_warnings(corpus, header, page.model_dump(exclude={"text"}))
         return ToolResult(
             content=f"{header}\n\n{page.text}",
             url=page.url,
             title=page.title,
-            data=page.model_dump(exclude={"text"}),
+            data=data,
         )
 
     registry.register(search_corpus)

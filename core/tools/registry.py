@@ -4,14 +4,23 @@ The agent loop hands whatever the model produced straight to :meth:`ToolRegistry
 send malformed JSON, wrong types and made-up tool names, and tools hit I/O errors; none of that may
 end a run, so every such problem comes back as an error *result* the model can read and correct.
 Only cancellation propagates, because it is the scheduler stopping the run, not the tool failing.
+
+A tool that never returns is a problem of the same kind: every call has a time limit, and when it
+passes the model gets an error result and the run goes on. Python cannot kill a thread, so a
+blocking tool runs in a daemon thread of its own that is simply abandoned on timeout; a pooled
+worker (``asyncio.to_thread``) would instead be joined when the event loop or interpreter shuts
+down, and one hung read would keep the whole program from exiting.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import json
+import logging
 import re
+import threading
 import typing
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -20,8 +29,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from core.errors import ConfigurationError
 
+logger = logging.getLogger(__name__)
+
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _MAX_INPUT_REPR = 120
+DEFAULT_TOOL_TIMEOUT_S = 60.0
 
 
 class ToolResult(BaseModel):
@@ -99,6 +111,40 @@ def _to_result(value: Any) -> ToolResult:
     return ToolResult(content=text, data=value if isinstance(value, dict) else {})
 
 
+def _settle(future: asyncio.Future[Any], ok: bool, outcome: Any) -> None:
+    if future.done():  # timed out or cancelled meanwhile: nobody is waiting for this any more
+        return
+    if ok:
+        future.set_result(outcome)
+    else:
+        future.set_exception(outcome)
+
+
+def _start_in_daemon_thread(name: str, fn: Callable[..., Any], kwargs: dict[str, Any]) -> asyncio.Future[Any]:
+    """Run ``fn`` in a new daemon thread and return a future the event loop can wait on with a limit."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def work() -> None:
+        ok = False
+        outcome: Any
+        try:
+            outcome = fn(**kwargs)
+            ok = True
+        except Exception as exc:
+            outcome = exc
+        except BaseException as exc:  # never let e.g. SystemExit from a tool thread vanish unanswered
+            outcome = RuntimeError(f"{type(exc).__name__} raised in the tool thread")
+        try:
+            loop.call_soon_threadsafe(_settle, future, ok, outcome)
+        except RuntimeError:  # the loop is closed: the run finished long ago without this result
+            logger.info("tool %s finished after its run ended; result dropped", name)
+
+    context = contextvars.copy_context()  # as asyncio.to_thread does, so context variables carry over
+    threading.Thread(target=context.run, args=(work,), name=f"tool-{name}", daemon=True).start()
+    return future
+
+
 class Tool:
     """One callable tool: its JSON schema and an ``invoke`` that never raises for tool-level problems."""
 
@@ -161,7 +207,9 @@ class Tool:
             )
         return parsed
 
-    async def invoke(self, raw_arguments: str | dict[str, Any] | None) -> ToolResult:
+    async def invoke(
+        self, raw_arguments: str | dict[str, Any] | None, *, timeout_s: float = DEFAULT_TOOL_TIMEOUT_S
+    ) -> ToolResult:
         try:
             arguments = self._parse(raw_arguments)
         except ToolError as exc:
@@ -173,22 +221,55 @@ class Tool:
                 content=f"invalid arguments for {self.name}: {_format_validation_error(exc)}", is_error=True
             )
         kwargs = {key: getattr(validated, key) for key in type(validated).model_fields}
+        running: asyncio.Future[Any] = (
+            asyncio.ensure_future(self.fn(**kwargs))
+            if self.is_async
+            else _start_in_daemon_thread(self.name, self.fn, kwargs)
+        )
         try:
-            if self.is_async:
-                value = await self.fn(**kwargs)
-            else:
-                value = await asyncio.to_thread(self.fn, **kwargs)
-            return _to_result(value)
+            # asyncio.wait, not wait_for: a TimeoutError raised *by* the tool is the tool's own error.
+            done, _ = await asyncio.wait({running}, timeout=timeout_s)
+        except asyncio.CancelledError:
+            running.cancel()
+            running.add_done_callback(_consume)
+            raise
+        if not done:
+            running.cancel()  # stops a coroutine; a thread cannot be stopped and is left to finish alone
+            running.add_done_callback(_consume)
+            logger.warning("tool %s exceeded its %g s limit and was abandoned", self.name, timeout_s)
+            return ToolResult(
+                content=(
+                    f"{self.name} did not finish within the {timeout_s:g} s tool time limit "
+                    f"(tool_timeout_s) and was abandoned, so its result is unknown. Do not repeat the same "
+                    f"call; try another way or answer from the evidence you already have."
+                ),
+                is_error=True,
+                data={"timed_out": True, "timeout_s": timeout_s},
+            )
+        try:
+            return _to_result(running.result())
         except ToolError as exc:
             return ToolResult(content=f"{self.name} failed: {exc}", is_error=True)
         except Exception as exc:  # the model must see the failure; CancelledError is not an Exception
             return ToolResult(content=f"{self.name} failed: {type(exc).__name__}: {exc}", is_error=True)
 
 
-class ToolRegistry:
-    """Named tools, plus names that exist but are switched off (so calling them explains why)."""
+def _consume(future: asyncio.Future[Any]) -> None:
+    """Retrieve an abandoned call's late outcome so asyncio does not log it as never retrieved."""
+    if not future.cancelled():
+        future.exception()
 
-    def __init__(self) -> None:
+
+class ToolRegistry:
+    """Named tools, plus names that exist but are switched off (so calling them explains why).
+
+    ``timeout_s`` bounds every call made through :meth:`execute` (the ``tool_timeout_s`` setting).
+    """
+
+    def __init__(self, *, timeout_s: float = DEFAULT_TOOL_TIMEOUT_S) -> None:
+        if timeout_s <= 0:
+            raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+        self.timeout_s = timeout_s
         self._tools: dict[str, Tool] = {}
         self._disabled: dict[str, str] = {}
 
@@ -232,7 +313,7 @@ class ToolRegistry:
     def subset(self, allowed: Sequence[str]) -> ToolRegistry:
         self._check_known(allowed)
         wanted = set(allowed)
-        sub = ToolRegistry()
+        sub = ToolRegistry(timeout_s=self.timeout_s)
         for name, tool in self._tools.items():
             if name in wanted:
                 sub._tools[name] = tool
@@ -248,4 +329,4 @@ class ToolRegistry:
                 return ToolResult(content=self._disabled[name], is_error=True)
             available = ", ".join(self.names()) or "none"
             return ToolResult(content=f"unknown tool {name!r}; available tools: {available}", is_error=True)
-        return await tool.invoke(raw_arguments)
+        return await tool.invoke(raw_arguments, timeout_s=self.timeout_s)

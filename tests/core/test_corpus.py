@@ -158,14 +158,15 @@ def test_unreadable_file_skipped_with_warning(
     corpus.refresh()
     (docs / "locked.txt").write_text("locked content")
     (docs / "bread.txt").write_text("changed bread, now unreadable")
-    real_read_bytes = Path.read_bytes
+    real_open = os.open
 
-    def read_bytes(self: Path) -> bytes:
-        if self.name in ("locked.txt", "bread.txt"):
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_read_bytes(self)
+    def deny(path: str | os.PathLike[str], flags: int, *args: int, **kwargs: object) -> int:
+        # chmod cannot make a file unreadable for root, so the denial comes from here
+        if Path(path).name in ("locked.txt", "bread.txt"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr(os, "open", deny)
     stats = corpus.refresh()
     assert stats.skipped == 2
     assert stats.removed == 1  # the stale bread.txt text must not keep answering searches
