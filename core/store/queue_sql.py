@@ -10,7 +10,7 @@ default BINARY), which is how ``core.domain.queue.sort_key`` compares them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import and_, func, literal, or_, select, true
 from sqlalchemy import text as sql_text
@@ -19,10 +19,8 @@ from sqlalchemy.sql.elements import ColumnElement
 from core.domain.queue import PageCursor, QueueFilter, QueuePage, QueueSort, SortColumn
 from core.domain.records import TaskRecord
 from core.domain.status import TaskStatus
+from core.store.base import StoreBase
 from core.store.models import TaskRow
-
-if TYPE_CHECKING:
-    from core.store.store import Store
 
 _TEXT_COLUMNS = frozenset(
     {SortColumn.TITLE, SortColumn.LATEST_CATEGORY, SortColumn.STATUS, SortColumn.VALIDATION_OUTCOME}
@@ -36,7 +34,7 @@ def like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def filter_clause(store: Store, flt: QueueFilter) -> ColumnElement[bool]:
+def filter_clause(store: StoreBase, flt: QueueFilter) -> ColumnElement[bool]:
     """The one rule that decides whether a task is in the filtered queue (its group aside)."""
     parts: list[ColumnElement[bool]] = []
     if flt.status is not None:
@@ -53,7 +51,7 @@ def filter_clause(store: Store, flt: QueueFilter) -> ColumnElement[bool]:
     return and_(true(), *parts)
 
 
-def _text_clause(store: Store, needle: str) -> ColumnElement[bool]:
+def _text_clause(store: StoreBase, needle: str) -> ColumnElement[bool]:
     if store.is_sqlite and store.has_task_search and len(needle) >= _TRIGRAM_MIN:
         # The trigram index answers the substring question without scanning every task; a
         # phrase query matches the text exactly as typed.
@@ -73,20 +71,20 @@ def _text_clause(store: Store, needle: str) -> ColumnElement[bool]:
     )
 
 
-def _sort_column(store: Store, column: SortColumn) -> ColumnElement[Any]:
+def _sort_column(store: StoreBase, column: SortColumn) -> ColumnElement[Any]:
     col: ColumnElement[Any] = getattr(TaskRow, column.value)
     if column in _TEXT_COLUMNS and not store.is_sqlite:
         col = col.collate("C")  # code-point order, as Python compares strings
     return col
 
 
-def order_by(store: Store, sort: QueueSort) -> list[ColumnElement[Any]]:
+def order_by(store: StoreBase, sort: QueueSort) -> list[ColumnElement[Any]]:
     col = _sort_column(store, sort.column)
     first = col.desc().nulls_last() if sort.descending else col.asc().nulls_first()
     return [first, TaskRow.id.asc()]
 
 
-def after_clause(store: Store, sort: QueueSort, cursor: PageCursor) -> ColumnElement[bool]:
+def after_clause(store: StoreBase, sort: QueueSort, cursor: PageCursor) -> ColumnElement[bool]:
     """Rows strictly after the cursor in the queue's order (NULL lowest, id ascending on ties)."""
     col = _sort_column(store, sort.column)
     nullable = sort.column in _NULLABLE
@@ -104,7 +102,7 @@ def after_clause(store: Store, sort: QueueSort, cursor: PageCursor) -> ColumnEle
 
 
 async def page(
-    store: Store,
+    store: StoreBase,
     *,
     statuses: Sequence[TaskStatus],
     flt: QueueFilter,
@@ -126,7 +124,7 @@ async def page(
     return QueuePage(rows=tuple(rows), next=PageCursor.after(rows[-1], sort) if more else None)
 
 
-async def count_by_status(store: Store, flt: QueueFilter) -> dict[TaskStatus, int]:
+async def count_by_status(store: StoreBase, flt: QueueFilter) -> dict[TaskStatus, int]:
     q = select(TaskRow.status, func.count()).where(filter_clause(store, flt)).group_by(TaskRow.status)
     async with store.read_session() as s:
         found = (await s.execute(q)).all()
@@ -136,7 +134,7 @@ async def count_by_status(store: Store, flt: QueueFilter) -> dict[TaskStatus, in
     return counts
 
 
-async def match_row(store: Store, task_id: str, flt: QueueFilter) -> tuple[TaskRecord, bool] | None:
+async def match_row(store: StoreBase, task_id: str, flt: QueueFilter) -> tuple[TaskRecord, bool] | None:
     """A task and whether the filter admits it, in one read: the live-update half of the rule."""
     matches = filter_clause(store, flt).label("matches")
     q = select(TaskRow, matches).where(TaskRow.id == task_id)

@@ -8,9 +8,9 @@ from core.tools.corpus import (
     DocumentPage,
     RefreshStats,
     SearchHit,
-    html_to_text,
 )
 from core.tools.registry import Tool, ToolError, ToolRegistry, ToolResult, UnknownToolError
+from core.tools.text import html_to_text
 
 __all__ = [
     "Corpus",

@@ -19,8 +19,9 @@ import httpx
 from pydantic import Field
 
 from core.config import Settings
-from core.tools.corpus import Corpus, CorpusQueryError, DocumentNotFoundError, html_to_text
+from core.tools.corpus import Corpus, CorpusQueryError, DocumentNotFoundError
 from core.tools.registry import ToolError, ToolRegistry, ToolResult
+from core.tools.text import html_to_text
 
 HttpClientFactory = Callable[[], httpx.AsyncClient]
 

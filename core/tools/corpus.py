@@ -33,18 +33,17 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import TypeVar
 
 from pydantic import BaseModel, Field
 
+from core.tools.text import PASSAGE_CHARS, html_to_text, markdown_title, split_passages
+
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 SCHEMA_VERSION = 2  # 2: documents split into passages
-PASSAGE_CHARS = 64 * 1024
-_PASSAGE_LOOKBACK = 1024  # how far back from a passage's end to look for whitespace to cut at
 SUPPORTED_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".html", ".htm"})
 MAX_QUERY_TERMS = 64
 SNIPPET_TOKENS = 24
@@ -55,7 +54,6 @@ _OPEN_FLAGS = (
     os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
 )
 _TOKEN_RE = re.compile(r"\w+", re.UNICODE)
-_MD_TITLE_RE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
 class CorpusQueryError(ValueError):
@@ -121,75 +119,6 @@ class DocumentPage(BaseModel):
 # ---------------------------------------------------------------------------------------------- text
 
 
-_SKIP_TAGS = frozenset({"script", "style", "noscript", "template", "svg", "head"})
-_BLOCK_TAGS = frozenset(
-    {
-        "address", "article", "aside", "blockquote", "br", "dd", "div", "dl", "dt", "fieldset",
-        "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header",
-        "hr", "li", "main", "nav", "ol", "p", "pre", "section", "table", "tr", "td", "th", "ul",
-    }
-)  # fmt: skip
-
-
-class _HtmlText(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self.title_parts: list[str] = []
-        self.h1_parts: list[str] = []
-        self._skip_depth = 0
-        self._in_title = False
-        self._in_h1 = False
-        self._h1_done = False
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "title":
-            self._in_title = True
-        elif tag in _SKIP_TAGS:
-            self._skip_depth += 1
-        if tag == "h1" and not self._h1_done:
-            self._in_h1 = True
-        if tag in _BLOCK_TAGS:
-            self.parts.append("\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "title":
-            self._in_title = False
-        elif tag in _SKIP_TAGS and self._skip_depth:
-            self._skip_depth -= 1
-        if tag == "h1" and self._in_h1:
-            self._in_h1 = False
-            self._h1_done = True
-        if tag in _BLOCK_TAGS:
-            self.parts.append("\n")
-
-    def handle_data(self, data: str) -> None:
-        if self._in_title:
-            self.title_parts.append(data)
-            return
-        if self._skip_depth:
-            return
-        if self._in_h1:
-            self.h1_parts.append(data)
-        self.parts.append(data)
-
-
-def html_to_text(html: str) -> tuple[str, str | None]:
-    """Return (plain text, title) for an HTML document; title from ``<title>`` else the first ``<h1>``."""
-    parser = _HtmlText()
-    parser.feed(html)
-    parser.close()
-    lines = [" ".join(line.split()) for line in "".join(parser.parts).splitlines()]
-    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
-    title = " ".join("".join(parser.title_parts).split()) or " ".join("".join(parser.h1_parts).split())
-    return text, title or None
-
-
-def _markdown_title(text: str) -> str | None:
-    match = _MD_TITLE_RE.search(text)
-    return match.group(1).strip() if match else None
-
-
 def fts_query(text: str) -> str:
     """Turn free text into an FTS5 query that cannot be a syntax error.
 
@@ -208,31 +137,6 @@ def fts_query(text: str) -> str:
 
 
 # -------------------------------------------------------------------------------------------- corpus
-
-
-def split_passages(text: str, size: int = PASSAGE_CHARS) -> list[tuple[int, str]]:
-    """Cut text into (offset, passage) pieces of at most ``size`` characters that join back exactly.
-
-    Cuts fall just after whitespace when there is some near the end, so a word is not split in two
-    (half a word would be unsearchable); a run without whitespace is cut hard at ``size``.
-    An empty text is one empty passage, so the document still has a row for its title.
-    """
-    if size < 1:
-        raise ValueError(f"passage size must be at least 1, got {size}")
-    passages: list[tuple[int, str]] = []
-    start, total = 0, len(text)
-    while True:
-        end = min(start + size, total)
-        if end < total:
-            floor = max(start + 1, end - _PASSAGE_LOOKBACK)
-            for cut in range(end, floor - 1, -1):
-                if text[cut - 1].isspace():
-                    end = cut
-                    break
-        passages.append((start, text[start:end]))
-        if end >= total:
-            return passages
-        start = end
 
 
 def _delete_passages(conn: sqlite3.Connection, doc: int) -> None:
@@ -468,7 +372,7 @@ class Corpus:
         if shown.suffix.lower() in (".html", ".htm"):
             text, title = html_to_text(text)
         elif shown.suffix.lower() in (".md", ".markdown"):
-            title = _markdown_title(text)
+            title = markdown_title(text)
         else:
             title = None
         return text, title or shown.stem

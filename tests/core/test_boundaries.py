@@ -154,3 +154,24 @@ def test_desk_rule_catches_every_import_form(snippet: str) -> None:
 
 def _names_banned(source: str, banned: tuple[str, ...]) -> bool:
     return any(any(n == b or n.startswith(b + ".") for b in banned) for _, n in imported_modules(source))
+
+
+MAX_CORE_MODULE_LINES = 600
+
+
+def test_no_core_module_grows_past_what_one_reader_holds() -> None:
+    """Big modules were where jobs piled up (the store once did three); split by job instead."""
+    too_long = {
+        str(path.relative_to(REPO)): n
+        for path in core_files()
+        if "migrations" not in path.parts
+        and (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_CORE_MODULE_LINES
+    }
+    assert not too_long, too_long
+
+
+def test_the_desk_keeps_no_copy_of_the_queue_rules() -> None:
+    """Which task matches a filter, and in what order, is core's (``core.store.queue_sql``) alone."""
+    models = (DESKTOP / "models" / "queue_model.py").read_text(encoding="utf-8")
+    for copy in ("def matches", "def _precedes", "casefold(", "def _position"):
+        assert copy not in models, copy

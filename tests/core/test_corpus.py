@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.tools.corpus import Corpus, CorpusQueryError, DocumentNotFoundError, fts_query, html_to_text
+from core.tools.corpus import Corpus, CorpusQueryError, DocumentNotFoundError, fts_query
+from core.tools.text import html_to_text
 
 
 def _make_docs(root: Path) -> Path:

@@ -23,7 +23,7 @@ from core.llm import reset_scripted_stats, scripted_stats
 from core.tasks.service import TaskService
 from core.tools import Corpus, DocumentNotFoundError, ToolRegistry, build_default_registry
 from core.tools.builtin import MAX_WARNINGS_SHOWN, corpus_warnings_text
-from core.tools.corpus import split_passages
+from core.tools.text import split_passages
 from core.workspace import Workspace
 from tests.core.conftest import ScriptFactory
 
