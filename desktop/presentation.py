@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.domain.queue import QUEUE_GROUPS, OutcomeFilter, QueueGroup
-from core.domain.status import TaskStatus, ValidationOutcome
+from core.domain.status import TaskStatus, ValidationOutcome, ValidationStatus
 
 S = TaskStatus
 
@@ -52,6 +52,15 @@ OUTCOME_FULL: dict[ValidationOutcome | None, str] = {
 # An outcome delivered without the validator's endorsement is shown in this colour.
 NOT_ENDORSED_COLOUR = "#c0392b"
 
+# The validator's verdicts, as the verdict pane colours them.
+VERDICT_COLOURS: dict[ValidationStatus, str] = {
+    ValidationStatus.ACCEPTED: "#2e8b57",
+    ValidationStatus.REJECTED: "#c0392b",
+    ValidationStatus.INSUFFICIENT_EVIDENCE: "#d68910",
+    ValidationStatus.VALIDATOR_ERROR: "#8e44ad",
+}
+ERROR_COLOUR = "#c0392b"  # error text in dialogs and panes
+
 OUTCOME_FILTER_LABELS: dict[OutcomeFilter, str] = {
     OutcomeFilter.ANY: "Any outcome",
     OutcomeFilter.ACCEPTED: "Accepted",
@@ -92,12 +101,18 @@ NEEDS_REVIEW_BAND = "#f0b429"
 NEEDS_REVIEW_TEXT = "#2b1d00"
 
 
+def label(value: str) -> str:
+    """A stored value (a status, a category, a state) as words: ``needs_review`` reads "needs review"."""
+    return value.replace("_", " ")
+
+
 def outcome_text(outcome: ValidationOutcome | None) -> str:
     """Force-accepted is spelled out so nobody reads it as an endorsement."""
     return OUTCOME_FULL[outcome]
 
 
 __all__ = [
+    "ERROR_COLOUR",
     "GROUPS",
     "NEEDS_REVIEW_BAND",
     "NEEDS_REVIEW_TEXT",
@@ -107,6 +122,8 @@ __all__ = [
     "OUTCOME_SHORT",
     "STATUS_COLOURS",
     "STATUS_LABELS",
+    "VERDICT_COLOURS",
     "GroupLook",
+    "label",
     "outcome_text",
 ]

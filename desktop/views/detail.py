@@ -29,10 +29,11 @@ from core.domain.status import ValidationOutcome
 from core.domain.validation import CitationCheck
 from core.tasks.dossier import TaskDossier
 from core.validation.warnings import read_warnings
+from desktop.presentation import NOT_ENDORSED_COLOUR, STATUS_LABELS, label, outcome_text
 from desktop.views.evidence import EvidenceView
 from desktop.views.validator import ValidatorView, warning_title
 
-__all__ = ["Badge", "TaskDetailView", "outcome_text", "warning_badges"]
+__all__ = ["Badge", "TaskDetailView", "warning_badges"]
 
 Severity = Literal["info", "warning", "danger"]
 BADGE_COLOURS: dict[str, tuple[str, str]] = {  # background, text: explicit so both themes read them
@@ -51,15 +52,6 @@ class Badge:
     text: str
     severity: Severity
     tooltip: str = ""
-
-
-def outcome_text(outcome: ValidationOutcome | None) -> str:
-    """Force-accepted is spelled out so nobody reads it as an endorsement."""
-    if outcome is ValidationOutcome.FORCE_ACCEPTED:
-        return "force-accepted (not endorsed)"
-    if outcome is ValidationOutcome.ACCEPTED:
-        return "accepted"
-    return "no outcome yet"
 
 
 def warning_badges(
@@ -228,9 +220,10 @@ class TaskDetailView(QWidget):
         text = task.text.strip()
         self.task_text_label.setText(text if len(text) <= 800 else text[:800] + " …")
         self.task_text_label.setToolTip(text if len(text) > 800 else "")
-        self.status_label.setText(f"Status: <b>{task.status.value.replace('_', ' ')}</b>")
+        self.status_label.setText(f"Status: <b>{STATUS_LABELS[task.status]}</b>")
         outcome = outcome_text(task.validation_outcome)
-        colour = "#c0392b" if task.validation_outcome is ValidationOutcome.FORCE_ACCEPTED else "palette(text)"
+        endorsed = task.validation_outcome is not ValidationOutcome.FORCE_ACCEPTED
+        colour = "palette(text)" if endorsed else NOT_ENDORSED_COLOUR
         self.outcome_label.setText(f"Outcome: <b style='color:{colour}'>{outcome}</b>")
         self._attempts = sorted(dossier.attempts, key=lambda a: a.index)
         n = len(self._attempts)
@@ -238,7 +231,7 @@ class TaskDetailView(QWidget):
         self.attempt_combo.clear()
         for k, attempt in enumerate(self._attempts, start=1):
             verdict = attempt.validation_status or attempt.state
-            self.attempt_combo.addItem(f"Attempt {k} of {n} — {verdict.replace('_', ' ')}", attempt.index)
+            self.attempt_combo.addItem(f"Attempt {k} of {n} — {label(verdict)}", attempt.index)
         self.attempt_combo.setEnabled(n > 1)
         if not n:
             self.attempt_combo.addItem("No attempts yet", -1)
@@ -278,12 +271,12 @@ class TaskDetailView(QWidget):
         self._set_badges(warning_badges(dossier, attempt, validation, packet) if attempt is not None else [])
 
     def _set_badges(self, badges: list[Badge]) -> None:
-        for label in self.badges:
-            self._badge_row.removeWidget(label)
-            label.deleteLater()
+        for old in self.badges:
+            self._badge_row.removeWidget(old)
+            old.deleteLater()
         self.badges = [_badge_label(b, self) for b in badges]
-        for position, label in enumerate(self.badges):
-            self._badge_row.insertWidget(position, label)
+        for position, badge in enumerate(self.badges):
+            self._badge_row.insertWidget(position, badge)
 
     def badge_texts(self) -> list[str]:
-        return [label.text() for label in self.badges]
+        return [badge.text() for badge in self.badges]

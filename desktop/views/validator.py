@@ -25,16 +25,11 @@ from core.domain.facts import VerdictWarning, WarningCode
 from core.domain.records import ValidationRecord
 from core.domain.validation import Citation, CitationCheck, ValidationResult
 from core.validation.warnings import read_warnings
+from desktop.presentation import VERDICT_COLOURS, label
 from desktop.widgets.text_viewer import JsonHighlighter, TextViewer, monospace_font, pretty_json
 
 __all__ = ["CitationList", "ValidatorView", "format_raw_response", "warning_line", "warning_title"]
 
-STATUS_COLOURS = {
-    "accepted": "#2e8b57",
-    "rejected": "#c0392b",
-    "insufficient_evidence": "#d68910",
-    "validator_error": "#8e44ad",
-}
 CHECK_TEXT = {
     CitationCheck.VERIFIED: ("✓ verified", "#2e8b57"),
     CitationCheck.QUOTE_NOT_FOUND: ("✗ not found", "#c0392b"),
@@ -135,13 +130,12 @@ def verdict_html(
     downgraded_from: str | None = None,
     warnings: list[VerdictWarning] | None = None,
 ) -> str:
-    status = str(result.status)
-    colour = STATUS_COLOURS.get(status, "#777777")
+    colour = VERDICT_COLOURS[result.status]
     head = (
         f"<p><span style='color:{colour}; font-weight:bold; font-size:large'>"
-        f"{html.escape(status.replace('_', ' '))}</span>"
+        f"{html.escape(label(result.status))}</span>"
         f" &nbsp; score <b>{result.score:.2f}</b>"
-        f" &nbsp; category <b>{html.escape(str(result.category).replace('_', ' '))}</b></p>"
+        f" &nbsp; category <b>{html.escape(label(result.category))}</b></p>"
     )
     if downgraded_from:
         head += f"<p><i>Downgraded from {html.escape(downgraded_from)}: no citation was verified.</i></p>"
