@@ -143,10 +143,11 @@ def verdict_html(
         _list_html("Issues", result.issues)
         + _list_html("Missing requirements", result.missing_requirements)
         + _list_html("Evidence gaps", result.evidence_gaps)
-        + _list_html("Validation warnings", [warning_line(w) for w in warnings or []])
     )
     if result.recommended_revision_prompt:
         body += _list_html("Recommended revision", [result.recommended_revision_prompt])
+    # Last: the badges above the panes already flag them; here they are spelt out with counts.
+    body += _list_html("Validation warnings", [warning_line(w) for w in warnings or []])
     return head + body
 
 
