@@ -11,6 +11,7 @@ running coroutine would step other asyncio tasks re-entrantly.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -45,6 +46,9 @@ def qloop(qapp: QApplication) -> Iterator[qasync.QEventLoop]:
             t.cancel()
         if pending:
             loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        # Qt objects the test dropped die here, at a known point, and not in the middle of a later
+        # test when an allocation happens to trigger the cyclic garbage collector.
+        gc.collect()
         loop.close()
         asyncio.set_event_loop(None)
     if errors:

@@ -5,6 +5,7 @@ import asyncio
 import qasync
 from PySide6.QtCore import QModelIndex
 from pytestqt.modeltest import ModelTester
+from pytestqt.qtbot import QtBot
 
 from core.domain import TaskStatus, ValidationOutcome
 from core.domain.queue import QueueFilter
@@ -175,11 +176,14 @@ async def _settle(ops: CoreOps, view: QueueView, rounds: int = 50) -> None:
         quiet = 0 if (ops.pending or view.rows_check_pending) else quiet + 1
 
 
-def test_an_idle_queue_loads_only_what_it_shows(qloop: qasync.QEventLoop, workspace: Workspace) -> None:
+def test_an_idle_queue_loads_only_what_it_shows(
+    qloop: qasync.QEventLoop, workspace: Workspace, qtbot: QtBot
+) -> None:
     """50,000 tasks: the view must not page through them by itself (it once loaded 20k in 15 s)."""
     ops = CoreOps()
     model = TaskQueueModel(TaskQueue(workspace.store), ops, page_size=100)
     view = QueueView(model)
+    qtbot.addWidget(view)
     view.resize(560, 800)
     view.show()
 
@@ -198,4 +202,3 @@ def test_an_idle_queue_loads_only_what_it_shows(qloop: qasync.QEventLoop, worksp
     assert idle == still <= 300  # the pages one screen needs, and no more while nobody scrolls
     assert still < scrolled <= still + 300  # scrolling to the end brings a page or two, not everything
     assert model.group_count("needs_review") == 50_000
-    view.close()
