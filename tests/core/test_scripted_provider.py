@@ -19,6 +19,7 @@ from core.llm.scripted import (
     reset_scripted_stats,
     scripted_stats,
 )
+from tests.gates import wait_until
 
 SCRIPTS = Path(__file__).parent / "scripts"
 BASIC = (SCRIPTS / "basic.json").resolve()
@@ -104,16 +105,18 @@ async def test_tool_calls_come_back_with_deterministic_ids_and_json_arguments() 
 
 
 async def test_delay_is_awaited_so_concurrent_calls_overlap(tmp_path: Path) -> None:
+    """Two calls sit in one long delay together: it is awaited, not slept by the thread."""
     script = write_script(
-        tmp_path, {"conversations": [{"model": "slow", "turns": [{"content": "x", "delay_s": 0.2}]}]}
+        tmp_path, {"conversations": [{"model": "slow", "turns": [{"content": "x", "delay_s": 3600}]}]}
     )
-    results = await asyncio.gather(
-        call("scripted/slow", [user("a")], script), call("scripted/slow", [user("b")], script)
-    )
-    assert [r.choices[0].message.content for r in results] == ["x", "x"]
-    stats = scripted_stats()
-    assert stats.peak_in_flight == 2
-    assert stats.in_flight == 0
+    calls = [asyncio.create_task(call("scripted/slow", [user(q)], script)) for q in "ab"]
+    await wait_until(lambda: scripted_stats().in_flight == 2, what="both calls inside the delay")
+    assert scripted_stats().peak_in_flight == 2
+    for task in calls:
+        task.cancel()
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    assert all(isinstance(r, asyncio.CancelledError) for r in results)
+    assert scripted_stats().in_flight == 0
 
 
 async def test_requests_record_tools_tool_choice_and_response_format() -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,8 +26,10 @@ from core.domain import TaskStatus
 from core.store import TaskRecord
 from core.tasks.service import TaskService
 from core.workspace import Workspace
+from tests.gates import HANG_S, GatedGateway, wait_until
 
 T = TypeVar("T")
+__all__ = ["wait_until"]  # re-exported: the desk tests import their waits from here
 
 
 @pytest.fixture
@@ -59,16 +61,7 @@ def run(loop: qasync.QEventLoop, coro: Awaitable[T]) -> T:
     return loop.run_until_complete(coro)
 
 
-async def wait_until(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:  # noqa: ASYNC109
-    """Await a condition without blocking the loop (the async counterpart of qtbot.waitUntil)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(0.01)
-
-
-async def wait_signal(signal: SignalInstance, timeout: float = 10.0) -> tuple[Any, ...]:  # noqa: ASYNC109
+async def wait_signal(signal: SignalInstance, timeout: float = HANG_S) -> tuple[Any, ...]:  # noqa: ASYNC109
     """Await one emission of a Qt signal (the async counterpart of qtbot.waitSignal)."""
     future: asyncio.Future[tuple[Any, ...]] = asyncio.get_running_loop().create_future()
 
@@ -99,7 +92,8 @@ def verdict(status: str, score: float = 0.5, prompt: str = "Cite the tide tables
 
 # Tasks whose text says REVIEWME end in needs_review; everything else is accepted.
 DEFAULT_SCRIPT: list[dict[str, Any]] = [
-    {"model": "agent", "match": "SLOWTASK", "turns": [{"content": "slow answer", "delay_s": 0.6}]},
+    # SLOWTASK's calls wait at the workspace gateway's gate until the test releases "SLOWTASK".
+    {"model": "agent", "match": "SLOWTASK", "turns": [{"content": "slow answer"}]},
     {"model": "agent", "match": "REVIEWME", "turns": [{"content": "answer needing review"}]},
     {"model": "agent", "turns": [{"content": "a plain answer"}, {"content": "a revised answer"}]},
     {
@@ -120,9 +114,15 @@ def desk_settings(tmp_path: Path, db_url: str) -> Settings:
 
 @pytest.fixture
 def workspace(qloop: qasync.QEventLoop, desk_settings: Settings) -> Iterator[Workspace]:
-    ws = run(qloop, Workspace.open(desk_settings))
+    ws = run(qloop, Workspace.open(desk_settings, gateway=GatedGateway(desk_settings, "SLOWTASK")))
     yield ws
     run(qloop, ws.close())
+
+
+def gates(ws: Workspace) -> GatedGateway:
+    """The workspace's gateway, whose SLOWTASK calls wait until ``gates(ws).release("SLOWTASK")``."""
+    assert isinstance(ws.gateway, GatedGateway)
+    return ws.gateway
 
 
 @pytest.fixture
