@@ -203,10 +203,10 @@ DEFAULT_SCRIPT: list[dict[str, Any]] = [
 
 
 @pytest.fixture
-def desk_settings(tmp_path: Path, db_url: str) -> Settings:
+def desk_settings(tmp_path: Path, sqlite_url: str) -> Settings:
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"conversations": DEFAULT_SCRIPT}), encoding="utf-8")
-    return load_settings(script=script, db_url=db_url)
+    return load_settings(script=script, db_url=sqlite_url)
 
 
 @pytest.fixture
