@@ -23,6 +23,7 @@ from core.llm import LLMGateway, reset_scripted_stats, scripted_stats
 from core.store import Store
 from core.tools.registry import ToolRegistry, ToolResult
 from tests.core.conftest import ScriptFactory
+from tests.gates import wait_until
 
 BIG = "x" * 600 + " FACT-AFTER-500 " + "y" * 50_000 + " FACT-AFTER-50000 " + "z" * 100
 
@@ -221,6 +222,8 @@ async def test_cancellation_records_the_end_and_keeps_evidence(
         )
     )
     await asyncio.wait_for(second_call.wait(), 60)
+    # Cancel while the second call is certainly waiting on the model, wherever the loop is.
+    await wait_until(lambda: scripted_stats().in_flight == 1, what="the second call to be in flight")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import subprocess
@@ -17,6 +18,7 @@ from core.llm.scripted import (
     load_script,
     register_scripted_provider,
     reset_scripted_stats,
+    scripted_provider,
     scripted_stats,
 )
 from tests.gates import wait_until
@@ -241,3 +243,16 @@ def test_invalid_scripts_name_the_file_and_json_path(tmp_path: Path, content: st
 def test_unreadable_script_is_a_configuration_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match=r"cannot read script .*missing\.json"):
         load_script(tmp_path / "missing.json")
+
+
+async def test_a_dropped_call_leaves_no_unawaited_coroutine(tmp_path: Path) -> None:
+    """litellm calls the provider in an executor thread and awaits the result on the loop; a
+    timeout or cancellation in between drops it. Dropped, it must not warn "never awaited"
+    (warnings are errors here, so a warning at collection would fail this test)."""
+    script = write_script(tmp_path, {"conversations": [{"model": "m", "turns": [{"content": "x"}]}]})
+    dropped = scripted_provider().acompletion("m", [user("q")], str(script))
+    assert asyncio.iscoroutine(dropped)  # what litellm checks before awaiting it
+    del dropped
+    gc.collect()
+    kept = scripted_provider().acompletion("m", [user("q")], str(script))
+    assert (await kept).choices[0].message.content == "x"
