@@ -7,7 +7,7 @@ RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 BUNDLE_STAMP := $(VENV)/.installed-bundle
 
-.PHONY: run test lint typecheck pytest screenshot bundle bundle-check bench clean
+.PHONY: run test lint typecheck pytest postgres-server screenshot bundle bundle-check bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,8 +35,25 @@ lint: $(TEST_STAMP)
 typecheck: $(TEST_STAMP)
 	$(BIN)/mypy core desktop
 
-pytest: $(TEST_STAMP)
+pytest: $(TEST_STAMP) postgres-server
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest
+
+# The store tests also run on PostgreSQL: tests/pg.py starts a private server from Debian's
+# binaries for the session. As root on Debian, install them when missing (Debian then creates and
+# starts a system cluster of its own on port 5432; it is stopped, the tests never use it).
+# Otherwise the PostgreSQL tests skip and say why. EVIDENCE_DESK_TEST_PG_URL names a server instead.
+postgres-server:
+	@if [ -z "$$EVIDENCE_DESK_TEST_PG_URL" ] && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing PostgreSQL for the tests (Debian's postgresql package)"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+			pg_lsclusters -h 2>/dev/null | while read -r version cluster _; do \
+				pg_ctlcluster "$$version" "$$cluster" stop >/dev/null 2>&1 || true; \
+			done; \
+		else \
+			echo "note: no PostgreSQL server binaries; the PostgreSQL tests will skip (apt-get install postgresql)"; \
+		fi; \
+	fi
 
 test: lint typecheck pytest
 

@@ -118,8 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug: still one line, with the way to get the details
         if os.environ.get("EVIDENCE_DESK_DEBUG"):
             raise
+        detail = " ".join(str(exc).split())  # one line even for multi-line messages (pydantic's)
         print(
-            f"evidence-desk: internal error: {type(exc).__name__}: {exc} (set EVIDENCE_DESK_DEBUG=1 for a traceback)",
+            f"evidence-desk: internal error: {type(exc).__name__}: {detail} (set EVIDENCE_DESK_DEBUG=1 for a traceback)",
             file=sys.stderr,
         )
         return 1

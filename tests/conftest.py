@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import socket
 from collections.abc import Iterator
@@ -9,6 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy.engine import make_url
+
+from tests.pg import REQUIRED_ENV, URL_ENV, PgServer, PgUnavailable, database_name, start_server
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
@@ -31,11 +35,20 @@ _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
 
 
+# An external PostgreSQL server the tests were pointed at is the one remote host they may reach.
+_ALLOWED_HOSTS = {"127.0.0.1", "::1", "localhost"}
+if os.environ.get(URL_ENV):
+    _ALLOWED_HOSTS.add(str(make_url(os.environ[URL_ENV]).host))
+    _ALLOWED_HOSTS.update(
+        info[4][0] for info in socket.getaddrinfo(str(make_url(os.environ[URL_ENV]).host), None)
+    )
+
+
 def _is_local(address: Any) -> bool:
     if isinstance(address, (str, bytes)):  # AF_UNIX
         return True
     host = address[0] if isinstance(address, tuple) else address
-    return host in ("127.0.0.1", "::1", "localhost") or str(host).startswith("127.")
+    return host in _ALLOWED_HOSTS or str(host).startswith("127.")
 
 
 def _guarded_connect(self: socket.socket, address: Any) -> Any:
@@ -67,5 +80,36 @@ def _isolated_user_dirs(
 
 
 @pytest.fixture
-def db_url(tmp_path: Path) -> str:
+def sqlite_url(tmp_path: Path) -> str:
+    """A workspace database file of this test's own."""
     return f"sqlite+aiosqlite:///{tmp_path / 'workspace.sqlite3'}"
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """One throw-away PostgreSQL server for the session (see tests/pg.py); skips when none can be had."""
+    try:
+        with start_server() as server:
+            yield server
+    except PgUnavailable as exc:
+        if os.environ.get(REQUIRED_ENV):
+            pytest.fail(f"PostgreSQL is required ({REQUIRED_ENV} is set) but unavailable: {exc}")
+        pytest.skip(f"PostgreSQL unavailable: {exc}")
+
+
+_pg_databases = itertools.count(1)
+
+
+@pytest.fixture
+def pg_url(pg_server: PgServer, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A new, empty PostgreSQL database for this test alone, dropped afterwards."""
+    name = database_name(request.node.name, next(_pg_databases))
+    url = pg_server.create_database(name)
+    yield url
+    pg_server.drop_database(name)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest) -> str:
+    """The workspace database URL, once per engine: tests that take it run on both."""
+    return str(request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url"))

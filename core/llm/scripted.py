@@ -22,6 +22,7 @@ import os
 import re
 import threading
 import warnings
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -31,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from core.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Generator, Sequence
 
 PROVIDER_NAME = "scripted"
 
@@ -354,6 +355,39 @@ async def _answer(
     )
 
 
+class _StartedWhenAwaited(Coroutine[Any, Any, Any]):
+    """A coroutine that creates the real one only once something drives it.
+
+    litellm calls a custom provider's ``acompletion`` in an executor thread and awaits what it
+    returns back on the loop. A call cancelled in between (a timeout, an abandoned run) drops that
+    result; a plain coroutine would then warn "never awaited" when collected.
+    """
+
+    def __init__(self, start: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+        self._start: Callable[[], Coroutine[Any, Any, Any]] | None = start
+        self._coro: Coroutine[Any, Any, Any] | None = None
+
+    def _started(self) -> Coroutine[Any, Any, Any]:
+        if self._coro is None:
+            assert self._start is not None
+            self._coro, self._start = self._start(), None
+        return self._coro
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self._started().__await__()
+
+    def send(self, value: Any) -> Any:
+        return self._started().send(value)
+
+    def throw(self, *args: Any) -> Any:
+        return self._started().throw(*args)
+
+    def close(self) -> None:
+        if self._coro is not None:
+            self._coro.close()
+        self._start = None
+
+
 _provider: Any = None
 _script_error_class: Any = None
 
@@ -389,17 +423,23 @@ def scripted_provider() -> Any:
 
         error_cls = script_error_class()
 
+        async def answer(
+            model: str, messages: list[Any], api_base: str | None, params: dict[str, Any]
+        ) -> Any:
+            try:
+                return await _answer(model, messages, api_base, params)
+            except ScriptLookupError as exc:
+                raise error_cls(str(exc), model) from None
+
         class ScriptedLLM(CustomLLM):
-            async def acompletion(
+            def acompletion(
                 self, model: str, messages: list[Any], api_base: str | None, *args: Any, **kwargs: Any
             ) -> Any:
                 optional_params = kwargs.get("optional_params")
                 if optional_params is None and len(args) >= 7:
                     optional_params = args[6]
-                try:
-                    return await _answer(model, messages, api_base, dict(optional_params or {}))
-                except ScriptLookupError as exc:
-                    raise error_cls(str(exc), model) from None
+                params = dict(optional_params or {})
+                return _StartedWhenAwaited(lambda: answer(model, messages, api_base, params))
 
         _provider = ScriptedLLM()
     return _provider

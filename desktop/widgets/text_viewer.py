@@ -2,7 +2,7 @@
 
 Measured offscreen with a plain ``setPlainText``: 10 MB of 109-character lines took ~0.7 s and a
 single 10 MB line ~5.5 s, because Qt lays out a block as a whole. With the measures below the first
-paint of either takes under 0.1 s (``test_viewer_stays_fast_on_ten_megabytes`` holds it under 0.5 s). So the viewer (a) breaks lines longer than ``long_line`` characters for display only and
+paint of either takes under 0.1 s (``benchmarks/bench_desk.py`` measures it). So the viewer (a) breaks lines longer than ``long_line`` characters for display only and
 (b) loads the text in chunks, appending the next chunk when the reader scrolls near the end. The
 full text stays in Python, so searching and highlighting always see all of it.
 """

@@ -23,6 +23,7 @@ from core.runtime import RunContext
 from core.store import Store
 from core.tools.registry import ToolRegistry, ToolResult
 from tests.core.conftest import ScriptFactory
+from tests.gates import wait_until
 
 
 def _ctx(store: Store, settings: Settings, gateway: LLMGateway, tools: ToolRegistry) -> RunContext:
@@ -34,6 +35,7 @@ BIG = "x" * 600 + " FACT-AFTER-500 " + "y" * 50_000 + " FACT-AFTER-50000 " + "z"
 
 def _registry(calls: list[str] | None = None) -> ToolRegistry:
     reg = ToolRegistry()
+    fast_done = asyncio.Event()  # "slow" finishes after "fast", whatever the machine's load
 
     async def lookup(query: str) -> ToolResult:
         """Look something up."""
@@ -43,7 +45,10 @@ def _registry(calls: list[str] | None = None) -> ToolRegistry:
             raise RuntimeError("index offline")
         if query == "big":
             return ToolResult(content=BIG, url="file:///doc.md", title="Big doc")
-        await asyncio.sleep(0.01 if query == "slow" else 0)
+        if query == "slow":
+            await asyncio.wait_for(fast_done.wait(), 60)  # bounds a hang only
+        if query == "fast":
+            fast_done.set()
         return ToolResult(content=f"result for {query}")
 
     reg.register(lookup)
@@ -201,7 +206,7 @@ async def test_tool_errors_become_evidence_and_loop_continues(
 async def test_cancellation_records_the_end_and_keeps_evidence(
     store: Store, make_settings: ScriptFactory, gateway_for: Callable[[Settings], LLMGateway]
 ) -> None:
-    turns = [_tool_turn("a"), {"content": "never", "delay_s": 30}]
+    turns = [_tool_turn("a"), {"content": "never", "delay_s": 3600}]
     settings = make_settings([{"model": "agent", "turns": turns}])
     session = await store.create_session(task_id=None, kind="main")
     loop = AgentLoop(_ctx(store, settings, gateway_for(settings), _registry()))
@@ -222,7 +227,9 @@ async def test_cancellation_records_the_end_and_keeps_evidence(
             model="scripted/agent",
         )
     )
-    await asyncio.wait_for(second_call.wait(), 30)
+    await asyncio.wait_for(second_call.wait(), 60)
+    # Cancel while the second call is certainly waiting on the model, wherever the loop is.
+    await wait_until(lambda: scripted_stats().in_flight == 1, what="the second call to be in flight")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

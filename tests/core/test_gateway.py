@@ -27,6 +27,7 @@ from core.llm import (
     scripted_stats,
 )
 from core.llm.gateway import redact
+from tests.gates import wait_until
 
 BASIC = Path(__file__).parent / "scripts" / "basic.json"
 
@@ -177,7 +178,7 @@ async def test_broken_script_is_reported_before_any_call(tmp_path: Path) -> None
 
 
 async def test_timeout_s_is_enforced_by_the_gateway(tmp_path: Path) -> None:
-    gw = gateway(one_turn_script(tmp_path, {"content": "too late", "delay_s": 30}))
+    gw = gateway(one_turn_script(tmp_path, {"content": "too late", "delay_s": 3600}))
     with pytest.raises(LLMTimeout, match=r"scripted/m: no answer within 0.05 s"):
         await gw.complete(model="scripted/m", messages=user("q"), timeout_s=0.05, num_retries=0)
     assert [(r.ok, r.error_kind) for r in gw.usage] == [(False, "timeout")]
@@ -185,12 +186,9 @@ async def test_timeout_s_is_enforced_by_the_gateway(tmp_path: Path) -> None:
 
 
 async def test_cancellation_propagates_and_is_never_retried(tmp_path: Path) -> None:
-    gw = gateway(one_turn_script(tmp_path, {"content": "slow", "delay_s": 30}))
+    gw = gateway(one_turn_script(tmp_path, {"content": "slow", "delay_s": 3600}))
     task = asyncio.create_task(gw.complete(model="scripted/m", messages=user("q"), num_retries=5))
-    for _ in range(1000):  # bounded wait until the call sits inside the scripted delay
-        if scripted_stats().in_flight:
-            break
-        await asyncio.sleep(0.005)
+    await wait_until(lambda: scripted_stats().in_flight > 0, what="the call to sit inside the delay")
     assert scripted_stats().in_flight == 1
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

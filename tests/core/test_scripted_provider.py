@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import subprocess
@@ -17,8 +18,10 @@ from core.llm.scripted import (
     load_script,
     register_scripted_provider,
     reset_scripted_stats,
+    scripted_provider,
     scripted_stats,
 )
+from tests.gates import wait_until
 
 SCRIPTS = Path(__file__).parent / "scripts"
 BASIC = (SCRIPTS / "basic.json").resolve()
@@ -104,16 +107,18 @@ async def test_tool_calls_come_back_with_deterministic_ids_and_json_arguments() 
 
 
 async def test_delay_is_awaited_so_concurrent_calls_overlap(tmp_path: Path) -> None:
+    """Two calls sit in one long delay together: it is awaited, not slept by the thread."""
     script = write_script(
-        tmp_path, {"conversations": [{"model": "slow", "turns": [{"content": "x", "delay_s": 0.2}]}]}
+        tmp_path, {"conversations": [{"model": "slow", "turns": [{"content": "x", "delay_s": 3600}]}]}
     )
-    results = await asyncio.gather(
-        call("scripted/slow", [user("a")], script), call("scripted/slow", [user("b")], script)
-    )
-    assert [r.choices[0].message.content for r in results] == ["x", "x"]
-    stats = scripted_stats()
-    assert stats.peak_in_flight == 2
-    assert stats.in_flight == 0
+    calls = [asyncio.create_task(call("scripted/slow", [user(q)], script)) for q in "ab"]
+    await wait_until(lambda: scripted_stats().in_flight == 2, what="both calls inside the delay")
+    assert scripted_stats().peak_in_flight == 2
+    for task in calls:
+        task.cancel()
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    assert all(isinstance(r, asyncio.CancelledError) for r in results)
+    assert scripted_stats().in_flight == 0
 
 
 async def test_requests_record_tools_tool_choice_and_response_format() -> None:
@@ -238,3 +243,16 @@ def test_invalid_scripts_name_the_file_and_json_path(tmp_path: Path, content: st
 def test_unreadable_script_is_a_configuration_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match=r"cannot read script .*missing\.json"):
         load_script(tmp_path / "missing.json")
+
+
+async def test_a_dropped_call_leaves_no_unawaited_coroutine(tmp_path: Path) -> None:
+    """litellm calls the provider in an executor thread and awaits the result on the loop; a
+    timeout or cancellation in between drops it. Dropped, it must not warn "never awaited"
+    (warnings are errors here, so a warning at collection would fail this test)."""
+    script = write_script(tmp_path, {"conversations": [{"model": "m", "turns": [{"content": "x"}]}]})
+    dropped = scripted_provider().acompletion("m", [user("q")], str(script))
+    assert asyncio.iscoroutine(dropped)  # what litellm checks before awaiting it
+    del dropped
+    gc.collect()
+    kept = scripted_provider().acompletion("m", [user("q")], str(script))
+    assert (await kept).choices[0].message.content == "x"

@@ -141,7 +141,7 @@ async def test_timeout_never_causes_a_schema_reask(make_settings: ScriptFactory)
 
 async def test_real_deadline_timeout_is_transport_error(make_settings: ScriptFactory) -> None:
     settings = make_settings(
-        [{"model": "validator", "turns": [{"content": GOOD, "delay_s": 5}]}], llm_num_retries=0
+        [{"model": "validator", "turns": [{"content": GOOD, "delay_s": 3600}]}], llm_num_retries=0
     )
     outcome, seen = await _ask(RecordingGateway(settings), timeout_s=0.05)
     assert outcome.status == "transport-error" and outcome.error_kind == "timeout" and not seen

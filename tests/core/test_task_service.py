@@ -17,6 +17,7 @@ from core.tasks.service import TaskService
 from core.tasks.state_machine import Trigger
 from core.workspace import Workspace
 from tests.core.conftest import ScriptFactory
+from tests.gates import GatedGateway
 
 
 def _verdict(status: str) -> str:
@@ -141,13 +142,13 @@ async def test_an_unexpected_error_never_leaves_the_task_running(
 
 
 async def test_a_second_runner_is_refused_before_it_writes(make_settings: ScriptFactory, db_url: str) -> None:
-    ws = await Workspace.open(
-        make_settings([{"model": "agent", "turns": [{"content": "x", "delay_s": 0.3}]}], db_url=db_url)
-    )
+    settings = make_settings([{"model": "agent", "turns": [{"content": "x"}]}], db_url=db_url)
+    gateway = GatedGateway(settings, "Question")  # the first run's model call never answers
+    ws = await Workspace.open(settings, gateway=gateway)
     first, second = TaskService(ws), TaskService(ws)  # two desks on one workspace
     task = await first.create("Question?")
     running = first.start(task.id)
-    await asyncio.sleep(0.1)
+    await gateway.wait_arrived("Question")  # the first runner owns the task and is mid-run
     with pytest.raises(RefusedAction):
         await second.run(task.id)
     running.cancel()

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +26,7 @@ from core.team import (
 )
 from core.tools.registry import ToolRegistry, ToolResult
 from tests.core.conftest import ScriptFactory
+from tests.gates import HANG_S, GatedGateway
 
 GatewayFor = Callable[[Settings], LLMGateway]
 SYNTH_MATCH = "Write the final answer to the task above"
@@ -94,36 +96,67 @@ async def _run(scheduler: TeamScheduler, plan: TeamPlan, ctx: _Ctx) -> Any:
     )
 
 
+class _SlotWatch(GatedGateway):
+    """Holds every node's calls at one gate and counts the nodes between first call and final answer.
+
+    A node holds its scheduler slot from its first model call to its final answer (tool turns
+    included), so the number of such nodes is what ``max_parallel_team_nodes`` limits.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings, TOPIC)
+        self.active: set[str] = set()
+        self.peak = 0
+
+    async def complete(self, **kwargs: Any) -> LLMResponse:
+        found = re.search(TOPIC, request_text(kwargs["messages"]))
+        assert found is not None
+        node = found.group()
+        self.active.add(node)
+        self.peak = max(self.peak, len(self.active))
+        response = await super().complete(**kwargs)
+        if not response.tool_calls:  # the final answer: the slot is released after this returns
+            self.active.discard(node)
+        return response
+
+
+TOPIC = r"\bTOPIC\d\b"
+
+
 @pytest.mark.parametrize("limit", [1, 3])
 async def test_peak_concurrency_never_exceeds_the_limit(
-    store: Store, make_settings: ScriptFactory, gateway_for: GatewayFor, limit: int
+    store: Store, make_settings: ScriptFactory, limit: int
 ) -> None:
     words = [f"TOPIC{i}" for i in range(5)]
-    convs = [
-        _conv(w, _tool_turn(f"{w}-q", delay_s=0.03), {"content": f"answer {i}", "delay_s": 0.03})
-        for i, w in enumerate(words)
-    ]
+    convs = [_conv(w, _tool_turn(f"{w}-q"), {"content": f"answer {i}"}) for i, w in enumerate(words)]
     settings = make_settings(convs, max_parallel_team_nodes=limit)
     plan = TeamPlan(
         mode="parallel", nodes=[_node(f"n{i}", f"study {w}", tools=["lookup"]) for i, w in enumerate(words)]
     )
     ctx = await _ctx(store)
     reset_scripted_stats()
-    team = await _run(_scheduler(store, settings, gateway_for(settings)), plan, ctx)
+    gateway = _SlotWatch(settings)
+    running = asyncio.create_task(_run(_scheduler(store, settings, gateway), plan, ctx))
+    # Every call waits at the gate, so the first `limit` nodes keep their slots: the limit is
+    # really used, and a scheduler that let more in would start them now, not later.
+    await gateway.wait_arrived(TOPIC, limit)
+    assert gateway.peak == limit and gateway.holding[TOPIC] == limit
+    gateway.release(TOPIC)
+    team = await asyncio.wait_for(running, HANG_S)
     assert [r.status for r in team.node_results] == ["succeeded"] * 5
     stats = scripted_stats()
     assert len(stats.requests) == 10
-    # Equal, not just at most: the slot is held across a node's turns and the limit is really used.
-    assert stats.peak_in_flight == limit
+    assert gateway.peak == limit  # over the whole run, tool turns included
+    assert stats.peak_in_flight <= limit
 
 
 async def test_results_follow_graph_order_not_completion_order(
-    store: Store, make_settings: ScriptFactory, gateway_for: GatewayFor
+    store: Store, make_settings: ScriptFactory
 ) -> None:
     convs = [
-        _conv("SLOWWORD", {"content": "slow answer", "delay_s": 0.2}),
+        _conv("SLOWWORD", {"content": "slow answer"}),
         _conv("FASTWORD", {"content": "fast answer"}),
-        _conv("MIDWORD", {"content": "mid answer", "delay_s": 0.08}),
+        _conv("MIDWORD", {"content": "mid answer"}),
     ]
     settings = make_settings(convs)
     plan = TeamPlan(
@@ -131,13 +164,21 @@ async def test_results_follow_graph_order_not_completion_order(
         nodes=[_node("slow", "do SLOWWORD"), _node("fast", "do FASTWORD"), _node("mid", "do MIDWORD")],
     )
     finished: list[str | None] = []
+    done = {node: asyncio.Event() for node in ("slow", "fast", "mid")}
 
     def progress(p: RunProgress) -> None:
-        if p.phase == "finished":
+        if p.phase == "finished" and p.node_id is not None:
             finished.append(p.node_id)
+            done[p.node_id].set()
 
     ctx = await _ctx(store)
-    team = await _run(_scheduler(store, settings, gateway_for(settings), progress), plan, ctx)
+    gateway = GatedGateway(settings, "SLOWWORD", "FASTWORD", "MIDWORD")
+    running = asyncio.create_task(_run(_scheduler(store, settings, gateway, progress), plan, ctx))
+    for word, node in (("FASTWORD", "fast"), ("MIDWORD", "mid"), ("SLOWWORD", "slow")):
+        await gateway.wait_arrived(word)
+        gateway.release(word)
+        await asyncio.wait_for(done[node].wait(), HANG_S)
+    team = await asyncio.wait_for(running, HANG_S)
     assert finished == ["fast", "mid", "slow"]
     assert [r.node_id for r in team.node_results] == ["slow", "fast", "mid"]
     assert [r.output_text for r in team.node_results] == ["slow answer", "fast answer", "mid answer"]
@@ -190,12 +231,19 @@ async def test_dag_passes_upstream_evidence_and_runs_after_a_failed_dependency(
     assert all(s.parent_session_id == ctx.main_session_id for s in sessions.values())
 
 
-class _ExplodingGateway(LLMGateway):
-    """Raises a non-LLM exception once a node whose task says EXPLODEWORD has a tool result."""
+class _ExplodingGateway(GatedGateway):
+    """Raises a non-LLM exception once a node whose task says EXPLODEWORD has a tool result.
+
+    FINEWORD's call waits until then, so that sibling is certainly still running when it happens.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings, "FINEWORD")
 
     async def complete(self, **kwargs: Any) -> LLMResponse:
         messages = kwargs["messages"]
         if "EXPLODEWORD" in request_text(messages) and any(m.get("role") == "tool" for m in messages):
+            self.release("FINEWORD")
             raise RuntimeError("disk on fire")
         return await super().complete(**kwargs)
 
@@ -208,10 +256,10 @@ async def test_budget_error_and_exception_nodes_keep_tool_evidence_in_the_packet
         _conv("BUDGETWORD", _tool_turn("budget-q"), {"error": "server_error"}),
         _conv("CRASHWORD", _tool_turn("crash-q"), {"error": "server_error"}),
         _conv("EXPLODEWORD", _tool_turn("explode-q"), {"content": "never reached"}),
-        _conv("FINEWORD", {"content": "fine answer", "delay_s": 0.05}),
+        _conv("FINEWORD", {"content": "fine answer"}),
     ]
     settings = make_settings(convs, llm_num_retries=0)
-    gateway = _ExplodingGateway(settings, retry_backoff_s=0.001)
+    gateway = _ExplodingGateway(settings)
     plan = TeamPlan(
         mode="parallel",
         nodes=[
@@ -341,30 +389,29 @@ async def test_invalid_plans_are_refused_before_any_model_call(
 
 
 async def test_cancelling_one_node_leaves_its_siblings_running(
-    store: Store, make_settings: ScriptFactory, gateway_for: GatewayFor
+    store: Store, make_settings: ScriptFactory
 ) -> None:
     convs = [
-        _conv("SLOWPOKE", _tool_turn("slow-q"), {"content": "too late", "delay_s": 30}),
-        _conv("QUICKWORD", {"content": "quick answer", "delay_s": 0.1}),
+        _conv("SLOWPOKE", _tool_turn("slow-q"), {"content": "too late"}),
+        _conv("QUICKWORD", {"content": "quick answer"}),
     ]
     settings = make_settings(convs)
     plan = TeamPlan(
         mode="parallel",
         nodes=[_node("slowpoke", "SLOWPOKE job", tools=["lookup"]), _node("quick", "QUICKWORD job")],
     )
-    waiting = asyncio.Event()
-
-    def progress(p: RunProgress) -> None:
-        if p.node_id == "slowpoke" and p.phase == "llm" and p.iteration == 2:
-            waiting.set()
-
     ctx = await _ctx(store)
-    scheduler = _scheduler(store, settings, gateway_for(settings), progress)
+    # The slowpoke's second call (after its tool result) never gets an answer; the quick node
+    # answers only after the slowpoke is cancelled, so it is certainly running when that happens.
+    gateway = GatedGateway(settings, "result for slow-q", "QUICKWORD")
+    scheduler = _scheduler(store, settings, gateway)
     running = asyncio.create_task(_run(scheduler, plan, ctx))
-    await asyncio.wait_for(waiting.wait(), 5)
+    await gateway.wait_arrived("result for slow-q")
+    await gateway.wait_arrived("QUICKWORD")
     assert scheduler.cancel_node("slowpoke") is True
     assert scheduler.cancel_node("no-such-node") is False
-    team = await asyncio.wait_for(running, 5)
+    gateway.release("QUICKWORD")
+    team = await asyncio.wait_for(running, HANG_S)
     slow, quick = team.node_results
     assert (slow.status, slow.finish_reason) == ("cancelled", FinishReason.CANCELLED)
     assert slow.evidence is not None and slow.evidence.finish_reason == FinishReason.CANCELLED
@@ -373,25 +420,16 @@ async def test_cancelling_one_node_leaves_its_siblings_running(
 
 
 async def test_cancelling_the_team_run_cancels_every_node_and_records_it(
-    store: Store, make_settings: ScriptFactory, gateway_for: GatewayFor
+    store: Store, make_settings: ScriptFactory
 ) -> None:
-    convs = [_conv(w, {"content": "late", "delay_s": 30}) for w in ("ONEWORD", "TWOWORD")]
+    convs = [_conv(w, {"content": "late"}) for w in ("ONEWORD", "TWOWORD")]
     settings = make_settings(convs)
     plan = TeamPlan(mode="parallel", nodes=[_node("one", "ONEWORD"), _node("two", "TWOWORD")])
-    started: set[str | None] = set()
-
-    def progress(p: RunProgress) -> None:
-        if p.phase == "llm":
-            started.add(p.node_id)
-
     ctx = await _ctx(store)
-    running = asyncio.create_task(
-        _run(_scheduler(store, settings, gateway_for(settings), progress), plan, ctx)
-    )
-    for _ in range(500):
-        if started == {"one", "two"}:
-            break
-        await asyncio.sleep(0.01)
+    gateway = GatedGateway(settings, "ONEWORD", "TWOWORD")  # never released: both calls hang
+    running = asyncio.create_task(_run(_scheduler(store, settings, gateway), plan, ctx))
+    await gateway.wait_arrived("ONEWORD")
+    await gateway.wait_arrived("TWOWORD")
     running.cancel()
     with pytest.raises(asyncio.CancelledError):
         await running

@@ -255,7 +255,7 @@ async def test_recovered_schema_failure_emits_event(store: Store, make_settings:
 
 async def test_timeout_is_validator_error_without_reask(store: Store, make_settings: ScriptFactory) -> None:
     conversations = [
-        {"model": "validator", "turns": [{"content": verdict(), "delay_s": 5}, {"content": verdict()}]}
+        {"model": "validator", "turns": [{"content": verdict(), "delay_s": 3600}, {"content": verdict()}]}
     ]
     settings = make_settings(conversations, validator_timeout_s=0.05, llm_num_retries=0)
     report, gateway, task_id, session_id = await run_validation(

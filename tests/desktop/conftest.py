@@ -6,6 +6,9 @@ own tests, each test gets a fresh ``qasync.QEventLoop`` (``qloop``): scenarios r
 teardown, and the loop is closed. Inside a running scenario, waits are awaited (``wait_signal``,
 ``wait_until``) rather than spun with ``qtbot.waitUntil``: a nested Qt event loop inside a
 running coroutine would step other asyncio tasks re-entrantly.
+
+Like napari's ``conftest.py``, every desk test fails if it leaves a QThread running, a
+QThreadPool busy or a QTimer active once its widgets are closed and deleted.
 """
 
 from __future__ import annotations
@@ -13,13 +16,15 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import traceback
+import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 import qasync
-from PySide6.QtCore import QSettings, SignalInstance
+from PySide6.QtCore import QCoreApplication, QEvent, QSettings, QThread, QThreadPool, QTimer, SignalInstance
 from PySide6.QtWidgets import QApplication
 
 from core.config import Settings, load_settings
@@ -27,8 +32,102 @@ from core.domain import TaskStatus
 from core.store import TaskRecord
 from core.tasks.service import TaskService
 from core.workspace import Workspace
+from tests.gates import HANG_S, GatedGateway
+from tests.gates import wait_until as wait_until  # the desk tests import their waits from here
 
 T = TypeVar("T")
+
+
+def _started_at() -> str:
+    """Where our code started a thread or timer: the innermost frame in desktop/ or tests/."""
+    for frame in reversed(traceback.extract_stack()[:-2]):
+        if (
+            "/desktop/" in frame.filename or "/tests/" in frame.filename
+        ) and "conftest" not in frame.filename:
+            return f"{frame.filename}:{frame.lineno} in {frame.name}"
+    return "outside our code (a library)"
+
+
+def _still(check: Callable[[], bool]) -> bool:
+    """``check()`` on a Qt object, False once Qt has deleted it (a deleted timer cannot fire)."""
+    try:
+        return check()
+    except RuntimeError:  # "Internal C++ object (...) already deleted."
+        return False
+
+
+def _delete_closed_widgets() -> None:
+    """pytest-qt closed the test's widgets and called deleteLater(); let those deletions happen."""
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+
+
+@pytest.fixture(autouse=True)
+def _dangling_qthreads(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    started: weakref.WeakKeyDictionary[QThread, str] = weakref.WeakKeyDictionary()
+    real_start = QThread.start
+
+    def start(self: QThread, *args: Any) -> None:
+        started[self] = _started_at()
+        real_start(self, *args)
+
+    monkeypatch.setattr(QThread, "start", start)
+    yield
+    _delete_closed_widgets()
+    dangling = [(thread, where) for thread, where in list(started.items()) if _still(thread.isRunning)]
+    for thread, _ in dangling:
+        thread.quit()
+        thread.wait(int(HANG_S * 1000))
+    if dangling:
+        raise AssertionError(
+            "the test left QThreads running (quit and wait for them, or let their owner do it):\n"
+            + "\n".join(f"  started at {where}" for _, where in dangling)
+        )
+
+
+@pytest.fixture(autouse=True)
+def _dangling_qthread_pool(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    used: weakref.WeakKeyDictionary[QThreadPool, list[str]] = weakref.WeakKeyDictionary()
+    real_start = QThreadPool.start
+
+    def start(self: QThreadPool, *args: Any) -> None:
+        used.setdefault(self, []).append(_started_at())
+        real_start(self, *args)
+
+    monkeypatch.setattr(QThreadPool, "start", start)
+    yield
+    busy = []
+    for pool, where in list(used.items()):
+        pool.clear()  # queued work never starts
+        if not pool.waitForDone(0):
+            busy.append(where)
+            pool.waitForDone(int(HANG_S * 1000))
+    if busy:
+        raise AssertionError(
+            "the test left QThreadPool work running:\n"
+            + "\n".join(f"  started at {w}" for where in busy for w in where)
+        )
+
+
+@pytest.fixture(autouse=True)
+def _dangling_qtimers(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    started: weakref.WeakKeyDictionary[QTimer, str] = weakref.WeakKeyDictionary()
+    real_start = QTimer.start
+
+    def start(self: QTimer, *args: Any) -> None:
+        started[self] = _started_at()
+        real_start(self, *args)
+
+    monkeypatch.setattr(QTimer, "start", start)
+    yield
+    _delete_closed_widgets()
+    active = [(timer, where) for timer, where in list(started.items()) if _still(timer.isActive)]
+    for timer, _ in active:
+        timer.stop()
+    if active:
+        raise AssertionError(
+            "the test left QTimers running after its widgets were closed and deleted:\n"
+            + "\n".join(f"  started at {where}" for _, where in active)
+        )
 
 
 @pytest.fixture
@@ -63,16 +162,7 @@ def run(loop: qasync.QEventLoop, coro: Awaitable[T]) -> T:
     return loop.run_until_complete(coro)
 
 
-async def wait_until(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:  # noqa: ASYNC109
-    """Await a condition without blocking the loop (the async counterpart of qtbot.waitUntil)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(0.01)
-
-
-async def wait_signal(signal: SignalInstance, timeout: float = 10.0) -> tuple[Any, ...]:  # noqa: ASYNC109
+async def wait_signal(signal: SignalInstance, timeout: float = HANG_S) -> tuple[Any, ...]:  # noqa: ASYNC109
     """Await one emission of a Qt signal (the async counterpart of qtbot.waitSignal)."""
     future: asyncio.Future[tuple[Any, ...]] = asyncio.get_running_loop().create_future()
 
@@ -103,7 +193,8 @@ def verdict(status: str, score: float = 0.5, prompt: str = "Cite the tide tables
 
 # Tasks whose text says REVIEWME end in needs_review; everything else is accepted.
 DEFAULT_SCRIPT: list[dict[str, Any]] = [
-    {"model": "agent", "match": "SLOWTASK", "turns": [{"content": "slow answer", "delay_s": 0.6}]},
+    # SLOWTASK's calls wait at the workspace gateway's gate until the test releases "SLOWTASK".
+    {"model": "agent", "match": "SLOWTASK", "turns": [{"content": "slow answer"}]},
     {"model": "agent", "match": "REVIEWME", "turns": [{"content": "answer needing review"}]},
     {"model": "agent", "turns": [{"content": "a plain answer"}, {"content": "a revised answer"}]},
     {
@@ -116,17 +207,23 @@ DEFAULT_SCRIPT: list[dict[str, Any]] = [
 
 
 @pytest.fixture
-def desk_settings(tmp_path: Path, db_url: str) -> Settings:
+def desk_settings(tmp_path: Path, sqlite_url: str) -> Settings:
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"conversations": DEFAULT_SCRIPT}), encoding="utf-8")
-    return load_settings(script=script, db_url=db_url)
+    return load_settings(script=script, db_url=sqlite_url)
 
 
 @pytest.fixture
 def workspace(qloop: qasync.QEventLoop, desk_settings: Settings) -> Iterator[Workspace]:
-    ws = run(qloop, Workspace.open(desk_settings))
+    ws = run(qloop, Workspace.open(desk_settings, gateway=GatedGateway(desk_settings, "SLOWTASK")))
     yield ws
     run(qloop, ws.close())
+
+
+def gates(ws: Workspace) -> GatedGateway:
+    """The workspace's gateway, whose SLOWTASK calls wait until ``gates(ws).release("SLOWTASK")``."""
+    assert isinstance(ws.gateway, GatedGateway)
+    return ws.gateway
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from core.domain.records import AttemptRecord, EventRecord, TaskRecord, Validati
 from core.tasks.dossier import TaskDossier
 from desktop.views.detail import TaskDetailView
 from desktop.views.validator import ValidatorView
-from desktop.widgets.text_viewer import JsonHighlighter, TextViewer
+from desktop.widgets.text_viewer import CHUNK_CHARS, LONG_LINE, JsonHighlighter, TextViewer
 
 NOW = datetime(2025, 5, 1, 12, 0, tzinfo=UTC)
 FACT = "The Lisbon office opened on 3 March 2019."
@@ -228,16 +227,16 @@ def test_empty_state_then_dossier(qtbot: QtBot) -> None:
     view = TaskDetailView()
     qtbot.addWidget(view)
     view.set_dossier(None)
-    assert view._stack.currentWidget() is view.empty_label
+    assert view.empty_label.isVisibleTo(view)
     assert view.empty_label.text() == "Select a task"
     view.set_dossier(make_dossier())
-    assert view._stack.currentWidget() is not view.empty_label
+    assert not view.empty_label.isVisibleTo(view)
     assert view.attempt_index == 2
     assert "force-accepted (not endorsed)" in view.outcome_label.text()
     assert "Lisbon office" in view.task_text_label.text()
     assert "2019" in view.answer_view.toPlainText() and "**" not in view.answer_view.toPlainText()
     view.set_dossier(None)
-    assert view._stack.currentWidget() is view.empty_label
+    assert view.empty_label.isVisibleTo(view)
 
 
 def test_accepted_is_not_confused_with_force_accepted(qtbot: QtBot) -> None:
@@ -346,16 +345,19 @@ def test_attempt_selector_switches_packets(qtbot: QtBot) -> None:
         raise AssertionError("an unknown attempt must be refused")
 
 
-def test_viewer_stays_fast_on_ten_megabytes(qtbot: QtBot) -> None:
+def test_viewer_lays_out_one_chunk_of_short_lines_from_ten_megabytes(qtbot: QtBot) -> None:
+    """What keeps a 10 MB single line fast (Qt lays out a block whole): the editor is given one
+    chunk, broken into short display lines. The time it takes is measured by benchmarks/bench_desk.py,
+    not asserted here, where it would depend on how busy the machine is."""
     viewer = TextViewer()
     qtbot.addWidget(viewer)
     viewer.resize(800, 600)
     viewer.show()
     one_line = "x" * 10_000_000 + "NEEDLE in a haystack" + "y" * 1000
-    started = time.perf_counter()
     viewer.set_text(one_line)
-    elapsed = time.perf_counter() - started
-    assert elapsed < 0.5, f"10 MB single line took {elapsed:.2f} s"
+    shown = viewer.displayed_text()
+    assert 0 < len(shown) <= CHUNK_CHARS
+    assert max(len(line) for line in shown.split("\n")) <= LONG_LINE
     assert not viewer.is_fully_loaded()
     assert viewer.highlight("needle IN a  haystack")  # beyond the loaded chunk: loads up to it
     assert viewer.selected_text().replace("\n", "") == "NEEDLE in a haystack"

@@ -15,7 +15,7 @@ from desktop.dialogs.confirm import ConfirmDialog
 from desktop.dialogs.new_task import NewTaskDialog
 from desktop.dialogs.revise import ReviseDialog
 from desktop.views.main_window import DeskServices, MainWindow
-from tests.desktop.conftest import add_task, run, wait_signal, wait_until
+from tests.desktop.conftest import add_task, gates, run, wait_signal, wait_until
 
 S = TaskStatus
 
@@ -30,8 +30,8 @@ def desk(
     window.show()
     yield window
     run(qloop, services.ops.wait_idle())
-    for task_id in list(services.tasks._running):
-        run(qloop, services.tasks.cancel(task_id))
+    for task in run(qloop, workspace.store.list_tasks()):
+        run(qloop, services.tasks.cancel(task.id))  # False, and nothing done, unless it runs here
     services.bridge.close()
 
 
@@ -173,16 +173,17 @@ def test_new_task_runs_live_and_lands_in_its_group(
         task_id = desk.queue.selected_task_id
         assert task_id is not None
         assert not desk.empty_state.isVisible()
+        # The run's model call is held, so the run is live for as long as the desk needs to show it.
+        await gates(workspace).wait_arrived("SLOWTASK")
         await wait_until(lambda: desk.progress_strip.isVisible(), what="live progress")
         await wait_until(lambda: "attempt 1" in desk.progress_strip.label.text(), what="the attempt number")
-        assert task_id in desk.model.group_task_ids("active")
+        await wait_until(lambda: task_id in desk.model.group_task_ids("active"), what="the active group")
+        gates(workspace).release("SLOWTASK")
         await wait_until(
-            lambda: task_id in desk.model.group_task_ids("awaiting_feedback"),
-            timeout=20,
-            what="the run to land",
+            lambda: task_id in desk.model.group_task_ids("awaiting_feedback"), what="the run to land"
         )
         assert desk.queue.selected_task_id == task_id  # never reselected by hand
-        assert not desk.progress_strip.isVisible()
+        await wait_until(lambda: not desk.progress_strip.isVisible(), what="the progress strip to go")
         await wait_until(lambda: desk.act_satisfied.isEnabled(), what="review actions")
         assert desk.model.group_count("active") == 0
 

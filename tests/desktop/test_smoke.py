@@ -27,14 +27,14 @@ def test_entry_routes_desk_and_cli(monkeypatch: object) -> None:
 
 
 def test_launcher_opens_recovers_and_shows_queue(
-    qloop: qasync.QEventLoop, qtbot: QtBot, db_url: str, ui_state: QSettings
+    qloop: qasync.QEventLoop, qtbot: QtBot, sqlite_url: str, ui_state: QSettings
 ) -> None:
-    launcher = DeskLauncher(db_url, ui_state=ui_state)
+    launcher = DeskLauncher(sqlite_url, ui_state=ui_state)
 
     async def scenario() -> None:
         from core.store import Store
 
-        store = await Store.open(db_url)
+        store = await Store.open(sqlite_url)
         task = await store.create_task("left running by a crashed desk")
         session = await store.create_session(task_id=task.id, kind="main")
         gone = await asyncio.create_subprocess_exec("true")

@@ -1,0 +1,221 @@
+"""A throw-away PostgreSQL server for the test session, and a fresh database per test.
+
+``start_server()`` runs Debian's own binaries (``/usr/lib/postgresql/<version>/bin``): ``initdb``
+in a temporary folder, then ``pg_ctl start`` listening on 127.0.0.1 only, on a free port, with its
+unix socket in that folder. PostgreSQL refuses to run as root, so as root (CI containers) the
+cluster runs as the Debian ``postgres`` user, or ``nobody`` when there is none. Durability is off
+(``fsync``, ``synchronous_commit``, ``full_page_writes``): the data is thrown away at the end.
+
+``EVIDENCE_DESK_TEST_PG_URL`` (``postgresql+asyncpg://user@host:port/db``) points the tests at an
+existing server instead; each test then gets its own database there too, dropped afterwards.
+
+Nothing here depends on timing: ``pg_ctl -w`` waits until the server accepts connections, and the
+only timeouts bound a hang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import glob
+import os
+import pwd
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+
+URL_ENV = "EVIDENCE_DESK_TEST_PG_URL"
+REQUIRED_ENV = "EVIDENCE_DESK_TEST_PG_REQUIRED"
+"""Set (as ``.ci/run`` does) to turn "PostgreSQL unavailable" from a skip into an error."""
+SUPERUSER = "evidence_test"
+START_TIMEOUT_S = 120  # bounds a hang only
+
+
+class PgUnavailable(Exception):
+    """No PostgreSQL server can be had here; the reason says what to install or set."""
+
+
+@dataclass(frozen=True)
+class PgServer:
+    """A server the tests may create and drop databases on."""
+
+    admin_url: str
+    """``postgresql+asyncpg://`` URL of a maintenance database (``postgres``) as a superuser."""
+
+    def url(self, database: str) -> str:
+        return make_url(self.admin_url).set(database=database).render_as_string(hide_password=False)
+
+    def create_database(self, name: str, template: str = "template0") -> str:
+        """A new empty database (``template0``: nothing anyone added to ``template1``)."""
+        _admin(self.admin_url, f"CREATE DATABASE \"{name}\" TEMPLATE {template} ENCODING 'UTF8'")
+        return self.url(name)
+
+    def drop_database(self, name: str) -> None:
+        _admin(self.admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _admin(admin_url: str, statement: str) -> None:
+    """Run one statement on the maintenance database, from a thread with its own event loop.
+
+    Fixtures are synchronous and may run while a test's loop (asyncio's or qasync's) is set but
+    not running; a private loop in a worker thread touches neither.
+    """
+    import asyncpg  # the `test` extra installs it; start_server() checked it is importable
+
+    url = make_url(admin_url)
+
+    async def run() -> None:
+        conn = await asyncpg.connect(
+            host=url.host,
+            port=url.port or 5432,
+            user=url.username,
+            password=url.password,
+            database=url.database or "postgres",
+            timeout=START_TIMEOUT_S,
+        )
+        try:
+            await conn.execute(statement)
+        finally:
+            await conn.close()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, run()).result()
+
+
+def database_name(test_name: str, counter: int) -> str:
+    """A legal, unique, readable database name for one test (63 bytes at most)."""
+    slug = re.sub(r"[^a-z0-9]+", "_", test_name.lower()).strip("_")
+    return f"t{counter:04d}_{slug}"[:63]
+
+
+def find_bindir() -> Path | None:
+    """The newest Debian PostgreSQL server binaries, or those on PATH."""
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+        key=lambda p: [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", p)],
+    )
+    if found:
+        return Path(found[-1]).parent
+    on_path = shutil.which("initdb")
+    return Path(on_path).parent if on_path else None
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _run_as() -> list[str]:
+    """The command prefix that drops root for PostgreSQL (it refuses to run as root)."""
+    if os.geteuid() != 0:
+        return []
+    for user in ("postgres", "nobody"):
+        with contextlib.suppress(KeyError):
+            pwd.getpwnam(user)
+            return ["runuser", "-u", user, "--"]
+    raise PgUnavailable("running as root and there is no 'postgres' or 'nobody' user to run PostgreSQL as")
+
+
+def _owner_ids() -> tuple[int, int] | None:
+    prefix = _run_as()
+    if not prefix:
+        return None
+    entry = pwd.getpwnam(prefix[2])
+    return entry.pw_uid, entry.pw_gid
+
+
+@contextlib.contextmanager
+def start_server() -> Iterator[PgServer]:
+    """Start a private cluster (or use ``EVIDENCE_DESK_TEST_PG_URL``) for the duration of the block."""
+    try:
+        import asyncpg  # noqa: F401
+    except ImportError:
+        raise PgUnavailable("asyncpg is not installed (pip install -e '.[test]')") from None
+    external = os.environ.get(URL_ENV)
+    if external:
+        yield PgServer(admin_url=external)
+        return
+    bindir = find_bindir()
+    if bindir is None:
+        raise PgUnavailable(
+            "no PostgreSQL server binaries (install Debian's 'postgresql' package: `make test` and "
+            f".ci/run do it when run as root), and {URL_ENV} is not set"
+        )
+    prefix = _run_as()
+    root = Path(tempfile.mkdtemp(prefix="evidence-desk-pg-"))
+    owner = _owner_ids()
+    if owner is not None:
+        os.chown(root, *owner)
+    data, log = root / "data", root / "server.log"
+    started = False
+    try:
+        _check(
+            [
+                *prefix,
+                str(bindir / "initdb"),
+                "--pgdata",
+                str(data),
+                "--username",
+                SUPERUSER,
+                "--auth",
+                "trust",
+                "--encoding",
+                "UTF8",
+                "--no-locale",
+                "--no-sync",
+            ],
+            "initdb",
+        )
+        port = _free_port()
+        options = (
+            f"-c listen_addresses=127.0.0.1 -p {port} -k {root} "
+            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+        )
+        _check(
+            [
+                *prefix,
+                str(bindir / "pg_ctl"),
+                "--pgdata",
+                str(data),
+                "--log",
+                str(log),
+                "-o",
+                options,
+                "-w",
+                "-t",
+                str(START_TIMEOUT_S),
+                "start",
+            ],
+            "pg_ctl start",
+            log,
+        )
+        started = True
+        yield PgServer(admin_url=f"postgresql+asyncpg://{SUPERUSER}@127.0.0.1:{port}/postgres")
+    finally:
+        if started:
+            subprocess.run(
+                [*prefix, str(bindir / "pg_ctl"), "--pgdata", str(data), "-m", "immediate", "-w", "stop"],
+                capture_output=True,
+                timeout=START_TIMEOUT_S,
+                check=False,
+            )
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _check(cmd: list[str], what: str, log: Path | None = None) -> None:
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=START_TIMEOUT_S, check=False)
+    if done.returncode != 0:
+        detail = (done.stderr or done.stdout).strip()
+        if log is not None and log.exists():
+            detail += "\n" + log.read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"{what} failed ({done.returncode}): {detail}")
