@@ -135,12 +135,13 @@ class QueueView(QWidget):
         # scroll, a resize, an expansion, a reload or a page that did not fill the view.
         self._rows_check = QTimer(self, singleShot=True, interval=0)
         self._rows_check.timeout.connect(self._load_rows_in_view)
+        # Signals carry arguments that QTimer.start(msec) must never receive: go through one slot.
         bar_v = self.tree.verticalScrollBar()
-        bar_v.valueChanged.connect(self._rows_check.start)
-        bar_v.rangeChanged.connect(self._rows_check.start)
-        self.tree.expanded.connect(self._rows_check.start)
-        model.sig_refreshed.connect(self._rows_check.start)
-        model.sig_page_loaded.connect(self._rows_check.start)
+        bar_v.valueChanged.connect(self._schedule_rows_check)
+        bar_v.rangeChanged.connect(self._schedule_rows_check)
+        self.tree.expanded.connect(self._schedule_rows_check)
+        model.sig_refreshed.connect(self._schedule_rows_check)
+        model.sig_page_loaded.connect(self._schedule_rows_check)
 
     # ------------------------------------------------------------------ filter
     def current_filter(self) -> QueueFilter:
@@ -212,6 +213,9 @@ class QueueView(QWidget):
     def rows_check_pending(self) -> bool:
         """A check for rows to load is scheduled (tests wait for it to settle)."""
         return self._rows_check.isActive()
+
+    def _schedule_rows_check(self, *_args: object) -> None:
+        self._rows_check.start()
 
     def _load_rows_in_view(self) -> None:
         """Ask for the next page of every expanded group whose last loaded row is (nearly) on screen."""

@@ -7,10 +7,10 @@ ones stay readable by older desks); readers must get enum members and structured
 from __future__ import annotations
 
 import ast
-import sqlite3
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text as sql_text
 
 from core.domain.evidence import NodeRunResult, RunEvidence, TaskEvidencePacket
 from core.domain.facts import (
@@ -50,7 +50,7 @@ def _sqlite_path(db_url: str) -> str:
 # ---------------------------------------------------------------------------- event kinds
 
 
-async def test_every_event_kind_round_trips_through_the_store(store: Store, db_url: str) -> None:
+async def test_every_event_kind_round_trips_through_the_store(store: Store) -> None:
     task = await store.create_task("Find the fact")
     assert task.main_session_id is not None
     session = task.main_session_id
@@ -66,8 +66,8 @@ async def test_every_event_kind_round_trips_through_the_store(store: Store, db_u
     by_kind = await store.get_session_events(session, kinds=[EventKind.RUN_FINISHED])
     assert [e.kind for e in by_kind] == [EventKind.RUN_FINISHED]
     # On disk they are the plain strings every earlier version wrote and read.
-    with sqlite3.connect(_sqlite_path(db_url)) as db:
-        stored = [row[0] for row in db.execute("SELECT kind FROM events ORDER BY id")]
+    async with store.engine.connect() as conn:
+        stored = list((await conn.execute(sql_text("SELECT kind FROM events ORDER BY id"))).scalars())
     assert stored == [k.value for k in kinds] and all(type(k) is str for k in stored)
 
 

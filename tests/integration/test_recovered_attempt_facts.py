@@ -41,21 +41,8 @@ def test_killed_during_validation_every_reader_shows_the_recorded_outcome(desk: 
         str(desk.root / "corpus"),
     ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-
-        def validating() -> bool:
-            try:
-                return desk.db.exists() and desk.rows("select status from tasks") == [("validating",)]
-            except sqlite3.OperationalError:
-                return False
-
-        _wait_for(validating)
-        # What the killed runner leaves: an attempt still running, with no outcome recorded.
-        assert desk.rows("select state, validation_outcome from attempts") == [("running", None)]
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
+    with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        _kill_when_validating(desk, proc)
 
     [task] = desk.cli_json("list")  # the next start recovers it
     assert (task["status"], task["validation_outcome"]) == ("needs_review", "force_accepted")
@@ -73,3 +60,20 @@ def test_killed_during_validation_every_reader_shows_the_recorded_outcome(desk: 
     expected = {1: ("interrupted", "force_accepted")}
     assert report_facts(report.read_text(encoding="utf-8")) == expected
     assert report_facts(from_bundle.read_text(encoding="utf-8")) == expected
+
+
+def _kill_when_validating(desk: Desk, proc: subprocess.Popen[bytes]) -> None:
+    try:
+
+        def validating() -> bool:
+            try:
+                return desk.db.exists() and desk.rows("select status from tasks") == [("validating",)]
+            except sqlite3.OperationalError:
+                return False
+
+        _wait_for(validating)
+        # What the killed runner leaves: an attempt still running, with no outcome recorded.
+        assert desk.rows("select state, validation_outcome from attempts") == [("running", None)]
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
