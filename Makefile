@@ -26,6 +26,7 @@ $(BUNDLE_STAMP): pyproject.toml | $(BIN)/python
 	touch $@ $(RUN_STAMP)
 
 run: $(RUN_STAMP)
+	@packaging/ensure-qt-libs.sh xcb
 	$(BIN)/evidence-desk
 
 lint: $(TEST_STAMP)

@@ -13,7 +13,9 @@ import configparser
 import fnmatch
 import importlib.util
 import os
+import re
 import runpy
+import shutil
 import struct
 import subprocess
 import sys
@@ -244,3 +246,31 @@ def test_selftest_checks_pass_from_the_source_tree(monkeypatch: pytest.MonkeyPat
     with pytest.raises(AssertionError, match="runtime hook"):
         selftest.CHECKS["litellm"]()
     sys.modules.pop("bundle_selftest", None)
+
+
+def _qt_libs(kind: str) -> dict[str, str]:
+    """The library each listed Debian package provides, from packaging/qt-runtime-libs.txt."""
+    found: dict[str, str] = {}
+    for line in (ROOT / "packaging" / "qt-runtime-libs.txt").read_text(encoding="utf-8").splitlines():
+        parts = line.split()
+        if len(parts) == 3 and not line.startswith("#") and parts[0] == kind:
+            found[parts[2]] = parts[1]
+    return found
+
+
+def test_the_xcb_library_list_covers_what_the_xcb_plugin_links() -> None:
+    """`make run` installs these; a PySide6 that needs one more library must fail here first."""
+    import PySide6
+
+    qt = Path(PySide6.__file__).parent / "Qt"
+    plugin = qt / "plugins" / "platforms" / "libqxcb.so"
+    if not plugin.exists() or shutil.which("ldd") is None:
+        pytest.skip("no xcb plugin or no ldd on this platform")
+    needed: set[str] = set()
+    for binary in [plugin, *sorted((qt / "lib").glob("libQt6XcbQpa.so*"))[:1]]:
+        out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, check=False).stdout
+        needed |= {line.split()[0] for line in out.splitlines() if line.strip()}
+    system = {lib for lib in needed if re.match(r"lib(xcb|X11|xkbcommon)", lib)}
+    listed = set(_qt_libs("xcb")) | set(_qt_libs("offscreen"))
+    assert system, "ldd named no X libraries: the check would prove nothing"
+    assert system <= listed, f"add to packaging/qt-runtime-libs.txt: {sorted(system - listed)}"
