@@ -7,7 +7,7 @@ RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 BUNDLE_STAMP := $(VENV)/.installed-bundle
 
-.PHONY: run test lint typecheck pytest postgres-server screenshot bundle bundle-check bench clean
+.PHONY: run test lint typecheck pytest postgres-server screenshot bundle bundle-check bench audit clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -78,6 +78,20 @@ bundle-check: $(BUNDLE_STAMP)
 
 bench: $(TEST_STAMP)
 	for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+# Known vulnerabilities in the installed dependency set, from OSV. Needs the network, so it is not
+# part of `make test`; it refuses to report a pass it did not check (see README, "Vulnerability check").
+# pip-audit gets its own venv, inside .venv (ignored by git, removed by clean).
+AUDIT_VENV := $(VENV)/audit
+audit: $(RUN_STAMP)
+	@$(BIN)/python -c "import socket; socket.create_connection(('api.osv.dev', 443), timeout=10).close()" 2>/dev/null \
+		|| { echo "make audit: api.osv.dev is unreachable, so NO vulnerability check ran."; \
+		     echo "Run 'make audit' on a machine with network access (see README, Vulnerability check)."; exit 2; }
+	test -x $(AUDIT_VENV)/bin/pip-audit || { $(PYTHON) -m venv $(AUDIT_VENV) \
+		&& $(AUDIT_VENV)/bin/python -m pip install --quiet "pip-audit>=2.10,<3"; }
+	$(BIN)/python -m pip freeze --exclude-editable > $(AUDIT_VENV)/pins.txt
+	$(AUDIT_VENV)/bin/pip-audit --strict --vulnerability-service osv --no-deps --disable-pip \
+		--progress-spinner off -r $(AUDIT_VENV)/pins.txt
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build dist

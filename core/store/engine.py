@@ -17,6 +17,7 @@ from sqlalchemy.exc import ArgumentError, DatabaseError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from core.errors import StoreError
+from core.store.pgtext import install_nul_guard
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
@@ -111,7 +112,9 @@ def make_engine(url: str, *, immediate: bool, busy_timeout: float = DEFAULT_BUSY
         engine = create_async_engine(url, connect_args={"timeout": busy_timeout})
         _sqlite_listeners(engine.sync_engine, immediate=immediate, busy_timeout=busy_timeout)
         return engine
-    return create_async_engine(url, pool_pre_ping=True)
+    engine = create_async_engine(url, pool_pre_ping=True)
+    install_nul_guard(engine)
+    return engine
 
 
 def make_thread_engine(path: Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Engine:

@@ -14,7 +14,14 @@ from typing import Any
 from core.evidence.wrapping import neutralise, wrap_external
 from core.resources import prompts_dir
 
-__all__ = ["HISTORY_MESSAGES", "format_history", "render_template", "system_prompt", "wrap_answer"]
+__all__ = [
+    "HISTORY_MESSAGES",
+    "format_history",
+    "render_template",
+    "system_prompt",
+    "wrap_answer",
+    "wrap_task",
+]
 
 HISTORY_MESSAGES = 30
 
@@ -23,12 +30,14 @@ HISTORY_MESSAGES = 30
 def _environment() -> Any:
     import jinja2
 
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(prompts_dir())),
         autoescape=False,  # markdown for a model, not HTML; external content is fenced instead
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
     )
+    env.filters["fence"] = wrap_task
+    return env
 
 
 def render_template(name: str, **values: Any) -> str:
@@ -86,6 +95,14 @@ def format_history(
                 m = {**m, "content": f"[tool result of {size} characters, not repeated here]"}
         lines.append(_message_line(m))
     return wrap_external("\n\n".join(lines), label="conversation-history"), len(recent)
+
+
+def wrap_task(task_text: str, label: str = "task") -> str:
+    """The analyst's task is quoted text like the rest: it may come from a batch file or a pasted
+    e-mail, and a ``</EXTERNAL-CONTENT>`` in it must not be able to end a fence or open a fake one
+    between the fences. The templates apply it as the ``fence`` filter so the callers pass the
+    task as written."""
+    return wrap_external(task_text, label=label)
 
 
 def wrap_answer(answer: str) -> str:

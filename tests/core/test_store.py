@@ -311,3 +311,17 @@ async def test_a_search_index_this_sqlite_cannot_use_is_refused_clearly(tmp_path
     with pytest.raises(StoreError, match="task search index this SQLite"):
         await Store.open(str(path))
     assert path.read_bytes() == before
+
+
+async def test_text_with_nul_bytes_is_stored_on_every_engine(store: Store) -> None:
+    """PostgreSQL refuses U+0000 in text; the write must still succeed, with the NUL made visible."""
+    task = await store.create_task("before\x00after", title="nul\x00title")
+    assert task.main_session_id is not None
+    await store.append_event(task.main_session_id, "probe", {"v": "x\x00y"}, content="tool\x00output")
+    stored = await store.get_task(task.id)
+    [event] = await store.get_session_events(task.main_session_id)
+    if store.is_sqlite:
+        assert stored.text == "before\x00after" and event.content == "tool\x00output"
+    else:
+        assert stored.text == "before\ufffdafter" and event.content == "tool\ufffdoutput"
+    assert event.payload["v"] in ("x\x00y", "x\ufffdy")
