@@ -37,7 +37,7 @@ from core.tasks.prompts import (
 from core.tasks.recovery import runner_id
 from core.tasks.state_machine import Trigger, can, next_status
 from core.team import TeamPlan, TeamScheduler, load_team_plan, plan_with_model
-from core.team.packet import build_attempt_packet
+from core.team.packet import build_attempt_packet, earlier_packets
 from core.validation import ValidationService
 from core.workspace import Workspace
 
@@ -260,6 +260,8 @@ class TaskService:
         )
         final_output = outcome.output_text if outcome.usable else ""
         schema_ok, final_output = await self._check_output_schema(task, session_id, outcome, final_output)
+        # Evidence accumulates over the task: an answer may rest on what an earlier attempt found.
+        earlier = await earlier_packets(self.store, task.id, index)
         packet = await build_attempt_packet(
             self.store,
             task_id=task.id,
@@ -268,6 +270,7 @@ class TaskService:
             main_run_id=outcome.run_id,
             teams=teams,
             final_output=final_output,
+            earlier=earlier,
         )
         if packet.main_run is not None and warnings:
             packet.main_run.warnings.extend(warnings)
@@ -293,6 +296,7 @@ class TaskService:
         history_for_validator = await session_messages(self.store, session_id)
         report = await self.validation.validate(
             packet,
+            earlier=earlier,
             task_text=task.text,
             history=history_for_validator,
             task_id=task.id,
