@@ -103,6 +103,13 @@ class Settings(BaseSettings):
         description="Used when the validator model fails or keeps replying in the wrong shape; empty for none.",
         json_schema_extra=_desk(SettingsGroup.MODELS),
     )
+    schema_fallback_model: str | None = Field(
+        default=None,
+        title="Structured-output fallback model",
+        description="Asked for a simplified shape (required fields only) when the planner or an answer with "
+        "an output schema keeps replying in the wrong shape; also the validator's when it has none. Empty for none.",
+        json_schema_extra=_desk(SettingsGroup.MODELS),
+    )
     planner_model: str = Field(
         default="scripted/planner",
         title="Planner model",
@@ -151,6 +158,14 @@ class Settings(BaseSettings):
         le=10,
         title="Structured-output retries",
         description="Re-asks when a model's reply does not match the expected shape.",
+        json_schema_extra=_desk(SettingsGroup.LIMITS),
+    )
+    schema_stuck_after: int = Field(
+        default=2,
+        ge=2,
+        le=10,
+        title="Identical shape errors before giving up",
+        description="A model that repeats the same shape error this many times in a row is not re-asked again.",
         json_schema_extra=_desk(SettingsGroup.LIMITS),
     )
     llm_timeout_s: float = Field(

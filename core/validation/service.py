@@ -321,7 +321,8 @@ class ValidationService:
             messages=messages,
             output=output,
             max_retries=settings.max_schema_retries,
-            fallback_model=settings.validator_fallback_model,
+            fallback_model=settings.validator_fallback_model or settings.schema_fallback_model,
+            stuck_after=settings.schema_stuck_after,
             on_failure=on_failure,
             timeout_s=settings.validator_timeout_s,
         )
