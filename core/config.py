@@ -208,7 +208,8 @@ class Settings(BaseSettings):
     trigger_keywords: list[str] = Field(
         default_factory=list,
         title="Trigger keywords",
-        description="Comma-separated; with 'keywords' mode, only answers containing one are validated.",
+        description="Comma-separated whole words or phrases, any case; with 'keywords' mode, only answers "
+        "containing one are validated. Empty: done, completed, finished, ready, here you go.",
         json_schema_extra=_desk(SettingsGroup.REVIEW),
     )
     require_verified_citations: bool = Field(

@@ -327,7 +327,9 @@ class TaskService:
         next_prompt = None
         if decision.retry:  # the runner keeps the task: the retry starts at once, in this process
             fields["revision_requested_by"] = RevisionRequester.VALIDATOR
-            next_prompt = validator_revision_message(result.recommended_revision_prompt, result.issues)
+            next_prompt = validator_revision_message(
+                result.recommended_revision_prompt, result.issues, result.category.value
+            )
         else:
             fields["runner"] = None
         task = await self._move(

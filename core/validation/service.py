@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -35,7 +36,7 @@ from core.evidence.render import (
     evidence_char_length,
     render_task,
 )
-from core.llm.gateway import provider_family
+from core.llm.families import model_family, same_family
 from core.llm.structured import SchemaFailure, StructuredOutcome, complete_structured
 from core.runtime import RunContext
 from core.validation.chunked import judge_chunked
@@ -53,6 +54,7 @@ from core.validation.prompt import format_history, render_template, wrap_answer
 from core.validation.schema import ValidatorOutput
 
 __all__ = [
+    "DEFAULT_TRIGGER_KEYWORDS",
     "DEFAULT_UNKNOWN_WINDOW",
     "SAFETY_MARGIN",
     "ValidationReport",
@@ -66,6 +68,8 @@ SAFETY_MARGIN = 0.10  # token counters of different providers disagree by a few 
 MAX_OUTPUT_RESERVE = 4096
 DEFAULT_UNKNOWN_WINDOW = 32_000  # a real model missing from litellm's map: assume a modest window
 _SCRIPTED_PREFIX = "scripted/"
+# Seed 004's list, used when keywords mode is on and no keyword is configured.
+DEFAULT_TRIGGER_KEYWORDS = ("done", "completed", "finished", "ready", "here you go")
 
 
 class ValidationReport(BaseModel):
@@ -87,6 +91,13 @@ class ValidationService:
         self.store = ctx.store
         self.gateway = ctx.gateway
         self.settings = ctx.settings
+        if self.settings.validation_mode == ValidationMode.KEYWORDS and not any(
+            k.strip() for k in self.settings.trigger_keywords
+        ):
+            log.warning(
+                "validation_mode is 'keywords' but trigger_keywords is empty: using the default list (%s)",
+                ", ".join(DEFAULT_TRIGGER_KEYWORDS),
+            )
 
     # ------------------------------------------------------------------ public
     async def validate(
@@ -112,12 +123,12 @@ class ValidationService:
         settings = self.settings
         model = settings.validator_model
         warnings: list[VerdictWarning] = []
-        if provider_family(model) == provider_family(agent_model):
+        if same_family(model, agent_model):
             warnings.append(
                 VerdictWarning(
                     code=WarningCode.SAME_FAMILY_VALIDATOR,
                     message=f"validator {model} and agent {agent_model} are both from the "
-                    f"{provider_family(model)} family; judges tend to favour answers from their own family",
+                    f"{model_family(model)} family; judges tend to favour answers from their own family",
                 )
             )
         packets = [*(earlier or []), packet]
@@ -403,8 +414,11 @@ def _item_contents(items: list[EvidenceItem]) -> dict[str, str]:
 
 
 def _has_trigger(answer: str, keywords: list[str]) -> bool:
-    folded = answer.casefold()
-    return any(k.strip() and k.strip().casefold() in folded for k in keywords)
+    """Whole words or phrases, any case: "done" fires on "Done." but not on "undone"."""
+    words = [k.strip() for k in keywords if k.strip()] or list(DEFAULT_TRIGGER_KEYWORDS)
+    return any(
+        re.search(rf"(?<!\w){re.escape(k)}(?!\w)", answer, flags=re.IGNORECASE) is not None for k in words
+    )
 
 
 def _packet_facts(packets: list[TaskEvidencePacket]) -> dict[str, Any]:
