@@ -189,7 +189,8 @@ class Settings(BaseSettings):
         gt=0,
         le=3600,
         title="Validator timeout (s)",
-        description="Seconds to wait for one validator call before giving up.",
+        description="Seconds for the whole verdict (retries, re-asks and every chunk); when it runs out the "
+        "answer goes to review with a validator error.",
         json_schema_extra=_desk(SettingsGroup.LIMITS),
     )
     validator_context_tokens: int | None = Field(

@@ -17,6 +17,7 @@ clear task failures and return ``rejected`` without an LLM call, whatever the mo
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import re
 import time
@@ -68,6 +69,9 @@ SAFETY_MARGIN = 0.10  # token counters of different providers disagree by a few 
 MAX_OUTPUT_RESERVE = 4096
 DEFAULT_UNKNOWN_WINDOW = 32_000  # a real model missing from litellm's map: assume a modest window
 _SCRIPTED_PREFIX = "scripted/"
+# The end (loop time) of the running verdict's budget; a context variable because one service
+# validates several tasks at once in the desk.
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("validator_deadline", default=None)
 # Seed 004's list, used when keywords mode is on and no keyword is configured.
 DEFAULT_TRIGGER_KEYWORDS = ("done", "completed", "finished", "ready", "here you go")
 
@@ -169,16 +173,30 @@ class ValidationService:
                 "skipped:no-trigger-keyword", "not validated: the answer contains no trigger keyword"
             )
         else:
+            # One budget for the whole verdict (seed 004's single timeoutSeconds): transport
+            # retries, schema re-asks and every chunk share it, and each call may use only what
+            # is left, so a hung judge holds a task for validator_timeout_s, not a multiple of it.
+            budget_s = settings.validator_timeout_s
+            deadline = asyncio.get_running_loop().time() + budget_s
+            token = _DEADLINE.set(deadline)
             try:
-                judgement = await self._judge(
-                    packet,
-                    rendered,
-                    task_text=task_text,
-                    history=history,
-                    session_id=session_id,
-                    task_id=task_id,
-                    attempt_index=attempt_index,
-                    warnings=warnings,
+                async with asyncio.timeout_at(deadline):
+                    judgement = await self._judge(
+                        packet,
+                        rendered,
+                        task_text=task_text,
+                        history=history,
+                        session_id=session_id,
+                        task_id=task_id,
+                        attempt_index=attempt_index,
+                        warnings=warnings,
+                    )
+                if judgement.error is not None and asyncio.get_running_loop().time() >= deadline:
+                    judgement.error = judgement.result.issues[0] = _budget_message(budget_s, judgement.error)
+            except TimeoutError:
+                message = _budget_message(budget_s)
+                judgement = Judgement(
+                    result=error_result(message), prompt="", strategy="error", error=message
                 )
             except asyncio.CancelledError:
                 raise
@@ -188,6 +206,8 @@ class ValidationService:
                 judgement = Judgement(
                     result=error_result(message), prompt="", strategy="error", error=message
                 )
+            finally:
+                _DEADLINE.reset(token)
 
         result = self._finish_result(judgement.result, rendered, warnings, debug)
         latency = time.perf_counter() - started
@@ -336,6 +356,7 @@ class ValidationService:
             stuck_after=settings.schema_stuck_after,
             on_failure=on_failure,
             timeout_s=settings.validator_timeout_s,
+            deadline=_DEADLINE.get(),
         )
 
     def _failure_emitter(
@@ -411,6 +432,14 @@ class ValidationService:
 
 def _item_contents(items: list[EvidenceItem]) -> dict[str, str]:
     return {normalise_id(item.evidence_id): item.content for item in items}
+
+
+def _budget_message(budget_s: float, detail: str | None = None) -> str:
+    why = f" (last error: {detail})" if detail else ""
+    return (
+        f"validator_error: the validator budget of {budget_s:g} s (validator_timeout_s) ran out before a "
+        f"verdict{why}; the answer is delivered unvalidated for review (fail-open)"
+    )
 
 
 def _has_trigger(answer: str, keywords: list[str]) -> bool:
