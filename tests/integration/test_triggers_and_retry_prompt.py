@@ -77,3 +77,27 @@ def test_the_category_is_in_the_retry_message(desk: Desk) -> None:
     starts = [e for e in shown["events"] if e["kind"] == "run_started"]
     retry = json.dumps(starts[1]["payload"]["input_messages"])
     assert "flagged it for `incomplete`: the cause is missing" in retry
+
+
+def test_a_skipped_validation_is_unvalidated_and_never_awaits_feedback(desk: Desk) -> None:
+    desk.env(validation_mode="off")
+    desk.script([{"model": "agent", "turns": [{"content": "Tides come from the Moon."}]}])
+    task = desk.cli_json("run", "What causes tides?")
+    assert task["status"] == "needs_review" and task["validation_outcome"] == "unvalidated"
+    listed = desk.cli_json("list", "--status", "awaiting_feedback")
+    assert listed == []
+    code, out, _ = desk.cli("show", task["id"])
+    assert code == 0 and "outcome unvalidated" in out
+
+
+def test_show_names_why_an_answer_is_not_endorsed(desk: Desk) -> None:
+    desk.script(
+        [
+            {"model": "agent", "turns": [{"content": "Everest is 9,000 m."}]},
+            {"model": "validator", "turns": [{"content": verdict("insufficient_evidence", 0.4)}]},
+        ]
+    )
+    task = desk.cli_json("run", "How tall is Everest?")
+    code, out, _ = desk.cli("show", task["id"])
+    assert code == 0 and "outcome not endorsed: insufficient evidence" in out
+    assert "force" not in out.split("### Answer")[0]
