@@ -18,6 +18,7 @@ from typing import Any
 
 from core.config import Settings, load_settings
 from core.domain import FeedbackAction, TaskStatus
+from core.domain.labels import outcome_label
 from core.domain.records import TaskRecord
 from core.errors import ConfigurationError, EvidenceDeskError, RefusedAction, StoreError
 from core.version import app_version
@@ -403,13 +404,14 @@ async def _print_task_summary(ws: Any, task: TaskRecord, as_json: bool) -> None:
     if as_json:
         _emit({**_task_json(task), "text": task.text, "attempts": rows})
         return
-    outcome = task.validation_outcome.value if task.validation_outcome else "none"
+    outcome = outcome_label(task.validation_outcome, task.latest_validation_status)
     print(f"task {task.id}  status {task.status.value}  outcome {outcome}  version {task.version}")
     for r in rows:
         score = f"{r['validation_score']:.2f}" if r["validation_score"] is not None else "-"
         print(
             f"  attempt {r['index']} ({r['trigger']}): {r['state']}, finish {r['finish_reason']}, "
-            f"validation {r['validation_status'] or '-'} score {score}, outcome {r['validation_outcome'] or 'none'}"
+            f"validation {r['validation_status'] or '-'} score {score}, "
+            f"outcome {outcome_label(r['validation_outcome'], r['validation_status'])}"
         )
 
 
@@ -431,10 +433,11 @@ async def task_dossier(store: Any, task_id: str) -> dict[str, Any]:
 def _print_dossier(data: dict[str, Any]) -> None:
     t = data["task"]
     print(f"# Task {t['id']}\n{t['text']}\n")
-    print(f"status {t['status']} · outcome {t['validation_outcome'] or 'none'} · version {t['version']}")
+    shown = outcome_label(t["validation_outcome"], t.get("latest_validation_status"))
+    print(f"status {t['status']} · outcome {shown} · version {t['version']}")
     for a in data["attempts"]:
         print(f"\n## Attempt {a['index']} ({a['trigger']}) — {a['state']}, finish {a['finish_reason']}")
-        print(f"outcome {a['validation_outcome'] or 'none'}")
+        print(f"outcome {outcome_label(a['validation_outcome'], a['validation_status'])}")
         print(f"validation {a['validation_status'] or '-'} score {a['validation_score']}")
         print(f"\n### Answer\n{a['final_output'] or '(no usable answer)'}")
         packet = a.get("packet") or {}

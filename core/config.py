@@ -103,6 +103,13 @@ class Settings(BaseSettings):
         description="Used when the validator model fails or keeps replying in the wrong shape; empty for none.",
         json_schema_extra=_desk(SettingsGroup.MODELS),
     )
+    schema_fallback_model: str | None = Field(
+        default=None,
+        title="Structured-output fallback model",
+        description="Asked for a simplified shape (required fields only) when the planner or an answer with "
+        "an output schema keeps replying in the wrong shape; also the validator's when it has none. Empty for none.",
+        json_schema_extra=_desk(SettingsGroup.MODELS),
+    )
     planner_model: str = Field(
         default="scripted/planner",
         title="Planner model",
@@ -153,6 +160,14 @@ class Settings(BaseSettings):
         description="Re-asks when a model's reply does not match the expected shape.",
         json_schema_extra=_desk(SettingsGroup.LIMITS),
     )
+    schema_stuck_after: int = Field(
+        default=2,
+        ge=2,
+        le=10,
+        title="Identical shape errors before giving up",
+        description="A model that repeats the same shape error this many times in a row is not re-asked again.",
+        json_schema_extra=_desk(SettingsGroup.LIMITS),
+    )
     llm_timeout_s: float = Field(
         default=120.0,
         gt=0,
@@ -174,7 +189,8 @@ class Settings(BaseSettings):
         gt=0,
         le=3600,
         title="Validator timeout (s)",
-        description="Seconds to wait for one validator call before giving up.",
+        description="Seconds for the whole verdict (retries, re-asks and every chunk); when it runs out the "
+        "answer goes to review with a validator error.",
         json_schema_extra=_desk(SettingsGroup.LIMITS),
     )
     validator_context_tokens: int | None = Field(
@@ -193,7 +209,8 @@ class Settings(BaseSettings):
     trigger_keywords: list[str] = Field(
         default_factory=list,
         title="Trigger keywords",
-        description="Comma-separated; with 'keywords' mode, only answers containing one are validated.",
+        description="Comma-separated whole words or phrases, any case; with 'keywords' mode, only answers "
+        "containing one are validated. Empty: done, completed, finished, ready, here you go.",
         json_schema_extra=_desk(SettingsGroup.REVIEW),
     )
     require_verified_citations: bool = Field(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.domain.labels import NO_OUTCOME, OUTCOME_LABELS
 from core.domain.queue import QUEUE_GROUPS, OutcomeFilter, QueueGroup
 from core.domain.status import TaskStatus, ValidationOutcome, ValidationStatus
 
@@ -40,15 +41,9 @@ STATUS_COLOURS: dict[TaskStatus, str] = {
 }
 
 # The queue column is narrow, so short; the detail header spells "not endorsed" out.
-OUTCOME_SHORT: dict[ValidationOutcome, str] = {
-    ValidationOutcome.ACCEPTED: "accepted",
-    ValidationOutcome.FORCE_ACCEPTED: "force-accepted",
-}
-OUTCOME_FULL: dict[ValidationOutcome | None, str] = {
-    ValidationOutcome.ACCEPTED: "accepted",
-    ValidationOutcome.FORCE_ACCEPTED: "force-accepted (not endorsed)",
-    None: "no outcome yet",
-}
+OUTCOME_SHORT: dict[ValidationOutcome, str] = dict(OUTCOME_LABELS)  # the words are core's
+OUTCOME_FULL: dict[ValidationOutcome | None, str] = {o: OUTCOME_LABELS[o] for o in ValidationOutcome}
+OUTCOME_FULL[None] = NO_OUTCOME
 # An outcome delivered without the validator's endorsement is shown in this colour.
 NOT_ENDORSED_COLOUR = "#c0392b"
 
@@ -64,7 +59,8 @@ ERROR_COLOUR = "#c0392b"  # error text in dialogs and panes
 OUTCOME_FILTER_LABELS: dict[OutcomeFilter, str] = {
     OutcomeFilter.ANY: "Any outcome",
     OutcomeFilter.ACCEPTED: "Accepted",
-    OutcomeFilter.FORCE_ACCEPTED: "Force-accepted",
+    OutcomeFilter.FORCE_ACCEPTED: "Not endorsed",
+    OutcomeFilter.UNVALIDATED: "Unvalidated",
     OutcomeFilter.NONE: "No outcome",
 }
 

@@ -62,3 +62,7 @@ class TaskEvidencePacket(BaseModel):
     team_runs: list[RunEvidence] = Field(default_factory=list)
     team_node_results: list[NodeRunResult] = Field(default_factory=list)
     final_output: str = ""
+    # The number of this attempt's first evidence id (E<n>). Ids continue across the attempts of
+    # a task so that an id names the same item in every attempt, verdict and view; None for
+    # packets recorded before ids were task-wide (they are numbered from E1 on their own).
+    evidence_id_start: int | None = Field(default=None, ge=1)

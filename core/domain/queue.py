@@ -50,6 +50,7 @@ class OutcomeFilter(StrEnum):
     ANY = "any"
     ACCEPTED = "accepted"
     FORCE_ACCEPTED = "force_accepted"
+    UNVALIDATED = "unvalidated"
     NONE = "none"  # no answer reached validation
 
     def outcomes(self) -> tuple[ValidationOutcome | None, ...] | None:
@@ -58,6 +59,7 @@ class OutcomeFilter(StrEnum):
             OutcomeFilter.ANY: None,
             OutcomeFilter.ACCEPTED: (ValidationOutcome.ACCEPTED,),
             OutcomeFilter.FORCE_ACCEPTED: (ValidationOutcome.FORCE_ACCEPTED,),
+            OutcomeFilter.UNVALIDATED: (ValidationOutcome.UNVALIDATED,),
             OutcomeFilter.NONE: (None,),
         }[self]
 

@@ -59,7 +59,8 @@ class ValidationOutcome(StrEnum):
     """What the analyst is told about endorsement; ``None`` on a task means no answer reached validation."""
 
     ACCEPTED = "accepted"
-    FORCE_ACCEPTED = "force_accepted"
+    FORCE_ACCEPTED = "force_accepted"  # delivered, but the validator did not endorse it
+    UNVALIDATED = "unvalidated"  # delivered without a validation (policy: keywords or off)
 
 
 class FeedbackAction(StrEnum):

@@ -10,9 +10,11 @@ from core.evidence.render import (
     EvidenceItem,
     RenderedEvidence,
     evidence_char_length,
+    next_evidence_number,
     render_items,
     render_packet,
     render_run,
+    render_task,
 )
 from core.evidence.wrapping import EXTERNAL_CONTENT_WARNING, neutralise, wrap_external
 
@@ -23,9 +25,11 @@ __all__ = [
     "build_run_evidence",
     "evidence_char_length",
     "neutralise",
+    "next_evidence_number",
     "render_items",
     "render_packet",
     "render_run",
+    "render_task",
     "run_evidence_from_events",
     "session_messages",
     "transcript_from_events",

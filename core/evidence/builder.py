@@ -45,7 +45,18 @@ def transcript_from_events(events: Sequence[EventRecord]) -> list[dict[str, Any]
             )
         elif ev.kind in (EventKind.FINALIZATION_REQUESTED, EventKind.MESSAGE_ADDED):
             messages.append(p["message"])
+        elif ev.kind == EventKind.OUTPUT_SCHEMA_REPAIRED and isinstance(p.get("output_text"), str):
+            _replace_last_answer(messages, p["output_text"])
     return _drop_dangling_tool_calls(messages)
+
+
+def _replace_last_answer(messages: list[dict[str, Any]], accepted: str) -> None:
+    """Seed 003: memory sees only the accepted exchange, so a repaired answer replaces the rejected
+    one in the replayed conversation (the rejected text stays in its own event for the audit)."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].get("role") == "assistant" and not messages[index].get("tool_calls"):
+            messages[index] = {**messages[index], "content": accepted}
+            return
 
 
 def _drop_dangling_tool_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

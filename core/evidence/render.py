@@ -3,7 +3,9 @@
 Synthesis, validation and the desk all read evidence through this module so that an evidence id
 (``E3``) means the same thing everywhere: the validator cites ``E3``, the citation checker looks up
 ``E3`` in the index returned here, and the desk shows the same item. Ids are assigned in packet
-order, so rendering the same packet twice gives the same ids.
+order, so rendering the same packet twice gives the same ids, and they continue across the
+attempts of a task (a packet starts at its ``evidence_id_start``): attempt 2's first item follows
+attempt 1's last, so ``E7`` names one item for the life of the task, whichever attempt is shown.
 
 Nothing is cut by a fixed count: a 60,000-character tool result is rendered whole. Deciding what
 fits in a context window is the caller's job (chunked validation uses :func:`render_items` to render a
@@ -31,9 +33,11 @@ __all__ = [
     "EvidenceKind",
     "RenderedEvidence",
     "evidence_char_length",
+    "next_evidence_number",
     "render_items",
     "render_packet",
     "render_run",
+    "render_task",
 ]
 
 EvidenceKind = Literal["tool_result", "node_output", "run_output", "final_output", "transcript"]
@@ -42,6 +46,7 @@ EvidenceKind = Literal["tool_result", "node_output", "run_output", "final_output
 class EvidenceItem(BaseModel):
     evidence_id: str
     kind: EvidenceKind
+    attempt_index: int | None = None  # the attempt that gathered it (None outside a task packet)
     label: str
     source: str
     run_id: str | None = None
@@ -82,6 +87,8 @@ def _item_header(item: EvidenceItem) -> str:
         parts.append(f"title: {_quoted(item.title)}")
     if item.is_error:
         parts.append("ERROR")
+    if item.attempt_index is not None:
+        parts.append(f"attempt {item.attempt_index}")
     return _one_line(" | ".join(parts))
 
 
@@ -99,17 +106,20 @@ def render_items(items: list[EvidenceItem], *, include_warning: bool = True) -> 
 class _Builder:
     """Collects sections and items in order; ``text=False`` skips string work (length metrics)."""
 
-    def __init__(self, *, text: bool = True) -> None:
+    def __init__(self, *, text: bool = True, start: int = 1) -> None:
         self._want_text = text
         self.parts: list[str] = []
         self.items: list[EvidenceItem] = []
+        self.next_number = start
+        self.attempt_index: int | None = None
 
     def line(self, text: str) -> None:
         if self._want_text:
             self.parts.append(text)
 
     def item(self, **fields: Any) -> None:
-        item = EvidenceItem(evidence_id=f"E{len(self.items) + 1}", **fields)
+        item = EvidenceItem(evidence_id=f"E{self.next_number}", attempt_index=self.attempt_index, **fields)
+        self.next_number += 1
         self.items.append(item)
         if self._want_text:
             self.parts.append(_item_block(item))
@@ -231,9 +241,19 @@ def _node_section(b: _Builder, node: NodeRunResult, *, include_transcript: bool)
 
 
 def _build_packet(
-    b: _Builder, packet: TaskEvidencePacket, *, include_final_output: bool, include_transcript: bool
+    b: _Builder,
+    packet: TaskEvidencePacket,
+    *,
+    include_final_output: bool,
+    include_transcript: bool,
+    warning: bool = True,
 ) -> None:
-    b.line(EXTERNAL_CONTENT_WARNING)
+    # A stored start wins; a packet from before task-wide ids continues the running count, and a
+    # start below the running count (never written by this code) cannot make two items share an id.
+    b.next_number = max(b.next_number, packet.evidence_id_start or b.next_number)
+    b.attempt_index = packet.attempt_index
+    if warning:
+        b.line(EXTERNAL_CONTENT_WARNING)
     b.line(_one_line(f"Evidence for task {packet.task_id}, attempt {packet.attempt_index}."))
     main = packet.main_run
     if main is not None:
@@ -273,9 +293,47 @@ def render_packet(
     Transcripts are off by default because tool results and outputs already carry their content;
     they exist for debugging views that need the model's own turns.
     """
-    b = _Builder()
+    b = _Builder(start=packet.evidence_id_start or 1)
     _build_packet(b, packet, include_final_output=include_final_output, include_transcript=include_transcript)
     return b.result()
+
+
+def render_task(
+    packets: list[TaskEvidencePacket],
+    *,
+    include_last_final_output: bool = False,
+    include_transcript: bool = False,
+) -> RenderedEvidence:
+    """Render the evidence of every attempt so far, oldest first, with task-wide ids.
+
+    A later attempt may answer from what an earlier one found without calling a tool again, so
+    the validator of attempt N must see attempts 1..N. Earlier attempts include their final
+    answers (an answer is evidence of what was claimed before); the last attempt's answer is the
+    one being judged, so by default it is left out, which changes no other id because it is
+    always the packet's last item.
+    """
+    b = _Builder()
+    b.line(EXTERNAL_CONTENT_WARNING)
+    last = len(packets) - 1
+    for position, packet in enumerate(packets):
+        role = "the attempt under review" if position == last else "an earlier attempt"
+        b.line(_one_line(f"##### Attempt {packet.attempt_index} ({role}) #####"))
+        _build_packet(
+            b,
+            packet,
+            include_final_output=include_last_final_output or position != last,
+            include_transcript=include_transcript,
+            warning=False,
+        )
+    return b.result()
+
+
+def next_evidence_number(packets: list[TaskEvidencePacket]) -> int:
+    """The first id number of the attempt after ``packets`` (every earlier item, answers included)."""
+    b = _Builder(text=False)
+    for packet in packets:
+        _build_packet(b, packet, include_final_output=True, include_transcript=False, warning=False)
+    return b.next_number
 
 
 def render_run(
@@ -307,13 +365,14 @@ def render_run(
     return b.result()
 
 
-def evidence_char_length(packet: TaskEvidencePacket) -> int:
-    """Characters of gathered evidence, for coverage metrics.
+def evidence_char_length(packet: TaskEvidencePacket | list[TaskEvidencePacket]) -> int:
+    """Characters of gathered evidence, for coverage metrics (one attempt, or a task's attempts).
 
     Defined as the total content of the items :func:`render_packet` indexes (tool results, node
     outputs, run outputs not already equal to the final output, the final output), so a coverage
     ratio computed against rendered items always has a consistent denominator.
     """
     b = _Builder(text=False)
-    _build_packet(b, packet, include_final_output=True, include_transcript=False)
+    for one in packet if isinstance(packet, list) else [packet]:
+        _build_packet(b, one, include_final_output=True, include_transcript=False, warning=False)
     return sum(len(item.content) for item in b.items)

@@ -8,6 +8,12 @@ going through ``LLMGateway`` so usage is recorded. That is a small loop over pyd
 ``jsonschema`` for plain-dict schemas, already a litellm dependency), and it keeps one code path for
 the validator, the planner and agent answers with a declared output schema.
 
+Every caller gets the same rules (seed 003): attempts are numbered 1, 2, 3 across the request (a
+reply the caller already holds, such as an agent's final answer, is attempt 1 and costs no call);
+``max_retries=0`` means one reply is checked and nothing is re-asked; a tier stops after
+``stuck_after`` identical errors in a row; tier 2 is a fallback model asked for a simplified schema
+(required fields only); tier 3 is the caller's canned fallback, used when ``ok`` is false.
+
 The response is parsed strictly: one JSON value, optionally inside a single markdown code fence.
 Prose around the JSON is a parse failure, not something to dig a JSON object out of, because a
 judge whose answer had to be excavated from prose (or from echoed prompt-injection text) is not a
@@ -36,6 +42,7 @@ __all__ = [
     "check_structured",
     "complete_structured",
     "default_feedback",
+    "simplified_schema",
     "validate_schema",
 ]
 
@@ -56,19 +63,22 @@ ECHO_LIMIT_CHARS = 20_000
 
 class SchemaFailure(BaseModel):
     stage: Stage
-    attempt: int  # 1-based call number within the current model's loop
-    retries: int  # schema re-asks made so far in this request, across models
+    attempt: int  # 1-based reply number within the whole request, across tiers
+    retries: int  # schema re-asks made so far in this request, across tiers
     message: str
     raw_output: str
     model: str
+    path: str | None = None  # where in the JSON the first error is ("/" joined); None for parse errors
+    tier: int = 1  # 1: the model with the full schema; 2: the fallback model with the simplified one
 
 
 class SchemaViolation(ValueError):
     """A custom ``parse`` callable raises this to say which stage failed and why."""
 
-    def __init__(self, message: str, *, stage: Stage = "schema-validate") -> None:
+    def __init__(self, message: str, *, stage: Stage = "schema-validate", path: str | None = None) -> None:
         super().__init__(message)
         self.stage: Stage = stage
+        self.path = path
 
 
 @dataclass
@@ -84,6 +94,8 @@ class StructuredOutcome(Generic[T]):
     calls: int = 0
     usage: TokenUsage = field(default_factory=TokenUsage)
     latency_s: float = 0.0
+    tier: int = 1  # the tier that produced the outcome (3 is the caller's canned fallback)
+    attempts: int = 0  # replies checked, the caller's own reply included
 
     @property
     def ok(self) -> bool:
@@ -106,6 +118,21 @@ def _pydantic_message(exc: ValidationError) -> str:
     parts = [f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}" for err in errors[:6]]
     more = f" (and {len(errors) - 6} more)" if len(errors) > 6 else ""
     return "; ".join(parts) + more
+
+
+def _pydantic_path(exc: ValidationError) -> str | None:
+    errors = exc.errors(include_url=False, include_input=False)
+    return "/".join(str(p) for p in errors[0]["loc"]) or None if errors else None
+
+
+@dataclass(frozen=True)
+class _Problem:
+    stage: Stage
+    message: str  # without the path, which travels apart
+    path: str | None = None
+
+    def legacy(self) -> tuple[Stage, str]:
+        return self.stage, (f"{self.path}: {self.message}" if self.path else self.message)
 
 
 def _schema_validator(schema: dict[str, Any]) -> Any:
@@ -135,51 +162,96 @@ def check_structured(
     """Parse one reply: ``(value, None)`` or ``(None, (stage, message))``. Never raises for bad text.
 
     Public so the agent loop can check a terminal answer against a task's declared schema with the
-    same rules the re-ask loop uses.
+    same rules the re-ask loop uses; the message names the JSON path first when there is one.
     """
+    value, problem = _check(raw, output, parse=parse, validator=validator)
+    return value, (problem.legacy() if problem is not None else None)
+
+
+def _check(
+    raw: str,
+    output: type[BaseModel] | dict[str, Any],
+    *,
+    parse: Callable[[str], Any] | None = None,
+    validator: Any = None,
+) -> tuple[Any, _Problem | None]:
     if not raw.strip():
-        return None, ("json-parse", "the reply was empty; expected one JSON object")
+        return None, _Problem("json-parse", "the reply was empty; expected one JSON object")
     if parse is not None:
         try:
             return parse(raw), None
         except SchemaViolation as exc:
-            return None, (exc.stage, str(exc) or type(exc).__name__)
+            return None, _Problem(exc.stage, str(exc) or type(exc).__name__, exc.path)
         except json.JSONDecodeError as exc:
-            return None, ("json-parse", f"{exc.msg} at line {exc.lineno} column {exc.colno}")
+            return None, _Problem("json-parse", f"{exc.msg} at line {exc.lineno} column {exc.colno}")
         except ValidationError as exc:
-            return None, ("schema-validate", _pydantic_message(exc))
+            return None, _Problem("schema-validate", _pydantic_message(exc), _pydantic_path(exc))
         except (ValueError, TypeError, KeyError, RecursionError) as exc:
-            return None, ("schema-validate", f"{type(exc).__name__}: {exc}"[:500])
+            return None, _Problem("schema-validate", f"{type(exc).__name__}: {exc}"[:500])
     try:
         data = json.loads(_json_text(raw))
     except json.JSONDecodeError as exc:
         hint = " (only the JSON object is allowed, without text around it)" if exc.msg == "Extra data" else ""
-        return None, ("json-parse", f"{exc.msg} at line {exc.lineno} column {exc.colno}{hint}")
+        return None, _Problem("json-parse", f"{exc.msg} at line {exc.lineno} column {exc.colno}{hint}")
     except RecursionError:
-        return None, ("json-parse", "the JSON is nested too deeply")
+        return None, _Problem("json-parse", "the JSON is nested too deeply")
     if isinstance(output, dict):
         check = validator if validator is not None else _schema_validator(output)
         error = next(iter(sorted(check.iter_errors(data), key=lambda e: list(e.path))), None)
         if error is not None:
             where = "/".join(str(p) for p in error.path) or "(top level)"
-            return None, ("schema-validate", f"{where}: {error.message}"[:500])
+            return None, _Problem("schema-validate", str(error.message)[:500], where)
         return data, None
     if not isinstance(data, dict):
-        return None, ("schema-validate", f"expected a JSON object, got {type(data).__name__}")
+        return None, _Problem("schema-validate", f"expected a JSON object, got {type(data).__name__}")
     try:
         return output.model_validate(data), None
     except ValidationError as exc:
-        return None, ("schema-validate", _pydantic_message(exc))
+        return None, _Problem("schema-validate", _pydantic_message(exc), _pydantic_path(exc))
     except RecursionError:
-        return None, ("schema-validate", "the JSON is nested too deeply")
+        return None, _Problem("schema-validate", "the JSON is nested too deeply")
+
+
+def simplified_schema(output: type[BaseModel] | dict[str, Any]) -> dict[str, Any]:
+    """The schema tier 2 asks for: required fields only, no nested optional objects.
+
+    A model that keeps failing the full shape often manages a smaller one; what it leaves out is
+    what the caller can live without (the optional fields). ``$defs`` are kept so references in
+    the remaining fields still resolve.
+    """
+    schema = output.model_json_schema() if not isinstance(output, dict) else output
+    return _simplify(schema)
+
+
+def _simplify(schema: dict[str, Any]) -> dict[str, Any]:
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        return dict(schema)
+    required = [r for r in schema.get("required") or [] if r in props]
+    out = {k: v for k, v in schema.items() if k not in ("properties", "required")}
+    out["properties"] = {
+        name: _simplify(props[name]) if isinstance(props[name], dict) else props[name] for name in required
+    }
+    out["required"] = required
+    return out
 
 
 def default_feedback(failure: SchemaFailure) -> str:
     what = "was not valid JSON" if failure.stage == "json-parse" else "did not match the schema"
+    where = f" at {failure.path}" if failure.path else ""
     return (
-        f"Your previous reply {what}: {failure.message}\n"
+        f"Your previous reply {what}{where}: {failure.message}\n"
         "Reply again with only one JSON object that matches the requested schema: "
         "no prose before or after it, no code fences."
+    )
+
+
+def simplified_request(schema: dict[str, Any]) -> str:
+    """The instruction tier 2 adds to the request, naming the simplified schema in full."""
+    return (
+        "Earlier replies did not match the requested format. Reply with only one JSON object that "
+        "matches this simplified JSON schema (required fields only), with no prose and no code fences:\n"
+        + json.dumps(schema, ensure_ascii=False, sort_keys=True)
     )
 
 
@@ -200,6 +272,17 @@ def _echo(raw: str) -> str:
     )
 
 
+@dataclass
+class _Tier:
+    number: int
+    model: str
+    output: type[BaseModel] | dict[str, Any]
+    validator: Any
+    parse: Callable[[str], Any] | None
+    messages: list[dict[str, Any]]
+    response_format: dict[str, Any] | type[BaseModel] | None
+
+
 async def complete_structured(
     gateway: LLMGateway,
     *,
@@ -212,100 +295,144 @@ async def complete_structured(
     timeout_s: float | None = None,
     feedback_builder: Callable[[SchemaFailure], str] | None = None,
     parse: Callable[[str], Any] | None = None,
+    stuck_after: int = 2,
+    first_reply: str | None = None,
+    deadline: float | None = None,
 ) -> StructuredOutcome[Any]:
-    """One structured answer, re-asking on schema failures and falling back to another model.
+    """One structured answer: re-ask on schema failures (tier 1), then a fallback model (tier 2).
 
     ``messages`` is never modified: re-ask messages live only in the request, so nothing of a
-    failed attempt reaches a session transcript. Transport failures (timeouts, rate limits, server
-    and connection errors, after the gateway's own retries) go straight to the fallback model, if
-    any, never to a schema re-ask. ``CancelledError`` propagates.
+    failed attempt reaches a session transcript. ``first_reply`` is a reply the caller already
+    has (it must not be the last message of ``messages``): it is checked as attempt 1 without a
+    call. Transport failures (timeouts, rate limits, server and connection errors, after the
+    gateway's own retries) go straight to tier 2, if any, never to a schema re-ask. ``deadline``
+    (``loop.time()``) caps every call's timeout at what is left of the caller's budget.
+    ``CancelledError`` propagates; when ``ok`` is false the caller applies its tier 3.
     """
-    validator = _schema_validator(output) if isinstance(output, dict) and parse is None else None
     outcome: StructuredOutcome[Any] = StructuredOutcome(status="empty", model_used=model)
-    models = [model] + ([fallback_model] if fallback_model and fallback_model != model else [])
-    for current in models:
-        outcome.model_used = current
-        await _run_model(
+    tiers = [
+        _Tier(
+            number=1,
+            model=model,
+            output=output,
+            validator=_schema_validator(output) if isinstance(output, dict) and parse is None else None,
+            parse=parse,
+            messages=messages,
+            response_format=_response_format(output) if gateway.supports_response_format(model) else None,
+        )
+    ]
+    if fallback_model and fallback_model != model:
+        simple = simplified_schema(output)
+        # A plain-dict schema is checked against its simplified form; a pydantic model's optional
+        # fields have defaults, so the model class (and the caller's parser) still applies.
+        tiers.append(
+            _Tier(
+                number=2,
+                model=fallback_model,
+                output=simple if isinstance(output, dict) else output,
+                validator=_schema_validator(simple) if isinstance(output, dict) and parse is None else None,
+                parse=parse,
+                messages=[*messages, {"role": "user", "content": simplified_request(simple)}],
+                response_format=_response_format(simple)
+                if gateway.supports_response_format(fallback_model)
+                else None,
+            )
+        )
+    for tier in tiers:
+        outcome.model_used, outcome.tier = tier.model, tier.number
+        await _run_tier(
             gateway,
             outcome,
-            model=current,
-            messages=messages,
-            output=output,
+            tier,
             max_retries=max_retries,
+            stuck_after=max(2, stuck_after),
             on_failure=on_failure,
             timeout_s=timeout_s,
+            deadline=deadline,
             feedback_builder=feedback_builder,
-            parse=parse,
-            validator=validator,
+            first_reply=first_reply if tier.number == 1 else None,
         )
         if outcome.status == "ok":
             break
     return outcome
 
 
-async def _run_model(
+def _call_timeout(timeout_s: float | None, deadline: float | None) -> float | None:
+    if deadline is None:
+        return timeout_s
+    import asyncio
+
+    left = max(0.001, deadline - asyncio.get_running_loop().time())
+    return left if timeout_s is None else min(timeout_s, left)
+
+
+async def _run_tier(
     gateway: LLMGateway,
     outcome: StructuredOutcome[Any],
+    tier: _Tier,
     *,
-    model: str,
-    messages: list[dict[str, Any]],
-    output: type[BaseModel] | dict[str, Any],
     max_retries: int,
+    stuck_after: int,
     on_failure: Callable[[SchemaFailure], Awaitable[None]] | None,
     timeout_s: float | None,
+    deadline: float | None,
     feedback_builder: Callable[[SchemaFailure], str] | None,
-    parse: Callable[[str], Any] | None,
-    validator: Any,
+    first_reply: str | None,
 ) -> None:
-    response_format = _response_format(output) if gateway.supports_response_format(model) else None
     extra: list[dict[str, Any]] = []
-    previous: tuple[Stage, str] | None = None
+    recent: list[_Problem] = []
     all_empty = True
-    for attempt in range(1, max_retries + 2):
-        try:
-            response = await gateway.complete(
-                model=model,
-                messages=[*messages, *extra],
-                response_format=response_format,
-                timeout_s=timeout_s,
+    for reply_number in range(1, max_retries + 2):
+        if reply_number == 1 and first_reply is not None:
+            raw = first_reply
+        else:
+            try:
+                response = await gateway.complete(
+                    model=tier.model,
+                    messages=[*tier.messages, *extra],
+                    response_format=tier.response_format,
+                    timeout_s=_call_timeout(timeout_s, deadline),
+                )
+            except LLMError as exc:
+                outcome.status, outcome.error, outcome.error_kind = "transport-error", str(exc), exc.kind
+                return
+            outcome.calls += 1
+            outcome.latency_s += response.latency_s
+            outcome.usage = TokenUsage(
+                prompt_tokens=outcome.usage.prompt_tokens + response.usage.prompt_tokens,
+                completion_tokens=outcome.usage.completion_tokens + response.usage.completion_tokens,
+                total_tokens=outcome.usage.total_tokens + response.usage.total_tokens,
             )
-        except LLMError as exc:
-            outcome.status, outcome.error, outcome.error_kind = "transport-error", str(exc), exc.kind
-            return
-        outcome.calls += 1
-        outcome.latency_s += response.latency_s
-        outcome.usage = TokenUsage(
-            prompt_tokens=outcome.usage.prompt_tokens + response.usage.prompt_tokens,
-            completion_tokens=outcome.usage.completion_tokens + response.usage.completion_tokens,
-            total_tokens=outcome.usage.total_tokens + response.usage.total_tokens,
-        )
-        raw = response.content or ""
+            raw = response.content or ""
+        outcome.attempts += 1
         outcome.raw = raw
-        value, problem = check_structured(raw, output, parse=parse, validator=validator)
+        value, problem = _check(raw, tier.output, parse=tier.parse, validator=tier.validator)
         if problem is None:
             outcome.status, outcome.value, outcome.error = "ok", value, None
             return
         all_empty = all_empty and not raw.strip()
-        stage, message = problem
         failure = SchemaFailure(
-            stage=stage,
-            attempt=attempt,
+            stage=problem.stage,
+            attempt=outcome.attempts,
             retries=outcome.retries,
-            message=message,
+            message=problem.message,
+            path=problem.path,
             raw_output=raw,
-            model=model,
+            model=tier.model,
+            tier=tier.number,
         )
         outcome.failures.append(failure)
-        outcome.error = f"{model}: {stage}: {message}"
+        where = f" at {problem.path}" if problem.path else ""
+        outcome.error = f"{tier.model}: {problem.stage}{where}: {problem.message}"
         if on_failure is not None:
             await on_failure(failure)
-        if problem == previous:
+        recent = [*recent[-(stuck_after - 1) :], problem] if stuck_after > 1 else [problem]
+        if len(recent) >= stuck_after and all(p == problem for p in recent):
             outcome.status = "empty" if all_empty else "schema-stuck-loop"
             return
-        if attempt > max_retries:
+        if reply_number > max_retries:
             outcome.status = "empty" if all_empty else "schema-retry-exhausted"
             return
-        previous = problem
         try:
             feedback = (
                 feedback_builder(failure) if feedback_builder is not None else default_feedback(failure)

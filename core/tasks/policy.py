@@ -59,9 +59,11 @@ def decide(
 ) -> Decision:
     """The verdict-to-status rule in one pure function (pinned by tests, read by the docs)."""
     if skipped:
+        # Seed 002 reserves awaiting_feedback for answers the validator accepted; an answer
+        # nobody judged rests with the unconfirmed ones, in needs_review, labelled unvalidated.
         return Decision(
-            trigger=Trigger.VALIDATION_SKIPPED,
-            outcome=ValidationOutcome.FORCE_ACCEPTED,
+            trigger=Trigger.VERDICT_UNCONFIRMED,
+            outcome=ValidationOutcome.UNVALIDATED,
             reason="delivered without validation (policy)",
         )
     if status is ValidationStatus.ACCEPTED:

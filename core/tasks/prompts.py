@@ -25,9 +25,19 @@ def task_message(text: str, output_schema: dict[str, Any] | None) -> str:
     )
 
 
-def validator_revision_message(recommended: str, issues: list[str]) -> str:
-    """The automatic retry's new user message, built from the validator's verdict."""
-    parts = ["An automatic review of your previous answer asked for a revision."]
+def validator_revision_message(recommended: str, issues: list[str], category: str | None = None) -> str:
+    """The automatic retry's new user message, built from the validator's verdict.
+
+    The failure category leads (seed 004: "flagged for `incomplete`: ...") so the agent knows
+    which kind of correction is asked for before it reads the details.
+    """
+    flagged = category if category and category != "none" else None
+    first = issues[0] if issues else recommended.strip()
+    if flagged:
+        lead = f"An automatic review of your previous answer flagged it for `{flagged}`"
+        parts = [f"{lead}: {first}" if first else f"{lead}."]
+    else:
+        parts = ["An automatic review of your previous answer asked for a revision."]
     if recommended.strip():
         parts.append(recommended.strip())
     if issues:

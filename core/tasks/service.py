@@ -25,7 +25,7 @@ from core.errors import ConfigurationError, RefusedAction, VersionConflict
 from core.events import RunProgress as RunProgressNotice
 from core.events import TaskChange, TaskChanged
 from core.evidence import session_messages
-from core.llm.structured import SchemaFailure, check_structured, complete_structured, default_feedback
+from core.llm.structured import SchemaFailure, complete_structured
 from core.store import AttemptRecord, NewEvent, TaskRecord
 from core.tasks.policy import attempt_ending, decide, ensure_writable, interruption
 from core.tasks.prompts import (
@@ -37,7 +37,7 @@ from core.tasks.prompts import (
 from core.tasks.recovery import runner_id
 from core.tasks.state_machine import Trigger, can, next_status
 from core.team import TeamPlan, TeamScheduler, load_team_plan, plan_with_model
-from core.team.packet import build_attempt_packet
+from core.team.packet import build_attempt_packet, earlier_packets
 from core.validation import ValidationService
 from core.workspace import Workspace
 
@@ -260,6 +260,8 @@ class TaskService:
         )
         final_output = outcome.output_text if outcome.usable else ""
         schema_ok, final_output = await self._check_output_schema(task, session_id, outcome, final_output)
+        # Evidence accumulates over the task: an answer may rest on what an earlier attempt found.
+        earlier = await earlier_packets(self.store, task.id, index)
         packet = await build_attempt_packet(
             self.store,
             task_id=task.id,
@@ -268,6 +270,7 @@ class TaskService:
             main_run_id=outcome.run_id,
             teams=teams,
             final_output=final_output,
+            earlier=earlier,
         )
         if packet.main_run is not None and warnings:
             packet.main_run.warnings.extend(warnings)
@@ -293,6 +296,7 @@ class TaskService:
         history_for_validator = await session_messages(self.store, session_id)
         report = await self.validation.validate(
             packet,
+            earlier=earlier,
             task_text=task.text,
             history=history_for_validator,
             task_id=task.id,
@@ -323,7 +327,9 @@ class TaskService:
         next_prompt = None
         if decision.retry:  # the runner keeps the task: the retry starts at once, in this process
             fields["revision_requested_by"] = RevisionRequester.VALIDATOR
-            next_prompt = validator_revision_message(result.recommended_revision_prompt, result.issues)
+            next_prompt = validator_revision_message(
+                result.recommended_revision_prompt, result.issues, result.category.value
+            )
         else:
             fields["runner"] = None
         task = await self._move(
@@ -414,14 +420,18 @@ class TaskService:
     async def _check_output_schema(
         self, task: TaskRecord, session_id: str, outcome: RunOutcome, final_output: str
     ) -> tuple[bool, str]:
-        """Terminal-turn schema check: re-ask within the same turn, never touching the transcript."""
+        """Terminal-turn schema check through the one structured-output loop (seed 003).
+
+        The agent's answer is attempt 1 of that loop (no call), so ``max_schema_retries=0`` means
+        it is checked and never re-asked, events number the attempts 1, 2, 3, and two identical
+        errors stop it. Re-asks live only in the request; when a repaired answer is accepted, the
+        ``output_schema_repaired`` event makes it the session's answer (the transcript replays it
+        in place of the rejected text), so a later attempt continues from the accepted exchange.
+        Tier 3 (nothing acceptable) keeps the agent's own answer, marked as not matching.
+        """
         schema = task.output_schema
         if schema is None or not final_output.strip():
             return True, final_output
-        _, problem = check_structured(final_output, schema)
-        if problem is None:
-            return True, final_output
-        stage, message = problem
 
         async def record(failure: SchemaFailure) -> None:
             await self.store.append_event(
@@ -431,38 +441,42 @@ class TaskService:
                 task_id=task.id,
             )
 
-        first = SchemaFailure(
-            stage=stage,
-            attempt=1,
-            retries=0,
-            message=message,
-            raw_output=final_output,
-            model=self.settings.agent_model,
-        )
-        await record(first)
-        # The bad answer is already the transcript's last message; the feedback naming its error is
-        # added to this request only, so the session transcript never sees the re-ask.
-        request = [*outcome.messages, {"role": "user", "content": default_feedback(first)}]
-        repaired = await complete_structured(
+        # The answer is the transcript's last message; it is passed as the reply to check, not
+        # as context, so a re-ask echoes it exactly once.
+        request = list(outcome.messages)
+        if request and request[-1].get("role") == "assistant" and request[-1].get("content") == final_output:
+            request.pop()
+        checked = await complete_structured(
             self.ws.gateway,
             model=self.settings.agent_model,
             messages=request,
             output=schema,
-            max_retries=max(self.settings.max_schema_retries - 1, 0),
+            max_retries=self.settings.max_schema_retries,
+            fallback_model=self.settings.schema_fallback_model,
+            stuck_after=self.settings.schema_stuck_after,
             on_failure=record,
+            first_reply=final_output,
         )
-        if repaired.ok:
+        if checked.ok and not checked.failures:
+            return True, final_output
+        if checked.ok:
             await self.store.append_event(
                 session_id,
                 EventKind.OUTPUT_SCHEMA_REPAIRED,
-                {"retries": repaired.retries, "output_text": repaired.raw},
+                {
+                    "retries": checked.retries,
+                    "attempts": checked.attempts,
+                    "tier": checked.tier,
+                    "model": checked.model_used,
+                    "output_text": checked.raw,
+                },
                 task_id=task.id,
             )
-            return True, repaired.raw
+            return True, checked.raw
         await self.store.append_event(
             session_id,
             EventKind.OUTPUT_SCHEMA_UNSATISFIED,
-            {"status": repaired.status, "error": repaired.error},
+            {"status": checked.status, "error": checked.error, "attempts": checked.attempts, "tier": 3},
             task_id=task.id,
         )
         return False, final_output

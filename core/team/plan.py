@@ -277,11 +277,14 @@ async def plan_with_model(
         messages=messages,
         output=TeamPlan,
         max_retries=settings.max_schema_retries,
+        fallback_model=settings.schema_fallback_model,
+        stuck_after=settings.schema_stuck_after,
         on_failure=on_failure,
         parse=parse,
     )
     if outcome.status != "ok" or not isinstance(outcome.value, TeamPlan):
         why = outcome.error or "no plan returned"
+        # Tier 3, the planner's canned fallback: no team, a single agent.
         return None, [
             f"the planner returned no usable team plan ({outcome.status}: {why}); ran a single agent instead"
         ]

@@ -17,8 +17,9 @@ clear task failures and return ``rejected`` without an LLM call, whatever the mo
 from __future__ import annotations
 
 import asyncio
-import json
+import contextvars
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -34,19 +35,27 @@ from core.evidence.render import (
     EvidenceItem,
     RenderedEvidence,
     evidence_char_length,
-    render_items,
-    render_packet,
+    render_task,
 )
-from core.evidence.wrapping import wrap_external
-from core.llm.gateway import provider_family
+from core.llm.families import model_family, same_family
 from core.llm.structured import SchemaFailure, StructuredOutcome, complete_structured
 from core.runtime import RunContext
-from core.validation.chunking import plan_chunks
+from core.validation.chunked import judge_chunked
 from core.validation.citations import check_citations, normalise_id
-from core.validation.prompt import format_history, one_line, render_template, system_prompt, wrap_answer
-from core.validation.schema import ChunkFindings, ValidatorOutput
+from core.validation.judgement import (
+    Judgement,
+    error_result,
+    from_outcome,
+    precheck,
+    prompt_text,
+    skip,
+    validator_messages,
+)
+from core.validation.prompt import format_history, render_template, wrap_answer
+from core.validation.schema import ValidatorOutput
 
 __all__ = [
+    "DEFAULT_TRIGGER_KEYWORDS",
     "DEFAULT_UNKNOWN_WINDOW",
     "SAFETY_MARGIN",
     "ValidationReport",
@@ -59,8 +68,12 @@ log = logging.getLogger(__name__)
 SAFETY_MARGIN = 0.10  # token counters of different providers disagree by a few percent
 MAX_OUTPUT_RESERVE = 4096
 DEFAULT_UNKNOWN_WINDOW = 32_000  # a real model missing from litellm's map: assume a modest window
-MIN_CHUNK_TOKENS = 256
 _SCRIPTED_PREFIX = "scripted/"
+# The end (loop time) of the running verdict's budget; a context variable because one service
+# validates several tasks at once in the desk.
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("validator_deadline", default=None)
+# Seed 004's list, used when keywords mode is on and no keyword is configured.
+DEFAULT_TRIGGER_KEYWORDS = ("done", "completed", "finished", "ready", "here you go")
 
 
 class ValidationReport(BaseModel):
@@ -77,47 +90,18 @@ def token_budget(window: int) -> int:
     return max(1, int(window * (1 - SAFETY_MARGIN)) - reserve)
 
 
-def _error_result(message: str, raw: str = "") -> ValidationResult:
-    return ValidationResult(
-        status=ValidationStatus.VALIDATOR_ERROR,
-        score=0.0,
-        issues=[message],
-        raw_response=raw,
-    )
-
-
-def _messages(user: str) -> list[dict[str, Any]]:
-    return [{"role": "system", "content": system_prompt()}, {"role": "user", "content": user}]
-
-
-def _prompt_text(messages: list[dict[str, Any]]) -> str:
-    return "\n\n".join(f"--- {m['role']} ---\n{m['content']}" for m in messages)
-
-
-class _Judgement(BaseModel):
-    """What the LLM part produced, before citation checks and persistence."""
-
-    result: ValidationResult
-    prompt: str
-    strategy: str
-    chunk_count: int = 0
-    schema_retries: int = 0
-    calls: int = 0
-    prompt_tokens: int = 0
-    verdict_prompt_tokens: int | None = None
-    evidence_chars_in_input: int = 0
-    model_used: str = ""
-    chunk_raw_responses: list[str] = Field(default_factory=list)
-    prompt_tokens_used: int = 0
-    completion_tokens_used: int = 0
-    error: str | None = None
-
-
 class ValidationService:
     def __init__(self, ctx: RunContext) -> None:
         self.store = ctx.store
         self.gateway = ctx.gateway
         self.settings = ctx.settings
+        if self.settings.validation_mode == ValidationMode.KEYWORDS and not any(
+            k.strip() for k in self.settings.trigger_keywords
+        ):
+            log.warning(
+                "validation_mode is 'keywords' but trigger_keywords is empty: using the default list (%s)",
+                ", ".join(DEFAULT_TRIGGER_KEYWORDS),
+            )
 
     # ------------------------------------------------------------------ public
     async def validate(
@@ -132,23 +116,31 @@ class ValidationService:
         session_id: str,
         agent_model: str,
         pending_tool_calls: bool = False,
+        earlier: list[TaskEvidencePacket] | None = None,
     ) -> ValidationReport:
+        """Judge ``packet``'s answer against the evidence of every attempt so far.
+
+        ``earlier`` are the task's earlier packets: an answer may rest on a fact an earlier
+        attempt found, so the validator sees their items under the ids they always had.
+        """
         started = time.perf_counter()
         settings = self.settings
         model = settings.validator_model
         warnings: list[VerdictWarning] = []
-        if provider_family(model) == provider_family(agent_model):
+        if same_family(model, agent_model):
             warnings.append(
                 VerdictWarning(
                     code=WarningCode.SAME_FAMILY_VALIDATOR,
                     message=f"validator {model} and agent {agent_model} are both from the "
-                    f"{provider_family(model)} family; judges tend to favour answers from their own family",
+                    f"{model_family(model)} family; judges tend to favour answers from their own family",
                 )
             )
-        rendered = await asyncio.to_thread(render_packet, packet, include_final_output=False)
-        gathered = await asyncio.to_thread(evidence_char_length, packet)
+        packets = [*(earlier or []), packet]
+        rendered = await asyncio.to_thread(render_task, packets)
+        gathered = await asyncio.to_thread(evidence_char_length, packets)
         debug: dict[str, Any] = {
-            **_packet_facts(packet),
+            **_packet_facts(packets),
+            "evidence_attempts": [p.attempt_index for p in packets],
             "evidence_chars": gathered,
             "evidence_item_count": len(rendered.items),
             "final_output_chars": len(packet.final_output),
@@ -159,47 +151,63 @@ class ValidationService:
 
         answer = packet.final_output
         skipped = False
-        judgement: _Judgement | None = None
+        judgement: Judgement | None = None
         if not answer.strip():
-            judgement = _precheck(
+            judgement = precheck(
                 "pre-check:empty-answer", "the agent produced no answer", FailureCategory.GOAL_MISSED
             )
         elif pending_tool_calls:
-            judgement = _precheck(
+            judgement = precheck(
                 "pre-check:pending-tool-calls",
                 "the run ended with tool calls still pending, so the answer is unfinished",
                 FailureCategory.INCOMPLETE,
             )
         elif settings.validation_mode == ValidationMode.OFF:
             skipped = True
-            judgement = _skip("skipped:mode-off", "not validated: validation_mode is off")
+            judgement = skip("skipped:mode-off", "not validated: validation_mode is off")
         elif settings.validation_mode == ValidationMode.KEYWORDS and not _has_trigger(
             answer, settings.trigger_keywords
         ):
             skipped = True
-            judgement = _skip(
+            judgement = skip(
                 "skipped:no-trigger-keyword", "not validated: the answer contains no trigger keyword"
             )
         else:
+            # One budget for the whole verdict (seed 004's single timeoutSeconds): transport
+            # retries, schema re-asks and every chunk share it, and each call may use only what
+            # is left, so a hung judge holds a task for validator_timeout_s, not a multiple of it.
+            budget_s = settings.validator_timeout_s
+            deadline = asyncio.get_running_loop().time() + budget_s
+            token = _DEADLINE.set(deadline)
             try:
-                judgement = await self._judge(
-                    packet,
-                    rendered,
-                    task_text=task_text,
-                    history=history,
-                    session_id=session_id,
-                    task_id=task_id,
-                    attempt_index=attempt_index,
-                    warnings=warnings,
+                async with asyncio.timeout_at(deadline):
+                    judgement = await self._judge(
+                        packet,
+                        rendered,
+                        task_text=task_text,
+                        history=history,
+                        session_id=session_id,
+                        task_id=task_id,
+                        attempt_index=attempt_index,
+                        warnings=warnings,
+                    )
+                if judgement.error is not None and asyncio.get_running_loop().time() >= deadline:
+                    judgement.error = judgement.result.issues[0] = _budget_message(budget_s, judgement.error)
+            except TimeoutError:
+                message = _budget_message(budget_s)
+                judgement = Judgement(
+                    result=error_result(message), prompt="", strategy="error", error=message
                 )
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # fail open: a bug or a config problem must not hide the answer
                 log.exception("validation failed unexpectedly")
                 message = f"validator failed: {type(exc).__name__}: {exc}"
-                judgement = _Judgement(
-                    result=_error_result(message), prompt="", strategy="error", error=message
+                judgement = Judgement(
+                    result=error_result(message), prompt="", strategy="error", error=message
                 )
+            finally:
+                _DEADLINE.reset(token)
 
         result = self._finish_result(judgement.result, rendered, warnings, debug)
         latency = time.perf_counter() - started
@@ -269,7 +277,7 @@ class ValidationService:
         task_id: str,
         attempt_index: int,
         warnings: list[VerdictWarning],
-    ) -> _Judgement:
+    ) -> Judgement:
         settings = self.settings
         model = settings.validator_model
         rules_text = ""
@@ -278,7 +286,7 @@ class ValidationService:
                 rules_text = settings.rules.read_text(encoding="utf-8", errors="replace").strip()
             except OSError as exc:
                 message = f"cannot read the analyst rules file {settings.rules}: {exc}"
-                return _Judgement(result=_error_result(message), prompt="", strategy="error", error=message)
+                return Judgement(result=error_result(message), prompt="", strategy="error", error=message)
         # Tool-call ids are unique within a session, not across sessions (team nodes).
         evidence_ids = {
             i.tool_call_id: i.evidence_id
@@ -295,7 +303,7 @@ class ValidationService:
             "final_answer": wrap_answer(packet.final_output),
             "attempt_index": attempt_index,
         }
-        messages = _messages(
+        messages = validator_messages(
             render_template(
                 "validation.md.j2", evidence_text=rendered.text, has_evidence=bool(rendered.items), **common
             )
@@ -315,12 +323,13 @@ class ValidationService:
         emit = self._failure_emitter(session_id, task_id, attempt_index)
         answer_chars = len(packet.final_output)
         if budget is None or prompt_tokens <= budget:
-            outcome = await self._ask(messages, ValidatorOutput, emit("verdict"))
-            judgement = _from_outcome(outcome, prompt=_prompt_text(messages), strategy="single")
+            outcome = await self.ask(messages, ValidatorOutput, emit("verdict"))
+            judgement = from_outcome(outcome, prompt=prompt_text(messages), strategy="single")
             judgement.prompt_tokens = prompt_tokens
             judgement.evidence_chars_in_input = sum(len(i.content) for i in rendered.items) + answer_chars
             return judgement
-        return await self._judge_chunked(
+        return await judge_chunked(
+            self,
             rendered,
             common=common,
             budget=budget,
@@ -330,119 +339,7 @@ class ValidationService:
             answer_chars=answer_chars,
         )
 
-    async def _judge_chunked(
-        self,
-        rendered: RenderedEvidence,
-        *,
-        common: dict[str, Any],
-        budget: int,
-        prompt_tokens: int,
-        emit: Callable[[str], Callable[[SchemaFailure], Awaitable[None]]],
-        warnings: list[VerdictWarning],
-        answer_chars: int,
-    ) -> _Judgement:
-        model = self.settings.validator_model
-
-        def count(text: str) -> int:
-            return self.gateway.token_count(model, text)
-
-        chunk_common = {k: common[k] for k in ("task_text", "rules_text", "final_answer")}
-        probe = _messages(
-            render_template(
-                "validation_chunk.md.j2",
-                chunk_index=999,
-                chunk_count=999,
-                evidence_text=render_items([], include_warning=True),
-                **chunk_common,
-            )
-        )
-        fixed = await asyncio.to_thread(self.gateway.token_count, model, probe)
-        chunk_tokens = budget - fixed
-        if chunk_tokens < MIN_CHUNK_TOKENS:
-            warnings.append(
-                VerdictWarning(
-                    code=WarningCode.CONTEXT_OVERFLOW,
-                    message=f"the task, rules and answer leave {max(chunk_tokens, 0)} of {budget} tokens "
-                    f"for evidence; chunks of {MIN_CHUNK_TOKENS} tokens may exceed the validator's window",
-                )
-            )
-            chunk_tokens = MIN_CHUNK_TOKENS
-        chunks = await asyncio.to_thread(plan_chunks, rendered.items, chunk_tokens=chunk_tokens, count=count)
-        warnings.append(
-            VerdictWarning(
-                code=WarningCode.CHUNKED_VALIDATION,
-                message=f"the evidence did not fit the validator's window; it was reviewed in {len(chunks)} chunks",
-                count=len(chunks),
-            )
-        )
-        prompts: list[str] = []
-        findings: list[dict[str, Any]] = []
-        judgement = _Judgement(
-            result=_error_result("no verdict"),
-            prompt="",
-            strategy="chunked",
-            chunk_count=len(chunks),
-            prompt_tokens=prompt_tokens,
-        )
-        sent_chars = 0
-        for index, chunk in enumerate(chunks, start=1):
-            messages = _messages(
-                render_template(
-                    "validation_chunk.md.j2",
-                    chunk_index=index,
-                    chunk_count=len(chunks),
-                    evidence_text=render_items(chunk),
-                    **chunk_common,
-                )
-            )
-            prompts.append(f"=== chunk {index} of {len(chunks)} ===\n{_prompt_text(messages)}")
-            outcome = await self._ask(messages, ChunkFindings, emit(f"chunk-{index}"))
-            _add_usage(judgement, outcome)
-            judgement.chunk_raw_responses.append(outcome.raw)
-            if not outcome.ok:
-                message = (
-                    f"chunk {index} of {len(chunks)} could not be reviewed: {outcome.error or outcome.status}"
-                )
-                judgement.result = _error_result(message, outcome.raw)
-                judgement.error = message
-                judgement.prompt = "\n\n".join(prompts)
-                judgement.evidence_chars_in_input = sent_chars + answer_chars
-                return judgement
-            sent_chars += sum(len(part.content) for part in chunk)
-            value = outcome.value
-            assert isinstance(value, ChunkFindings)
-            findings.append({"chunk": index, **value.model_dump(mode="json")})
-        judgement.evidence_chars_in_input = sent_chars + answer_chars
-        index_lines = [
-            f"- {item.evidence_id}: {one_line(item.source)} ({len(item.content)} characters)"
-            for item in rendered.items
-        ]
-        findings_text = wrap_external(
-            json.dumps(findings, ensure_ascii=False, indent=1), label="chunk-findings"
-        )
-        verdict_messages = _messages(
-            render_template(
-                "validation_verdict.md.j2",
-                item_count=len(rendered.items),
-                evidence_chars=sum(len(i.content) for i in rendered.items),
-                chunk_count=len(chunks),
-                evidence_index="\n".join(index_lines) or "(no evidence items)",
-                findings_text=findings_text,
-                **{**common, "history_text": common["history_pointers_text"]},
-            )
-        )
-        judgement.verdict_prompt_tokens = await asyncio.to_thread(
-            self.gateway.token_count, model, verdict_messages
-        )
-        prompts.append(f"=== verdict ===\n{_prompt_text(verdict_messages)}")
-        judgement.prompt = "\n\n".join(prompts)
-        outcome = await self._ask(verdict_messages, ValidatorOutput, emit("verdict"))
-        final = _from_outcome(outcome, prompt=judgement.prompt, strategy="chunked")
-        _add_usage(judgement, outcome)
-        judgement.result, judgement.model_used, judgement.error = final.result, final.model_used, final.error
-        return judgement
-
-    async def _ask(
+    async def ask(
         self,
         messages: list[dict[str, Any]],
         output: type[BaseModel],
@@ -455,9 +352,11 @@ class ValidationService:
             messages=messages,
             output=output,
             max_retries=settings.max_schema_retries,
-            fallback_model=settings.validator_fallback_model,
+            fallback_model=settings.validator_fallback_model or settings.schema_fallback_model,
+            stuck_after=settings.schema_stuck_after,
             on_failure=on_failure,
             timeout_s=settings.validator_timeout_s,
+            deadline=_DEADLINE.get(),
         )
 
     def _failure_emitter(
@@ -535,17 +434,29 @@ def _item_contents(items: list[EvidenceItem]) -> dict[str, str]:
     return {normalise_id(item.evidence_id): item.content for item in items}
 
 
+def _budget_message(budget_s: float, detail: str | None = None) -> str:
+    why = f" (last error: {detail})" if detail else ""
+    return (
+        f"validator_error: the validator budget of {budget_s:g} s (validator_timeout_s) ran out before a "
+        f"verdict{why}; the answer is delivered unvalidated for review (fail-open)"
+    )
+
+
 def _has_trigger(answer: str, keywords: list[str]) -> bool:
-    folded = answer.casefold()
-    return any(k.strip() and k.strip().casefold() in folded for k in keywords)
+    """Whole words or phrases, any case: "done" fires on "Done." but not on "undone"."""
+    words = [k.strip() for k in keywords if k.strip()] or list(DEFAULT_TRIGGER_KEYWORDS)
+    return any(
+        re.search(rf"(?<!\w){re.escape(k)}(?!\w)", answer, flags=re.IGNORECASE) is not None for k in words
+    )
 
 
-def _packet_facts(packet: TaskEvidencePacket) -> dict[str, Any]:
+def _packet_facts(packets: list[TaskEvidencePacket]) -> dict[str, Any]:
     runs = []
-    if packet.main_run is not None:
-        runs.append(packet.main_run)
-    runs.extend(n.evidence for n in packet.team_node_results if n.evidence is not None)
-    runs.extend(packet.team_runs)
+    for packet in packets:
+        if packet.main_run is not None:
+            runs.append(packet.main_run)
+        runs.extend(n.evidence for n in packet.team_node_results if n.evidence is not None)
+        runs.extend(packet.team_runs)
     seen: dict[str, Any] = {}
     for run in runs:
         seen.setdefault(run.run_id, run)
@@ -555,40 +466,3 @@ def _packet_facts(packet: TaskEvidencePacket) -> dict[str, Any]:
         "evidence_session_ids": sessions,
         "tool_result_count": sum(len(r.tool_results) for r in seen.values()),
     }
-
-
-def _precheck(strategy: str, issue: str, category: FailureCategory) -> _Judgement:
-    result = ValidationResult(
-        status=ValidationStatus.REJECTED,
-        score=0.0,
-        issues=[issue],
-        category=category,
-        recommended_revision_prompt="Complete the task and give a final answer based on the evidence you gather.",
-    )
-    return _Judgement(result=result, prompt="", strategy=strategy)
-
-
-def _skip(strategy: str, issue: str) -> _Judgement:
-    result = ValidationResult(status=ValidationStatus.INSUFFICIENT_EVIDENCE, score=0.0, issues=[issue])
-    return _Judgement(result=result, prompt="", strategy=strategy)
-
-
-def _add_usage(judgement: _Judgement, outcome: StructuredOutcome[Any]) -> None:
-    judgement.calls += outcome.calls
-    judgement.schema_retries += outcome.retries
-    judgement.prompt_tokens_used += outcome.usage.prompt_tokens
-    judgement.completion_tokens_used += outcome.usage.completion_tokens
-
-
-def _from_outcome(outcome: StructuredOutcome[Any], *, prompt: str, strategy: str) -> _Judgement:
-    judgement = _Judgement(result=_error_result("no verdict"), prompt=prompt, strategy=strategy)
-    _add_usage(judgement, outcome)
-    judgement.model_used = outcome.model_used
-    if outcome.ok and isinstance(outcome.value, ValidatorOutput):
-        judgement.result = outcome.value.to_result(outcome.raw)
-    else:
-        kind = f": {outcome.error_kind}" if outcome.error_kind else ""
-        message = f"validator gave no usable verdict ({outcome.status}{kind}): {outcome.error or 'no answer'}"
-        judgement.result = _error_result(message, outcome.raw)
-        judgement.error = message
-    return judgement

@@ -172,7 +172,7 @@ async def test_dict_schema_is_checked_with_jsonschema(make_settings: ScriptFacto
     reset_scripted_stats()
     outcome, seen = await _ask(RecordingGateway(settings), output=schema)
     assert outcome.status == "ok" and outcome.value == {"a": 3}
-    assert seen[0].stage == "schema-validate" and "a" in seen[0].message
+    assert seen[0].stage == "schema-validate" and seen[0].path == "a" and "integer" in seen[0].message
     assert scripted_stats().requests[0].response_format is True
 
 

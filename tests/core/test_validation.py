@@ -92,6 +92,7 @@ async def run_validation(
     history: list[dict[str, Any]] | None = None,
     agent_model: str = "scripted/agent",
     pending_tool_calls: bool = False,
+    earlier: list[TaskEvidencePacket] | None = None,
 ) -> tuple[ValidationReport, RecordingGateway, str, str]:
     task = await store.create_task("Find the fact")
     attempt = await store.create_attempt(task.id, 1, trigger="initial", prompt="Find the fact")
@@ -108,6 +109,7 @@ async def run_validation(
         session_id=session.id,
         agent_model=agent_model,
         pending_tool_calls=pending_tool_calls,
+        earlier=earlier,
     )
     return report, gateway, task.id, session.id
 
@@ -163,7 +165,7 @@ async def test_missing_evidence_gives_insufficient_evidence(
 ) -> None:
     settings = make_settings(script(verdict("insufficient_evidence", evidence_gaps=["no source for 42"])))
     report, gateway, _, _ = await run_validation(store, settings, packet([]))
-    assert "No evidence was gathered for this attempt" in gateway.user_texts()[0]
+    assert "No evidence was gathered in any attempt of this task" in gateway.user_texts()[0]
     assert report.result.status == ValidationStatus.INSUFFICIENT_EVIDENCE and not report.result.passed
 
 

@@ -1,0 +1,101 @@
+"""What one validation's LLM part produced, and the small constructors shared by every strategy.
+
+Kept apart from the service so the single-pass and the chunked strategies build the same
+``Judgement`` the same way (an unusable reply is always a ``validator_error``, never a verdict).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from core.domain.status import ValidationStatus
+from core.domain.validation import FailureCategory, ValidationResult
+from core.llm.structured import StructuredOutcome
+from core.validation.prompt import system_prompt
+from core.validation.schema import ValidatorOutput
+
+__all__ = [
+    "Judgement",
+    "add_usage",
+    "error_result",
+    "from_outcome",
+    "precheck",
+    "prompt_text",
+    "skip",
+    "validator_messages",
+]
+
+
+def error_result(message: str, raw: str = "") -> ValidationResult:
+    return ValidationResult(
+        status=ValidationStatus.VALIDATOR_ERROR,
+        score=0.0,
+        issues=[message],
+        raw_response=raw,
+    )
+
+
+def validator_messages(user: str) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": system_prompt()}, {"role": "user", "content": user}]
+
+
+def prompt_text(messages: list[dict[str, Any]]) -> str:
+    return "\n\n".join(f"--- {m['role']} ---\n{m['content']}" for m in messages)
+
+
+class Judgement(BaseModel):
+    """What the LLM part produced, before citation checks and persistence."""
+
+    result: ValidationResult
+    prompt: str
+    strategy: str
+    chunk_count: int = 0
+    schema_retries: int = 0
+    calls: int = 0
+    prompt_tokens: int = 0
+    verdict_prompt_tokens: int | None = None
+    evidence_chars_in_input: int = 0
+    model_used: str = ""
+    chunk_raw_responses: list[str] = Field(default_factory=list)
+    prompt_tokens_used: int = 0
+    completion_tokens_used: int = 0
+    error: str | None = None
+
+
+def precheck(strategy: str, issue: str, category: FailureCategory) -> Judgement:
+    result = ValidationResult(
+        status=ValidationStatus.REJECTED,
+        score=0.0,
+        issues=[issue],
+        category=category,
+        recommended_revision_prompt="Complete the task and give a final answer based on the evidence you gather.",
+    )
+    return Judgement(result=result, prompt="", strategy=strategy)
+
+
+def skip(strategy: str, issue: str) -> Judgement:
+    result = ValidationResult(status=ValidationStatus.INSUFFICIENT_EVIDENCE, score=0.0, issues=[issue])
+    return Judgement(result=result, prompt="", strategy=strategy)
+
+
+def add_usage(judgement: Judgement, outcome: StructuredOutcome[Any]) -> None:
+    judgement.calls += outcome.calls
+    judgement.schema_retries += outcome.retries
+    judgement.prompt_tokens_used += outcome.usage.prompt_tokens
+    judgement.completion_tokens_used += outcome.usage.completion_tokens
+
+
+def from_outcome(outcome: StructuredOutcome[Any], *, prompt: str, strategy: str) -> Judgement:
+    judgement = Judgement(result=error_result("no verdict"), prompt=prompt, strategy=strategy)
+    add_usage(judgement, outcome)
+    judgement.model_used = outcome.model_used
+    if outcome.ok and isinstance(outcome.value, ValidatorOutput):
+        judgement.result = outcome.value.to_result(outcome.raw)
+    else:
+        kind = f": {outcome.error_kind}" if outcome.error_kind else ""
+        message = f"validator gave no usable verdict ({outcome.status}{kind}): {outcome.error or 'no answer'}"
+        judgement.result = error_result(message, outcome.raw)
+        judgement.error = message
+    return judgement
