@@ -80,6 +80,8 @@ OWN_SHAPES: tuple[tuple[str, str], ...] = (
         r"(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
     ),
     ("Anthropic API key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}"),
+    # detect-secrets' JWT pattern stops lazily before the signature; this one takes all three parts.
+    ("JSON Web Token", r"eyJ[A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]+\.[A-Za-z0-9_.+/=-]*"),
 )
 
 
@@ -148,15 +150,23 @@ def secret_shapes() -> tuple[SecretShape, ...]:
 
 
 @functools.cache
-def secret_shapes_regex() -> tuple[re.Pattern[str], tuple[str, ...]]:
-    """All shapes as one regex (one pass over each text) and the kind each named group stands for."""
-    parts = []
-    kinds = []
-    for i, shape in enumerate(secret_shapes()):
-        body = f"(?i:{shape.pattern})" if shape.ignore_case else f"(?:{shape.pattern})"
-        parts.append(f"(?P<s{i}>{body})")
-        kinds.append(shape.kind)
-    return re.compile("|".join(parts)), tuple(kinds)
+def secret_shapes_regexes() -> tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]:
+    """The shapes as two one-pass regexes, each with the kind every named group stands for.
+
+    Multi-line blocks (PEM keys) go first, on their own: in one alternation a line-greedy shape
+    starting earlier (an npm token line) could swallow a block's header and leave its body behind.
+    """
+    passes = []
+    shapes = secret_shapes()
+    for block in (True, False):
+        parts = []
+        kinds = []
+        for i, shape in enumerate(s for s in shapes if ("[\\s\\S]" in s.pattern) is block):
+            body = f"(?i:{shape.pattern})" if shape.ignore_case else f"(?:{shape.pattern})"
+            parts.append(f"(?P<s{i}>{body})")
+            kinds.append(shape.kind)
+        passes.append((re.compile("|".join(parts)), tuple(kinds)))
+    return tuple(passes)
 
 
 def keyring_secret_values() -> list[tuple[str, str]]:

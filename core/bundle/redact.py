@@ -13,12 +13,12 @@ the matched text; a pattern is shown verbatim only when it is not itself a match
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from core.bundle.format import BundleError, sha256_hex
-from core.secrets import keyring_secret_values, secret_env_values, secret_shapes, secret_shapes_regex
+from core.secrets import keyring_secret_values, secret_env_values, secret_shapes, secret_shapes_regexes
 
 __all__ = ["MASK", "Redactor", "redact_text"]
 
@@ -51,12 +51,14 @@ class Redactor:
 
     def __init__(self, rules: list[Rule]) -> None:
         self.rules = rules
-        self.shapes, self.shape_kinds = secret_shapes_regex()
+        self.passes = secret_shapes_regexes()
         self.kinds: dict[str, Rule] = {}
         for shape in secret_shapes():
             rule = self.kinds.get(shape.kind)
             joined = f"{rule.regex.pattern}|{shape.pattern}" if rule else shape.pattern
-            self.kinds[shape.kind] = Rule(label=shape.kind, regex=re.compile(joined), show_pattern=True)
+            # A pattern that is itself a match (a PEM header) is named by its fingerprint only.
+            shows = all(regex.search(joined) is None for regex, _ in self.passes)
+            self.kinds[shape.kind] = Rule(label=shape.kind, regex=re.compile(joined), show_pattern=shows)
 
     @classmethod
     def build(
@@ -101,15 +103,20 @@ class Redactor:
             if n:
                 rule.count += n
                 rule.entries.add(entry)
-        return self.shapes.sub(lambda m: self._shape(m, entry), value)
+        for regex, kinds in self.passes:
+            value = regex.sub(self._masker(kinds, entry), value)
+        return value
 
-    def _shape(self, match: re.Match[str], entry: str) -> str:
-        group = match.lastgroup
-        if group is not None:
-            rule = self.kinds[self.shape_kinds[int(group[1:])]]
-            rule.count += 1
-            rule.entries.add(entry)
-        return MASK
+    def _masker(self, kinds: tuple[str, ...], entry: str) -> Callable[[re.Match[str]], str]:
+        def mask(match: re.Match[str]) -> str:
+            group = match.lastgroup
+            if group is not None:
+                rule = self.kinds[kinds[int(group[1:])]]
+                rule.count += 1
+                rule.entries.add(entry)
+            return MASK
+
+        return mask
 
     def value(self, obj: Any, entry: str) -> Any:
         if isinstance(obj, str):
@@ -131,10 +138,11 @@ class Redactor:
                 continue
             if rule.regex.search(name) or rule.regex.search(text):
                 return rule.label
-        for source in (name, text):
-            match = self.shapes.search(source)
-            if match is not None and match.lastgroup is not None:
-                return self.shape_kinds[int(match.lastgroup[1:])]
+        for regex, kinds in self.passes:
+            for source in (name, text):
+                match = regex.search(source)
+                if match is not None and match.lastgroup is not None:
+                    return kinds[int(match.lastgroup[1:])]
         return None
 
     def summary(self) -> list[dict[str, Any]]:
