@@ -241,3 +241,208 @@ def test_zip_slip_names_are_refused(case: tuple[Desk, Path, str], evil: str) -> 
     bad = rewrite(bundle, desk.root / "slip.zip", lambda e: e.__setitem__(evil, b"{}"))
     report = verify_bundle(bad)
     assert any(f.startswith(evil) and "unsafe name" in f for f in report.failures), report.failures
+
+
+# ---------------------------------------------------------------------- every entry, every way
+def _flip_in_compressed_data(src: Path, out: Path, name: str) -> Path:
+    raw = bytearray(src.read_bytes())
+    with zipfile.ZipFile(src) as zf:
+        info = zf.getinfo(name)
+    extra = int.from_bytes(raw[info.header_offset + 28 : info.header_offset + 30], "little")
+    start = info.header_offset + 30 + len(info.filename.encode()) + extra
+    raw[start + info.compress_size // 2] ^= 0x01
+    out.write_bytes(bytes(raw))
+    return out
+
+
+def _flip_in_content(blob: bytes) -> bytes:
+    """One bit of the middle byte, kept printable so JSON stays parseable where it can."""
+    i = len(blob) // 2
+    while i < len(blob) and blob[i : i + 1] in b'"\\{}[]:,\n':
+        i += 1
+    i = min(i, len(blob) - 1)
+    return blob[:i] + bytes([blob[i] ^ 0x01]) + blob[i + 1 :]
+
+
+def test_every_entry_tampered_every_way_is_caught(case: tuple[Desk, Path, str]) -> None:
+    """A bit flipped in each entry's compressed bytes, in its content (with and without the manifest
+    recomputed), and each entry deleted: none of these may verify."""
+    desk, bundle, _ = case
+    names = list(read_entries(bundle))
+    assert MANIFEST_NAME in names and "signature.json" in names
+    tried: list[str] = []
+    passed: list[str] = []
+
+    def attempt(label: str, path: Path) -> None:
+        tried.append(label)
+        if verify_bundle(path).ok:
+            passed.append(label)
+
+    for i, name in enumerate(names):
+        attempt(f"compressed flip {name}", _flip_in_compressed_data(bundle, desk.root / f"c{i}.zip", name))
+        for recompute in (False, True):
+
+            def change(e: Entries, name: str = name, recompute: bool = recompute) -> None:
+                e[name] = _flip_in_content(e[name])
+                if recompute and name != MANIFEST_NAME:
+                    recompute_manifest(e)
+
+            attempt(
+                f"content flip {name} (manifest recomputed: {recompute})",
+                rewrite(bundle, desk.root / f"f{i}.zip", change),
+            )
+        if name != "signature.json":  # removing the signature makes it unsigned: see the signature tests
+            attempt(f"delete {name}", rewrite(bundle, desk.root / f"d{i}.zip", lambda e, n=name: e.pop(n)))
+    assert len(tried) >= 4 * len(names) - 1
+    assert passed == []
+
+
+def test_swapped_reordered_and_duplicated_content_is_caught(case: tuple[Desk, Path, str]) -> None:
+    desk, bundle, task_id = case
+    entries = read_entries(bundle)
+    logs = sorted(n for n in entries if n.endswith("events.jsonl"))
+    main = max(logs, key=lambda n: len(entries[n]))
+    attacks: dict[str, Callable[[Entries], None]] = {}
+
+    def swap_lines(e: Entries) -> None:
+        lines = e[main].splitlines(keepends=True)
+        lines[1], lines[-2] = lines[-2], lines[1]
+        e[main] = b"".join(lines)
+        recompute_manifest(e)
+
+    def reverse_lines(e: Entries) -> None:
+        e[main] = b"".join(reversed(e[main].splitlines(keepends=True)))
+        recompute_manifest(e)
+
+    def drop_middle_line(e: Entries) -> None:
+        lines = e[main].splitlines(keepends=True)
+        del lines[len(lines) // 2]
+        e[main] = b"".join(lines)
+        recompute_manifest(e)
+
+    def swap_task_files(e: Entries) -> None:
+        a, b = task_entry(task_id, "attempts.json"), task_entry(task_id, "feedback.json")
+        e[a], e[b] = e[b], e[a]
+        recompute_manifest(e)
+
+    def forged_manifest_chain_head(e: Entries) -> None:
+        manifest = json.loads(e[MANIFEST_NAME])
+        sid = next(iter(manifest["chains"]))
+        manifest["chains"][sid]["head"] = "0" * 64
+        e[MANIFEST_NAME] = (canonical(manifest) + "\n").encode()
+
+    def forged_manifest_drops_task_file(e: Entries) -> None:
+        manifest = json.loads(e[MANIFEST_NAME])
+        manifest["entries"].pop(task_entry(task_id, "validations.json"))
+        e.pop(task_entry(task_id, "validations.json"))
+        e[MANIFEST_NAME] = (canonical(manifest) + "\n").encode()
+
+    attacks = {
+        "swap two events": swap_lines,
+        "reverse the log": reverse_lines,
+        "drop an event": drop_middle_line,
+        "swap task files": swap_task_files,
+        "forged chain head": forged_manifest_chain_head,
+        "forged manifest without a task file": forged_manifest_drops_task_file,
+        "forged task.json (F12)": forge_task_json(task_id),
+    }
+    clean = [
+        label
+        for label, change in attacks.items()
+        if verify_bundle(rewrite(bundle, desk.root / "x.zip", change)).ok
+    ]
+    assert clean == []
+
+    # The same entries in another order in the archive are the same bundle.
+    shuffled = dict(reversed(list(entries.items())))
+    assert verify_bundle(write_entries(desk.root / "shuffled.zip", shuffled)).ok
+
+    # A second copy of an entry (an appended, altered duplicate) is named.
+    dup = desk.root / "dup.zip"
+    write_entries(dup, entries)
+    with zipfile.ZipFile(dup, "a") as zf, pytest.warns(UserWarning):
+        zf.writestr(main, entries[main].replace(b"answer", b"ANSWER"))
+    report = verify_bundle(dup)
+    assert any(f.startswith(main) and "appears 2 times" in f for f in report.failures), report.failures
+
+
+# ---------------------------------------------------------------------- signatures
+def _verify_line(desk: Desk, path: Path, *extra: str) -> tuple[int, str]:
+    code, out, err = desk.cli("verify", str(path), *extra)
+    return code, out + err
+
+
+def test_signed_by_own_workspace_is_known_elsewhere_unknown_until_trusted(
+    case: tuple[Desk, Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    desk, bundle, _ = case
+    code, text = _verify_line(desk, bundle)
+    assert code == 0 and "signed by a known key (fingerprint " in text
+    fingerprint = text.split("(fingerprint ")[1].split(")")[0]
+    assert len(fingerprint) == 64
+
+    other = desk.root / "other.sqlite3"
+    code, text = _verify_line(desk, bundle, "--db", str(other))
+    assert code == 0 and f"signed by an unknown key (fingerprint {fingerprint})" in text
+    code, _, err = desk.cli("import", str(bundle), "--db", str(other))
+    assert code == 4 and "signed by an unknown key" in err and "--trust" in err
+    code, out, _ = desk.cli("list", "--db", str(other), "--json")
+    assert json.loads(out) == []
+
+    config = desk.root / "config" / "config.toml"
+    config.parent.mkdir()
+    (config.parent / "trusted-keys.txt").write_text(f"{fingerprint}  # Ana's workspace\n", encoding="utf-8")
+    monkeypatch.setenv("EVIDENCE_DESK_CONFIG_FILE", str(config))
+    code, text = _verify_line(desk, bundle, "--db", str(other))
+    assert "signed by a known key" in text
+    code, out, err = desk.cli("import", str(bundle), "--db", str(other))
+    assert code == 0, err
+    assert f"bundle known by {fingerprint}" in out
+
+
+def test_unknown_signer_imports_only_with_trust(case: tuple[Desk, Path, str]) -> None:
+    desk, bundle, task_id = case
+    other = desk.root / "other.sqlite3"
+    code, out, err = desk.cli("import", str(bundle), "--db", str(other), "--trust")
+    assert code == 0, err
+    code, out, _ = desk.cli("list", "--db", str(other), "--json")
+    assert [t["id"] for t in json.loads(out)] == [task_id]
+
+
+def test_unsigned_bundle_says_so_and_needs_trust(case: tuple[Desk, Path, str]) -> None:
+    desk, bundle, _ = case
+    stripped = rewrite(bundle, desk.root / "unsigned.zip", lambda e: e.pop("signature.json"))
+    code, text = _verify_line(desk, stripped)
+    assert code == 0 and "signature: unsigned" in text
+    code, _, err = desk.cli("import", str(stripped), "--db", str(desk.root / "o.sqlite3"))
+    assert code == 4 and "unsigned" in err
+
+
+def test_signature_over_a_modified_bundle_fails(case: tuple[Desk, Path, str]) -> None:
+    desk, bundle, task_id = case
+    name = task_entry(task_id, "feedback.json")
+
+    def change(e: Entries) -> None:
+        e[name] = b"[]\n\n"
+        recompute_manifest(e)
+
+    report = verify_bundle(rewrite(bundle, desk.root / "resigned.zip", change))
+    assert not report.ok and report.signature.status == "invalid"
+    assert any(f.startswith("signature.json: signature does not match") for f in report.failures)
+
+
+def test_full_forgery_re_signed_by_another_key_is_unknown(case: tuple[Desk, Path, str]) -> None:
+    """The forger who rebuilds everything and signs with a key of their own is not a known signer."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from core.bundle.signing import signature_entry
+
+    desk, bundle, task_id = case
+    entries = read_entries(bundle)
+    forge_task_json(task_id)(entries)
+    entries["signature.json"] = signature_entry(Ed25519PrivateKey.generate(), entries[MANIFEST_NAME])
+    forged = write_entries(desk.root / "forged.zip", entries)
+    report = verify_bundle(forged, known_keys={"0" * 64})
+    assert report.signature.status == "unknown"
+    code, _, err = desk.cli("import", str(forged), "--db", str(desk.root / "o.sqlite3"))
+    assert code == 4 and "refusing to import" in err
