@@ -29,8 +29,10 @@ SECRET_ENV_NAME = re.compile(r"(API_KEY|_KEY|TOKEN|SECRET)$", re.IGNORECASE)
 MIN_SECRET_LENGTH = 8
 KEY_SHAPES: tuple[tuple[str, str, str], ...] = (
     # (label, regex, a substring every match contains: a cheap pre-check)
-    ("sk- style API key", r"\bsk-[A-Za-z0-9_\-]{8,}", "sk-"),
-    ("Google-style API key", r"\bAIza[0-9A-Za-z_\-]{20,}", "AIza"),
+    # The literal comes first and the word boundary is checked behind it: a leading ``\b`` stops
+    # ``re`` from searching for the literal, which made each scan several times slower.
+    ("sk- style API key", r"sk-(?<![A-Za-z0-9_]sk-)[A-Za-z0-9_\-]{8,}", "sk-"),
+    ("Google-style API key", r"AIza(?<![A-Za-z0-9_]AIza)[0-9A-Za-z_\-]{20,}", "AIza"),
 )
 
 
@@ -79,7 +81,7 @@ OWN_SHAPES: tuple[tuple[str, str], ...] = (
         r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
         r"(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
     ),
-    ("Anthropic API key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}"),
+    ("Anthropic API key", r"sk-ant-(?<![A-Za-z0-9_]sk-ant-)[A-Za-z0-9_\-]{20,}"),
     # detect-secrets' JWT pattern stops lazily before the signature; this one takes all three parts.
     ("JSON Web Token", r"eyJ[A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]+\.[A-Za-z0-9_.+/=-]*"),
 )
@@ -150,23 +152,18 @@ def secret_shapes() -> tuple[SecretShape, ...]:
 
 
 @functools.cache
-def secret_shapes_regexes() -> tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]:
-    """The shapes as two one-pass regexes, each with the kind every named group stands for.
+def secret_shape_regexes() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """``(kind, regex)`` in the order to apply them, each on its own.
 
-    Multi-line blocks (PEM keys) go first, on their own: in one alternation a line-greedy shape
-    starting earlier (an npm token line) could swallow a block's header and leave its body behind.
+    Separate scans, not one alternation: Python's ``re`` tries every branch at every position, which
+    made one combined pattern 25 times slower on a 50 MB export. Applied in turn, multi-line blocks
+    (PEM keys) go first, so a line-greedy shape (an npm token line) cannot swallow a block's header
+    and leave its body behind.
     """
-    passes = []
-    shapes = secret_shapes()
-    for block in (True, False):
-        parts = []
-        kinds = []
-        for i, shape in enumerate(s for s in shapes if ("[\\s\\S]" in s.pattern) is block):
-            body = f"(?i:{shape.pattern})" if shape.ignore_case else f"(?:{shape.pattern})"
-            parts.append(f"(?P<s{i}>{body})")
-            kinds.append(shape.kind)
-        passes.append((re.compile("|".join(parts)), tuple(kinds)))
-    return tuple(passes)
+    return tuple(
+        (shape.kind, re.compile(shape.pattern, re.IGNORECASE if shape.ignore_case else 0))
+        for shape in secret_shapes()
+    )
 
 
 def keyring_secret_values() -> list[tuple[str, str]]:

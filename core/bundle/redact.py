@@ -13,12 +13,12 @@ the matched text; a pattern is shown verbatim only when it is not itself a match
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from core.bundle.format import BundleError, sha256_hex
-from core.secrets import keyring_secret_values, secret_env_values, secret_shapes, secret_shapes_regexes
+from core.secrets import keyring_secret_values, secret_env_values, secret_shape_regexes, secret_shapes
 
 __all__ = ["MASK", "Redactor", "redact_text"]
 
@@ -51,13 +51,13 @@ class Redactor:
 
     def __init__(self, rules: list[Rule]) -> None:
         self.rules = rules
-        self.passes = secret_shapes_regexes()
+        self.shapes = secret_shape_regexes()
         self.kinds: dict[str, Rule] = {}
         for shape in secret_shapes():
             rule = self.kinds.get(shape.kind)
             joined = f"{rule.regex.pattern}|{shape.pattern}" if rule else shape.pattern
             # A pattern that is itself a match (a PEM header) is named by its fingerprint only.
-            shows = all(regex.search(joined) is None for regex, _ in self.passes)
+            shows = all(regex.search(joined) is None for _, regex in self.shapes)
             self.kinds[shape.kind] = Rule(label=shape.kind, regex=re.compile(joined), show_pattern=shows)
 
     @classmethod
@@ -103,20 +103,12 @@ class Redactor:
             if n:
                 rule.count += n
                 rule.entries.add(entry)
-        for regex, kinds in self.passes:
-            value = regex.sub(self._masker(kinds, entry), value)
+        for kind, regex in self.shapes:
+            value, n = regex.subn(MASK, value)
+            if n:
+                self.kinds[kind].count += n
+                self.kinds[kind].entries.add(entry)
         return value
-
-    def _masker(self, kinds: tuple[str, ...], entry: str) -> Callable[[re.Match[str]], str]:
-        def mask(match: re.Match[str]) -> str:
-            group = match.lastgroup
-            if group is not None:
-                rule = self.kinds[kinds[int(group[1:])]]
-                rule.count += 1
-                rule.entries.add(entry)
-            return MASK
-
-        return mask
 
     def value(self, obj: Any, entry: str) -> Any:
         if isinstance(obj, str):
@@ -138,11 +130,9 @@ class Redactor:
                 continue
             if rule.regex.search(name) or rule.regex.search(text):
                 return rule.label
-        for regex, kinds in self.passes:
-            for source in (name, text):
-                match = regex.search(source)
-                if match is not None and match.lastgroup is not None:
-                    return kinds[int(match.lastgroup[1:])]
+        for kind, regex in self.shapes:
+            if regex.search(name) or regex.search(text):
+                return kind
         return None
 
     def summary(self) -> list[dict[str, Any]]:
