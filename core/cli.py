@@ -54,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("show", parents=[common], help="everything an auditor needs about a task")
     p.add_argument("task_id")
+    p.add_argument(
+        "--redact", action="store_true", help="mask secrets as an export does (for output you will share)"
+    )
 
     p = sub.add_parser("feedback", parents=[common], help="record the analyst's decision")
     p.add_argument("task_id")
@@ -79,11 +82,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("import", parents=[common], help="verify a bundle, then add its tasks read-only")
     p.add_argument("bundle", metavar="FILE")
+    p.add_argument(
+        "--trust",
+        action="store_true",
+        help="import a bundle that is unsigned or signed by a key not in trusted-keys.txt (this time only)",
+    )
 
     p = sub.add_parser("report", parents=[common], help="write a standalone HTML audit report")
     p.add_argument("task_id")
     p.add_argument("-o", "--output", required=True, metavar="FILE.html")
     p.add_argument("--bundle", metavar="FILE", help="report from a case bundle instead of the workspace")
+    p.add_argument(
+        "--redact", action="append", default=[], metavar="PATTERN", help="regex to mask (repeatable)"
+    )
     return parser
 
 
@@ -181,6 +192,11 @@ async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
 async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     async def body(ws: Any) -> int:
         data = await task_dossier(ws.store, args.task_id)
+        if args.redact:
+            from core.bundle.redact import Redactor
+
+            redactor = await asyncio.to_thread(Redactor.build)
+            data = redactor.value(data, "show")
         if args.json:
             _emit(data)
         else:
@@ -250,9 +266,13 @@ async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     from core.bundle import export_bundle
+    from core.bundle.signing import workspace_signing_key
 
     async def body(ws: Any) -> int:
-        summary = await export_bundle(ws.store, args.task_ids, Path(args.output), redact=args.redact)
+        key = await asyncio.to_thread(workspace_signing_key, settings.db_url)
+        summary = await export_bundle(
+            ws.store, args.task_ids, Path(args.output), redact=args.redact, signing_key=key
+        )
         if args.json:
             _emit(
                 {
@@ -263,12 +283,16 @@ async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
                     "events": summary.events,
                     "file_bytes": summary.file_bytes,
                     "redactions": summary.redactions,
+                    "signer": summary.signer,
                 }
             )
         else:
+            signed = (
+                f"signed by {summary.signer}" if summary.signer else "unsigned (no OS keyring for the key)"
+            )
             print(
                 f"wrote {summary.path}: {len(summary.task_ids)} task(s), {summary.events} events, "
-                f"{summary.file_bytes:,} bytes, bundle {summary.bundle_id[:16]}"
+                f"{summary.file_bytes:,} bytes, bundle {summary.bundle_id[:16]}, {signed}"
             )
         return EXIT_OK
 
@@ -277,8 +301,10 @@ async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
     from core.bundle import verify_bundle
+    from core.bundle.signing import known_fingerprints
 
-    report = await asyncio.to_thread(verify_bundle, Path(args.bundle))
+    known = await asyncio.to_thread(known_fingerprints, settings.db_url)
+    report = await asyncio.to_thread(verify_bundle, Path(args.bundle), known_keys=known)
     if args.json:
         _emit(
             {
@@ -287,18 +313,22 @@ async def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
                 "entries_checked": report.entries_checked,
                 "events_checked": report.events_checked,
                 "bundle_id": report.bundle_id,
+                "signature": report.signature.status,
+                "signer": report.signature.fingerprint,
             }
         )
-    else:
-        print(report.summary())
+    # The OK report is the command's output; failures are diagnostics, for stderr.
+    print(report.summary(), file=sys.stdout if report.ok else sys.stderr)
     return EXIT_OK if report.ok else EXIT_INPUT
 
 
 async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     from core.bundle import import_bundle
+    from core.bundle.signing import known_fingerprints
 
     async def body(ws: Any) -> int:
-        summary = await import_bundle(ws.store, Path(args.bundle))
+        known = await asyncio.to_thread(known_fingerprints, settings.db_url)
+        summary = await import_bundle(ws.store, Path(args.bundle), known_keys=known, trust=args.trust)
         if args.json:
             _emit(
                 {
@@ -306,12 +336,15 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
                     "imported": summary.imported_task_ids,
                     "skipped": summary.skipped_task_ids,
                     "events": summary.events,
+                    "signature": summary.signature,
+                    "signer": summary.signer,
                 }
             )
         else:
             print(
                 f"imported {len(summary.imported_task_ids)} task(s) read-only, "
-                f"skipped {len(summary.skipped_task_ids)} already present, {summary.events} events"
+                f"skipped {len(summary.skipped_task_ids)} already present, {summary.events} events; "
+                f"bundle {summary.signature}" + (f" by {summary.signer}" if summary.signer else "")
             )
         return EXIT_OK
 
@@ -324,11 +357,11 @@ async def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
     out = Path(args.output)
     if args.bundle:
         opened = await asyncio.to_thread(open_bundle, Path(args.bundle))
-        written = await write_report_from_bundle(opened, args.task_id, out)
+        written = await write_report_from_bundle(opened, args.task_id, out, redact=args.redact)
     else:
 
         async def body(ws: Any) -> int:
-            await write_report(ws.store, args.task_id, out)
+            await write_report(ws.store, args.task_id, out, redact=args.redact)
             return EXIT_OK
 
         await _with_workspace(settings, body, recover=False)

@@ -12,10 +12,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from core.bundle.format import (
     FORMAT_NAME,
     FORMAT_VERSION,
     MANIFEST_NAME,
+    SIGNATURE_NAME,
     BundleError,
     canonical,
     event_hash,
@@ -25,6 +28,7 @@ from core.bundle.format import (
     task_entry,
 )
 from core.bundle.redact import Redactor
+from core.bundle.signing import fingerprint, signature_entry
 from core.store import Store
 from core.version import app_version
 
@@ -41,6 +45,7 @@ class ExportSummary:
     uncompressed_bytes: int
     file_bytes: int
     redactions: list[dict[str, Any]] = field(default_factory=list)
+    signer: str | None = None  # the signing key's fingerprint; None: unsigned
 
 
 @dataclass
@@ -113,7 +118,9 @@ def _build_entries(
     return entries, chains, total_events
 
 
-def _write(data: _Collected, redactor: Redactor, out: Path) -> ExportSummary:
+def _write(
+    data: _Collected, redactor: Redactor, out: Path, signing_key: Ed25519PrivateKey | None
+) -> ExportSummary:
     entries, chains, total_events = _build_entries(data, redactor)
     redactions = redactor.summary()
     manifest: dict[str, Any] = {
@@ -142,6 +149,8 @@ def _write(data: _Collected, redactor: Redactor, out: Path) -> ExportSummary:
     try:
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
             zf.writestr(MANIFEST_NAME, manifest_bytes)
+            if signing_key is not None:
+                zf.writestr(SIGNATURE_NAME, signature_entry(signing_key, manifest_bytes))
             for name, blob in entries.items():
                 zf.writestr(name, blob)
         os.replace(tmp, out)
@@ -157,6 +166,7 @@ def _write(data: _Collected, redactor: Redactor, out: Path) -> ExportSummary:
         uncompressed_bytes=len(manifest_bytes) + sum(len(b) for b in entries.values()),
         file_bytes=out.stat().st_size,
         redactions=[{k: v for k, v in r.items() if k != "entries"} for r in redactions],
+        signer=fingerprint(signing_key.public_key()) if signing_key is not None else None,
     )
 
 
@@ -167,19 +177,21 @@ async def export_bundle(
     *,
     redact: Sequence[str] = (),
     environ: Mapping[str, str] | None = None,
+    signing_key: Ed25519PrivateKey | None = None,
 ) -> ExportSummary:
     """Export tasks with their attempts, sessions, runs, every event, validations and feedback.
 
     ``redact`` holds regular expressions masked everywhere; secrets found in ``environ`` (default:
-    the process environment: names ending in ``_API_KEY``, ``_TOKEN``, ``_SECRET``) and ``sk-`` keys
-    are always masked. Raises ``BundleError`` (bad pattern, leftover match) or ``StoreError`` (unknown
+    the process environment, names ending in ``_API_KEY``, ``_TOKEN``, ``_SECRET``, plus the API keys
+    in the OS keyring) and every known secret shape are always masked (``core.bundle.redact``). With ``signing_key`` (the workspace's, from ``workspace_signing_key``) the
+    manifest is signed. Raises ``BundleError`` (bad pattern, leftover match) or ``StoreError`` (unknown
     task) before anything is written.
     """
     if not task_ids:
         raise BundleError("name at least one task to export")
-    redactor = Redactor.build(redact, environ)
+    redactor = await asyncio.to_thread(Redactor.build, redact, environ)  # reads the keyring
     data = await _collect(store, task_ids)
     try:
-        return await asyncio.to_thread(_write, data, redactor, Path(out))
+        return await asyncio.to_thread(_write, data, redactor, Path(out), signing_key)
     except OSError as exc:
         raise BundleError(f"cannot write bundle {out}: {exc.strerror or exc}") from None

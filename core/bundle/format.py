@@ -18,6 +18,8 @@ from core.errors import EvidenceDeskError
 FORMAT_NAME = "evidence-desk-case-bundle"
 FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"
+# Signs the manifest's bytes, so it cannot be listed in the manifest; the one unlisted entry allowed.
+SIGNATURE_NAME = "signature.json"
 
 # Fields of an event that the chain covers. The database id is deliberately absent: it is local to a
 # workspace, and an imported event must re-export to the very same bytes.

@@ -8,6 +8,7 @@ and skips them instead of duplicating them. The store writes everything in one t
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +27,8 @@ class ImportSummary:
     imported_task_ids: list[str] = field(default_factory=list)
     skipped_task_ids: list[str] = field(default_factory=list)
     events: int = 0
+    signature: str = "unsigned"
+    signer: str | None = None
 
 
 def _records(opened: OpenedBundle) -> list[TaskImport]:
@@ -45,10 +48,17 @@ def _records(opened: OpenedBundle) -> list[TaskImport]:
     ]
 
 
-async def import_bundle(store: Store, path: Path) -> ImportSummary:
-    """Verify ``path`` fully, then add its tasks read-only; raises ``BundleError`` having written nothing."""
+async def import_bundle(
+    store: Store, path: Path, *, known_keys: Collection[str] = (), trust: bool = False
+) -> ImportSummary:
+    """Verify ``path`` fully, then add its tasks read-only; raises ``BundleError`` having written nothing.
+
+    A bundle must be signed by a key in ``known_keys`` unless ``trust`` is given: a forger who
+    rewrote every hash can also strip or replace the signature, so only a known signer vouches
+    for the content.
+    """
     path = Path(path)
-    loaded = await asyncio.to_thread(load_bundle, path)
+    loaded = await asyncio.to_thread(load_bundle, path, known_keys=known_keys)
     if not loaded.report.ok:
         shown = loaded.report.failures[:5]
         more = len(loaded.report.failures) - len(shown)
@@ -57,6 +67,13 @@ async def import_bundle(store: Store, path: Path) -> ImportSummary:
             + "; ".join(shown)
             + (f"; and {more} more" if more > 0 else "")
             + ". Nothing was imported."
+        )
+    signature = loaded.report.signature
+    if signature.status != "known" and not trust:
+        raise BundleError(
+            f"refusing to import {path.name}: it is {signature.describe()}; check the fingerprint with "
+            "its sender, then import with --trust (or list the key in trusted-keys.txt). "
+            "Nothing was imported."
         )
     opened = await asyncio.to_thread(parse_bundle, loaded)
     if opened.load_problems:
@@ -74,4 +91,6 @@ async def import_bundle(store: Store, path: Path) -> ImportSummary:
         imported_task_ids=result.imported_task_ids,
         skipped_task_ids=result.skipped_task_ids,
         events=result.events,
+        signature=signature.status,
+        signer=signature.fingerprint,
     )

@@ -1,21 +1,26 @@
-"""Masking text before it leaves the workspace.
+"""Masking secrets in everything that leaves the workspace: bundles, reports, ``show --redact``, copies.
 
-Redaction works on decoded values (every string, and every dict key, of every exported item), and
-the exporter then re-scans the finished bytes of every entry: if a pattern still matches anywhere
-(for example across JSON punctuation), the export is refused rather than shipped with a leak. The
-manifest records what was redacted as a label, a fingerprint of the pattern and a count, never the
-matched text; a pattern is shown verbatim only when it is not itself a match (a literal secret is not).
+One ``Redactor`` serves every way out, so a key masked in a bundle is masked in the report of the same
+task too. It masks, in order: the caller's own patterns, the values of secret environment variables
+and of API keys kept in the OS keyring, and every shape in ``core.secrets.secret_shapes`` (the
+detect-secrets set plus a few it lacks). Redaction works on decoded values (every string, and every
+dict key); a writer then re-scans its finished bytes (``leftover``) and refuses to write if a pattern
+still matches anywhere (for example across JSON punctuation). What was masked is summarised as a
+label (the kind of secret, or the variable's name), a fingerprint of the pattern and a count, never
+the matched text; a pattern is shown verbatim only when it is not itself a match.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from core.bundle.format import BundleError, sha256_hex
-from core.secrets import KEY_SHAPES, secret_env_values
+from core.secrets import keyring_secret_values, secret_env_values, secret_shape_regexes, secret_shapes
+
+__all__ = ["MASK", "Redactor", "redact_text"]
 
 MASK = "[REDACTED]"
 
@@ -42,13 +47,30 @@ class Rule:
 
 
 class Redactor:
-    """Applies every rule to every string; counts matches per rule and per entry."""
+    """Applies every rule to every string; counts matches per rule (or kind of secret) and per entry."""
 
     def __init__(self, rules: list[Rule]) -> None:
         self.rules = rules
+        self.shapes = secret_shape_regexes()
+        self.kinds: dict[str, Rule] = {}
+        for shape in secret_shapes():
+            rule = self.kinds.get(shape.kind)
+            joined = f"{rule.regex.pattern}|{shape.pattern}" if rule else shape.pattern
+            # A pattern that is itself a match (a PEM header) is named by its fingerprint only.
+            shows = all(regex.search(joined) is None for _, regex in self.shapes)
+            self.kinds[shape.kind] = Rule(label=shape.kind, regex=re.compile(joined), show_pattern=shows)
 
     @classmethod
-    def build(cls, patterns: Iterable[str], environ: Mapping[str, str] | None = None) -> Redactor:
+    def build(
+        cls,
+        patterns: Iterable[str] = (),
+        environ: Mapping[str, str] | None = None,
+        *,
+        keyring: bool | None = None,
+    ) -> Redactor:
+        """``environ`` defaults to the process environment; keyring values are added when ``keyring``
+        (default: when reading the process environment). Blocking (the keyring): async callers use a thread.
+        """
         rules: list[Rule] = []
         for i, pattern in enumerate(patterns, start=1):
             try:
@@ -62,13 +84,15 @@ class Redactor:
                 )
             shows_itself = regex.search(pattern) is None and regex.search(MASK) is None
             rules.append(Rule(label=f"pattern {i}", regex=regex, show_pattern=shows_itself))
-        # API keys are always redacted: the same definition of a secret as the gateway's.
-        for name, value in secret_env_values(environ):
+        values = dict(secret_env_values(environ))
+        if keyring if keyring is not None else environ is None:
+            for name, value in keyring_secret_values():
+                values.setdefault(name, value)
+        # Longest first, so a value containing another is masked whole.
+        for name, value in sorted(values.items(), key=lambda kv: -len(kv[1])):
             rules.append(
                 Rule(label=f"value of ${name}", regex=re.compile(re.escape(value)), show_pattern=False)
             )
-        for label, pattern, needle in KEY_SHAPES:
-            rules.append(Rule(label=label, regex=re.compile(pattern), show_pattern=True, needle=needle))
         return cls(rules)
 
     def text(self, value: str, entry: str) -> str:
@@ -79,6 +103,11 @@ class Redactor:
             if n:
                 rule.count += n
                 rule.entries.add(entry)
+        for kind, regex in self.shapes:
+            value, n = regex.subn(MASK, value)
+            if n:
+                self.kinds[kind].count += n
+                self.kinds[kind].entries.add(entry)
         return value
 
     def value(self, obj: Any, entry: str) -> Any:
@@ -93,15 +122,25 @@ class Redactor:
             return [self.value(v, entry) for v in obj]
         return obj
 
-    def leftover(self, name: str, data: bytes) -> str | None:
-        """The label of the first rule that still matches ``data``; the export must then be refused."""
-        text = data.decode("utf-8", errors="replace")
+    def leftover(self, name: str, data: bytes | str) -> str | None:
+        """The label of the first rule that still matches ``data``; the write must then be refused."""
+        text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
         for rule in self.rules:
             if rule.needle is not None and rule.needle not in text and rule.needle not in name:
                 continue
             if rule.regex.search(name) or rule.regex.search(text):
                 return rule.label
+        for kind, regex in self.shapes:
+            if regex.search(name) or regex.search(text):
+                return kind
         return None
 
     def summary(self) -> list[dict[str, Any]]:
-        return [rule.summary() for rule in self.rules]
+        """Every rule that masked something: kind (or variable name) and count, never the value."""
+        return [r.summary() for r in [*self.rules, *self.kinds.values()] if r.count]
+
+
+def redact_text(text: str, patterns: Sequence[str] = (), environ: Mapping[str, str] | None = None) -> str:
+    """Mask ``text`` the way a bundle or report is masked; for anything copied or shown outside the
+    workspace (the desk's copy-to-clipboard of raw responses). Blocking (reads the keyring once)."""
+    return Redactor.build(patterns, environ).text(text, "text")

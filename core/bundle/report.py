@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +21,7 @@ from pydantic import ValidationError
 
 from core.bundle.format import BundleError
 from core.bundle.opened import OpenedBundle
+from core.bundle.redact import Redactor
 from core.domain.evidence import TaskEvidencePacket
 from core.domain.records import AttemptRecord, FeedbackRecord, TaskRecord, ValidationRecord
 from core.evidence.render import render_packet
@@ -147,9 +149,20 @@ def _write_text(out: Path, html: str) -> None:
         raise
 
 
-async def _render_and_write(data: ReportData, out: Path) -> Path:
+def _redacted(dossier: TaskDossier, redactor: Redactor) -> TaskDossier:
+    """The page is a way out of the workspace like a bundle: the same secrets are masked in it."""
+    return TaskDossier.model_validate(redactor.value(dossier.model_dump(mode="json"), "report"))
+
+
+async def _render_and_write(data: ReportData, out: Path, redactor: Redactor) -> Path:
     def work() -> None:
-        _write_text(out, render_report(data))
+        html = render_report(data)
+        label = redactor.leftover(out.name, html)
+        if label is not None:
+            raise BundleError(
+                f"redaction {label} still matches in the report after masking; nothing was written"
+            )
+        _write_text(out, html)
 
     try:
         await asyncio.to_thread(work)
@@ -158,21 +171,44 @@ async def _render_and_write(data: ReportData, out: Path) -> Path:
     return out
 
 
-async def write_report(store: Store, task_id: str, out: Path) -> Path:
-    """Write the audit page for one workspace task (``task_id`` may be a unique prefix)."""
+async def write_report(
+    store: Store,
+    task_id: str,
+    out: Path,
+    *,
+    redact: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> Path:
+    """Write the audit page for one workspace task (``task_id`` may be a unique prefix), with secrets
+    masked as in an export (``redact`` and ``environ`` as for ``export_bundle``)."""
+    redactor = await asyncio.to_thread(Redactor.build, redact, environ)
     dossier = await load_dossier(store, task_id, with_events=False)  # the page lists no events
-    data = build_report_data(dossier, source=f"workspace {store.display_name}")
-    return await _render_and_write(data, Path(out))
+    data = build_report_data(_redacted(dossier, redactor), source=f"workspace {store.display_name}")
+    return await _render_and_write(data, Path(out), redactor)
 
 
-def report_data_from_bundle(opened: OpenedBundle, task_id: str) -> ReportData:
+def report_data_from_bundle(
+    opened: OpenedBundle, task_id: str, redactor: Redactor | None = None
+) -> ReportData:
+    dossier = opened.dossier(task_id)
     return build_report_data(
-        opened.dossier(task_id),
+        _redacted(dossier, redactor) if redactor is not None else dossier,
         source=f"case bundle {opened.path.name} ({opened.bundle_id[:12]})",
         verification=opened.report.failures + opened.load_problems,
     )
 
 
-async def write_report_from_bundle(opened: OpenedBundle, task_id: str, out: Path) -> Path:
-    """Report from a bundle without importing it; a failed verification is printed at the top."""
-    return await _render_and_write(report_data_from_bundle(opened, task_id), Path(out))
+async def write_report_from_bundle(
+    opened: OpenedBundle,
+    task_id: str,
+    out: Path,
+    *,
+    redact: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> Path:
+    """Report from a bundle without importing it; a failed verification is printed at the top.
+
+    Masked again: a bundle written by an older version, or by hand, may hold what ours would mask.
+    """
+    redactor = await asyncio.to_thread(Redactor.build, redact, environ)
+    return await _render_and_write(report_data_from_bundle(opened, task_id, redactor), Path(out), redactor)

@@ -10,25 +10,34 @@ import json
 import zipfile
 import zlib
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.bundle.consistency import check_snapshots
 from core.bundle.format import (
     FORMAT_NAME,
     FORMAT_VERSION,
     MANIFEST_NAME,
+    SIGNATURE_NAME,
     TASK_FILES,
     event_hash,
     events_entry,
     genesis_hash,
-    sha256_hex,
     task_entry,
 )
+from core.bundle.signing import SignatureCheck, check_signature
+from core.bundle.zipread import DEFAULT_LIMITS, ZipLimits, read_capped, unsafe_name
 
-__all__ = ["LoadedBundle", "VerificationReport", "load_bundle", "verify_bundle"]
+__all__ = ["LoadedBundle", "VerificationReport", "ZipLimits", "load_bundle", "verify_bundle"]
 
 MAX_FAILURES_PER_ENTRY = 20
+
+# Failures are listed by what they mean, so the real change comes first and its echoes after it:
+CONTENT = 0  # an entry's content or a snapshot differs from what was hashed, chained or signed
+STRUCTURE = 1  # entries or events added, removed, reordered; unsafe or oversized archive members
+ECHO = 2  # consequences of the above: sizes, counts and chain heads that no longer match
 
 
 @dataclass
@@ -38,19 +47,35 @@ class VerificationReport:
     entries_checked: int = 0
     events_checked: int = 0
     bundle_id: str | None = None
+    signature: SignatureCheck = field(default_factory=lambda: SignatureCheck("unsigned"))
+    _ranks: list[int] = field(default_factory=list, repr=False)
 
     @property
     def ok(self) -> bool:
         return not self.failures
 
+    def add(self, message: str, rank: int = STRUCTURE) -> None:
+        self.failures.append(message)
+        self._ranks.append(rank)
+
+    def finish(self) -> None:
+        """Order failures by rank (stable), the real content change first."""
+        ranks = self._ranks + [STRUCTURE] * (len(self.failures) - len(self._ranks))
+        order = sorted(range(len(self.failures)), key=lambda i: ranks[i])
+        self.failures = [self.failures[i] for i in order]
+        self._ranks = [ranks[i] for i in order]
+
     def summary(self) -> str:
+        signature = f"  signature: {self.signature.describe()}"
         if self.ok:
             return (
                 f"{self.path.name}: OK ({self.entries_checked} entries, {self.events_checked} events, "
-                f"bundle {self.bundle_id})"
+                f"bundle {self.bundle_id})\n{signature}"
             )
-        return f"{self.path.name}: FAILED ({len(self.failures)} problems)\n" + "\n".join(
-            f"  - {f}" for f in self.failures
+        return (
+            f"{self.path.name}: FAILED ({len(self.failures)} problems)\n"
+            + "\n".join(f"  - {f}" for f in self.failures)
+            + f"\n{signature}"
         )
 
 
@@ -63,91 +88,140 @@ class LoadedBundle:
     contents: dict[str, bytes]
 
 
-def _read_manifest(zf: zipfile.ZipFile, report: VerificationReport) -> dict[str, Any] | None:
-    try:
-        raw = zf.read(MANIFEST_NAME)
-    except KeyError:
-        report.failures.append(f"{MANIFEST_NAME}: missing; this is not an Evidence Desk case bundle")
+def _members(
+    zf: zipfile.ZipFile, report: VerificationReport, limits: ZipLimits
+) -> dict[str, zipfile.ZipInfo]:
+    """The archive's file entries by name; directory entries are packaging noise and are skipped."""
+    infos = zf.infolist()
+    if len(infos) > limits.max_entries:
+        report.add(f"{report.path.name}: holds {len(infos):,} entries, over the {limits.max_entries:,} limit")
+        return {}
+    members: dict[str, zipfile.ZipInfo] = {}
+    for info in infos:
+        why = unsafe_name(info.filename)
+        if why is not None:
+            report.add(f"{info.filename}: unsafe name, it {why} (zip-slip); refused")
+            continue
+        if info.is_dir() and info.file_size == 0:
+            continue
+        members[info.filename] = info  # the last of duplicates, as zipfile itself reads
+    for name, n in Counter(i.filename for i in infos).items():
+        if n > 1:
+            report.add(f"{name}: appears {n} times in the archive (entries were added after export)")
+    return members
+
+
+def _read_manifest(
+    zf: zipfile.ZipFile, members: dict[str, zipfile.ZipInfo], report: VerificationReport, limits: ZipLimits
+) -> tuple[dict[str, Any], bytes] | None:
+    info = members.get(MANIFEST_NAME)
+    if info is None:
+        report.add(f"{MANIFEST_NAME}: missing; this is not an Evidence Desk case bundle")
         return None
-    except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as exc:
-        report.failures.append(f"{MANIFEST_NAME}: cannot be read ({exc}); the archive is corrupt")
+    read = read_capped(zf, info, limits.max_manifest_bytes)
+    if read.data is None or read.sha256 is None:
+        report.add(f"{MANIFEST_NAME}: {read.problem}")
         return None
-    report.bundle_id = sha256_hex(raw)
+    raw = read.data
+    report.bundle_id = read.sha256
     try:
         manifest = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        report.failures.append(f"{MANIFEST_NAME}: not valid JSON ({exc})")
+        report.add(f"{MANIFEST_NAME}: not valid JSON ({exc})")
         return None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
-        report.failures.append(f"{MANIFEST_NAME}: not an Evidence Desk case bundle manifest")
+        report.add(f"{MANIFEST_NAME}: not an Evidence Desk case bundle manifest")
         return None
     version = manifest.get("format_version")
     if not isinstance(version, int) or version > FORMAT_VERSION:
-        report.failures.append(
+        report.add(
             f"{MANIFEST_NAME}: bundle format {version!r} is newer than this Evidence Desk reads "
             f"({FORMAT_VERSION}); upgrade to open it"
         )
         return None
     for key, kind in (("entries", dict), ("chains", dict), ("task_ids", list)):
         if not isinstance(manifest.get(key), kind):
-            report.failures.append(f"{MANIFEST_NAME}: '{key}' is missing or malformed")
+            report.add(f"{MANIFEST_NAME}: '{key}' is missing or malformed")
             return None
-    return manifest
+    return manifest, raw
+
+
+def _check_signature(
+    zf: zipfile.ZipFile,
+    members: dict[str, zipfile.ZipInfo],
+    manifest_bytes: bytes,
+    known: Collection[str],
+    report: VerificationReport,
+    limits: ZipLimits,
+) -> None:
+    info = members.get(SIGNATURE_NAME)
+    blob = None
+    if info is not None:
+        read = read_capped(zf, info, limits.max_signature_bytes)
+        if read.data is None:
+            report.add(f"{SIGNATURE_NAME}: {read.problem}", STRUCTURE)
+            report.signature = SignatureCheck("invalid", problem=read.problem)
+            return
+        blob = read.data
+    report.signature = check_signature(blob, manifest_bytes, known)
+    if report.signature.problem is not None:
+        # After the content failures: an edited entry is the news, the broken signature its echo.
+        report.add(f"{SIGNATURE_NAME}: signature {report.signature.problem}", STRUCTURE)
 
 
 def _check_entries(
-    zf: zipfile.ZipFile, manifest: dict[str, Any], report: VerificationReport
+    zf: zipfile.ZipFile,
+    members: dict[str, zipfile.ZipInfo],
+    manifest: dict[str, Any],
+    report: VerificationReport,
+    limits: ZipLimits,
 ) -> dict[str, bytes]:
-    names = zf.namelist()
-    for name, n in Counter(names).items():
-        if n > 1:
-            report.failures.append(
-                f"{name}: appears {n} times in the archive (entries were added after export)"
-            )
     listed: dict[str, Any] = manifest["entries"]
-    for name in names:
-        if name != MANIFEST_NAME and name not in listed:
-            report.failures.append(
-                f"{name}: in the archive but not listed in the manifest (added after export)"
-            )
+    for name in members:
+        if name not in (MANIFEST_NAME, SIGNATURE_NAME) and name not in listed:
+            report.add(f"{name}: in the archive but not listed in the manifest (added after export)")
+    declared = sum(i.file_size for n, i in members.items() if n in listed)
+    if declared > limits.max_total_bytes:
+        report.add(
+            f"{report.path.name}: entries declare {declared:,} bytes uncompressed in total, over the "
+            f"{limits.max_total_bytes:,}-byte limit; not inflated (a zip bomb or not a case bundle)"
+        )
+        return {}
     contents: dict[str, bytes] = {}
-    present = set(names)
     for name, meta in listed.items():
-        if name not in present:
-            report.failures.append(f"manifest lists {name} but the bundle lacks it (entry removed)")
+        info = members.get(name)
+        if info is None:
+            report.add(f"manifest lists {name} but the bundle lacks it (entry removed)")
             continue
-        try:
-            blob = zf.read(name)
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error) as exc:
-            report.failures.append(f"{name}: cannot be read ({exc}); the archive is corrupt or truncated")
+        if not isinstance(meta, dict):
+            report.add(f"{MANIFEST_NAME}: record for {name} is malformed")
+            continue
+        if meta.get("size") != info.file_size:
+            report.add(f"{name}: size {info.file_size} differs from the manifest's {meta.get('size')}", ECHO)
+        read = read_capped(zf, info, limits.max_entry_bytes)
+        if read.data is None:
+            report.add(f"{name}: {read.problem}")
             continue
         report.entries_checked += 1
-        contents[name] = blob
-        if not isinstance(meta, dict):
-            report.failures.append(f"{MANIFEST_NAME}: record for {name} is malformed")
-            continue
-        if meta.get("size") != len(blob):
-            report.failures.append(f"{name}: size {len(blob)} differs from the manifest's {meta.get('size')}")
-        if meta.get("sha256") != sha256_hex(blob):
-            report.failures.append(f"{name}: sha256 mismatch (content changed)")
+        contents[name] = read.data
+        if meta.get("sha256") != read.sha256:
+            report.add(f"{name}: sha256 mismatch (content changed)", CONTENT)
     for task_id in manifest["task_ids"]:
         for file in TASK_FILES:
             if task_entry(str(task_id), file) not in listed:
-                report.failures.append(
-                    f"manifest lists task {task_id} but has no {task_entry(str(task_id), file)}"
-                )
+                report.add(f"manifest lists task {task_id} but has no {task_entry(str(task_id), file)}")
     return contents
 
 
 def _check_chain(session_id: str, chain: Any, contents: dict[str, bytes], report: VerificationReport) -> None:
     entry = events_entry(session_id)
     if not isinstance(chain, dict) or chain.get("entry") != entry:
-        report.failures.append(f"{MANIFEST_NAME}: chain record for session {session_id} is malformed")
+        report.add(f"{MANIFEST_NAME}: chain record for session {session_id} is malformed")
         return
     blob = contents.get(entry)
     if blob is None:
         return  # already reported as missing or unreadable
-    problems: list[str] = []
+    problems: list[tuple[int, str]] = []
     prev = genesis_hash(session_id)
     expected_seq = chain.get("first_seq")
     count = 0
@@ -155,54 +229,64 @@ def _check_chain(session_id: str, chain: Any, contents: dict[str, bytes], report
     try:
         text = blob.decode("utf-8")
     except UnicodeDecodeError as exc:
-        report.failures.append(f"{entry}: not UTF-8 ({exc})")
+        report.add(f"{entry}: not UTF-8 ({exc})", CONTENT)
         return
     for lineno, line in enumerate(text.splitlines(), start=1):
         try:
             event = json.loads(line)
         except json.JSONDecodeError as exc:
-            problems.append(f"line {lineno} is not valid JSON ({exc.msg})")
+            problems.append((STRUCTURE, f"line {lineno} is not valid JSON ({exc.msg})"))
             continue
         if not isinstance(event, dict):
-            problems.append(f"line {lineno} is not an event object")
+            problems.append((STRUCTURE, f"line {lineno} is not an event object"))
             continue
         count += 1
         report.events_checked += 1
         seq = event.get("seq")
         where = f"event seq {seq}"
         if event.get("session_id") != session_id:
-            problems.append(f"{where} (line {lineno}) belongs to session {event.get('session_id')!r}")
+            problems.append(
+                (STRUCTURE, f"{where} (line {lineno}) belongs to session {event.get('session_id')!r}")
+            )
         if isinstance(seq, int) and isinstance(expected_seq, int):
             if seq > expected_seq:
                 gap = f"{expected_seq}" if seq == expected_seq + 1 else f"{expected_seq}-{seq - 1}"
-                problems.append(f"event seq {gap} missing before line {lineno} (deleted)")
+                problems.append((STRUCTURE, f"event seq {gap} missing before line {lineno} (deleted)"))
             elif seq < expected_seq:
-                problems.append(f"{where} at line {lineno} is out of order (reordered or duplicated)")
+                problems.append(
+                    (STRUCTURE, f"{where} at line {lineno} is out of order (reordered or duplicated)")
+                )
         else:
-            problems.append(f"line {lineno} has no valid seq")
+            problems.append((STRUCTURE, f"line {lineno} has no valid seq"))
         if event.get("prev_hash") != prev:
             problems.append(
-                f"{where} (line {lineno}): chain broken, prev_hash does not match the event before it "
-                "(deleted, inserted or reordered)"
+                (
+                    STRUCTURE,
+                    f"{where} (line {lineno}): chain broken, prev_hash does not match the event before it "
+                    "(deleted, inserted or reordered)",
+                )
             )
         recorded = event.get("hash")
         if recorded != event_hash(str(event.get("prev_hash")), event):
-            problems.append(f"{where} (line {lineno}): hash mismatch (event changed)")
+            problems.append((CONTENT, f"{where} (line {lineno}): hash mismatch (event changed)"))
         # Continue from the recorded hash so one changed event is reported once, not for every later line.
         prev = recorded if isinstance(recorded, str) else prev
         if isinstance(seq, int):
             expected_seq = seq + 1
             last_seq = seq
     if count != chain.get("events"):
-        problems.append(f"holds {count} events, the manifest says {chain.get('events')}")
+        problems.append((ECHO, f"holds {count} events, the manifest says {chain.get('events')}"))
     if prev != chain.get("head"):
-        problems.append("chain head does not match the manifest (events removed, added or changed)")
+        problems.append((ECHO, "chain head does not match the manifest (events removed, added or changed)"))
     if count and last_seq != chain.get("last_seq"):
-        problems.append(f"last event seq {last_seq} differs from the manifest's {chain.get('last_seq')}")
+        problems.append(
+            (ECHO, f"last event seq {last_seq} differs from the manifest's {chain.get('last_seq')}")
+        )
     shown = problems[:MAX_FAILURES_PER_ENTRY]
-    report.failures.extend(f"{entry}: {p}" for p in shown)
+    for rank, problem in shown:
+        report.add(f"{entry}: {problem}", rank)
     if len(problems) > len(shown):
-        report.failures.append(f"{entry}: ... and {len(problems) - len(shown)} more problems")
+        report.add(f"{entry}: ... and {len(problems) - len(shown)} more problems", ECHO)
 
 
 def _check_sessions_listed(
@@ -218,40 +302,52 @@ def _check_sessions_listed(
             sessions = json.loads(blob)
             ids = [s["id"] for s in sessions]
         except (ValueError, TypeError, KeyError) as exc:
-            report.failures.append(f"{entry}: malformed ({exc})")
+            report.add(f"{entry}: malformed ({exc})")
             continue
         for sid in ids:
             if sid not in chains:
-                report.failures.append(
-                    f"{entry} lists session {sid} but the manifest has no event chain for it"
-                )
+                report.add(f"{entry} lists session {sid} but the manifest has no event chain for it")
 
 
-def load_bundle(path: Path) -> LoadedBundle:
-    """Read and verify; blocking (zip inflation and hashing), so async callers use ``asyncio.to_thread``."""
+def load_bundle(
+    path: Path, *, known_keys: Collection[str] = (), limits: ZipLimits = DEFAULT_LIMITS
+) -> LoadedBundle:
+    """Read and verify; blocking (zip inflation and hashing), so async callers use ``asyncio.to_thread``.
+
+    ``known_keys`` are the signer fingerprints the reader trusts (its workspace's own and its
+    trusted list); an unknown signer is reported, not a failure: import decides what to do with it.
+    """
     path = Path(path)
     report = VerificationReport(path=path)
     if not path.is_file():
-        report.failures.append(f"{path}: no such file")
+        report.add(f"{path}: no such file")
         return LoadedBundle(report, None, {})
     try:
         zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as exc:
-        report.failures.append(
-            f"{path.name}: not a readable zip archive ({exc}); truncated or not a case bundle"
-        )
+    except (zipfile.BadZipFile, OSError, EOFError, zlib.error, ValueError) as exc:
+        report.add(f"{path.name}: not a readable zip archive ({exc}); truncated or not a case bundle")
         return LoadedBundle(report, None, {})
     with zf:
-        manifest = _read_manifest(zf, report)
-        if manifest is None:
+        members = _members(zf, report, limits)
+        read = _read_manifest(zf, members, report, limits) if members else None
+        if read is None:
+            if not members and not report.failures:
+                report.add(f"{MANIFEST_NAME}: missing; this is not an Evidence Desk case bundle")
+            report.finish()
             return LoadedBundle(report, None, {})
-        contents = _check_entries(zf, manifest, report)
+        manifest, manifest_bytes = read
+        _check_signature(zf, members, manifest_bytes, known_keys, report, limits)
+        contents = _check_entries(zf, members, manifest, report, limits)
     for session_id, chain in manifest["chains"].items():
         _check_chain(str(session_id), chain, contents, report)
     _check_sessions_listed(manifest, contents, report)
+    check_snapshots(manifest, contents, report)
+    report.finish()
     return LoadedBundle(report, manifest, contents)
 
 
-def verify_bundle(path: Path) -> VerificationReport:
-    """Check every hash and chain; blocking, so async callers use ``asyncio.to_thread``."""
-    return load_bundle(path).report
+def verify_bundle(
+    path: Path, *, known_keys: Collection[str] = (), limits: ZipLimits = DEFAULT_LIMITS
+) -> VerificationReport:
+    """Check every hash, chain, snapshot and the signature; blocking, so async callers use a thread."""
+    return load_bundle(path, known_keys=known_keys, limits=limits).report

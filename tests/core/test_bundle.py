@@ -209,7 +209,7 @@ async def test_round_trip_keeps_every_event_byte_for_byte(
     assert report.ok, report.failures
     assert report.events_checked == 8
 
-    imported = await import_bundle(other_store, bundle)
+    imported = await import_bundle(other_store, bundle, trust=True)
     assert imported.imported_task_ids == [task_id]
     assert imported.events == 8
 
@@ -248,8 +248,8 @@ async def test_importing_twice_does_not_duplicate(store: Store, other_store: Sto
     task_id = await make_case(store)
     bundle = tmp_path / "case.zip"
     await export_bundle(store, [task_id], bundle, environ={})
-    await import_bundle(other_store, bundle)
-    second = await import_bundle(other_store, bundle)
+    await import_bundle(other_store, bundle, trust=True)
+    second = await import_bundle(other_store, bundle, trust=True)
     assert second.imported_task_ids == [] and second.skipped_task_ids == [task_id]
     async with other_store.engine.connect() as conn:
         assert await conn.scalar(select(func.count()).select_from(TaskRow)) == 1
@@ -403,7 +403,7 @@ async def test_corrupt_or_truncated_bundles_are_refused_and_write_nothing(
         (tmp_path / "missing.zip", "no such file"),
     ):
         with pytest.raises(BundleError, match="refusing to import") as err:
-            await import_bundle(other_store, path)
+            await import_bundle(other_store, path, trust=True)
         assert expected in str(err.value)
         assert "Nothing was imported" in str(err.value)
     assert await _count_all(other_store) == (0, 0, 0)
@@ -420,7 +420,7 @@ async def test_a_failure_midway_rolls_everything_back(
             insert(SessionRow), [{"id": sid, "task_id": None, "kind": "main", "label": "", "next_seq": 1}]
         )
     with pytest.raises(BundleError, match="Nothing was imported"):
-        await import_bundle(other_store, bundle)
+        await import_bundle(other_store, bundle, trust=True)
     assert await _count_all(other_store) == (0, 1, 0)
     async with other_store.engine.connect() as conn:
         assert (
@@ -459,7 +459,7 @@ async def test_redaction_leaves_no_match_anywhere(store: Store, other_store: Sto
     assert [r["label"] for r in summary.redactions] == list(by_label)
 
     assert verify_bundle(bundle).ok
-    await import_bundle(other_store, bundle)
+    await import_bundle(other_store, bundle, trust=True)
     assert "[REDACTED]" in (await other_store.get_task(task_id)).text
 
 

@@ -1,0 +1,87 @@
+"""Reading bundle entries as untrusted input: sizes checked from the headers, inflation capped.
+
+A zip's central directory says how large each entry is before anything is inflated, so a bomb (a
+small file declaring or expanding to gigabytes) is refused from its header, and every entry is
+inflated in chunks, hashed as it is read, and cut off once it passes its declared size: memory stays
+bounded by the limits below whatever the archive claims. Names that could escape a folder on
+extraction (zip-slip) are refused, since people do unpack bundles by hand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import zipfile
+import zlib
+from dataclasses import dataclass
+
+__all__ = ["EntryRead", "MiB", "ZipLimits", "read_capped", "unsafe_name"]
+
+MiB = 1024 * 1024
+CHUNK = MiB
+
+
+@dataclass(frozen=True)
+class ZipLimits:
+    """Generous for real cases (a 50 MB evidence export is ordinary), far below what hurts a laptop."""
+
+    max_entry_bytes: int = 512 * MiB
+    max_total_bytes: int = 1024 * MiB
+    max_manifest_bytes: int = 64 * MiB
+    max_signature_bytes: int = 64 * 1024
+    max_entries: int = 200_000
+
+
+DEFAULT_LIMITS = ZipLimits()
+
+
+@dataclass
+class EntryRead:
+    data: bytes | None
+    sha256: str | None
+    problem: str | None = None
+
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def unsafe_name(name: str) -> str | None:
+    """Why ``name`` could land outside the folder it is extracted to, or ``None`` if it cannot."""
+    if "\\" in name:
+        return "contains a backslash"
+    if name.startswith("/") or _DRIVE.match(name):
+        return "is an absolute path"
+    if "\x00" in name:
+        return "contains a NUL byte"
+    if any(part == ".." for part in name.split("/")):
+        return "climbs out of the bundle with '..'"
+    return None
+
+
+def read_capped(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> EntryRead:
+    """Inflate one entry chunk by chunk, never past ``limit`` nor past the size its header declares."""
+    declared = info.file_size
+    if declared > limit:
+        return EntryRead(
+            None,
+            None,
+            f"declares {declared:,} bytes uncompressed, over the {limit:,}-byte limit for one entry; "
+            "not inflated (a zip bomb or not a case bundle)",
+        )
+    digest = hashlib.sha256()
+    buf = bytearray()
+    try:
+        with zf.open(info) as fh:
+            while True:
+                chunk = fh.read(min(CHUNK, declared + 1 - len(buf)))
+                if not chunk:
+                    break
+                buf += chunk
+                digest.update(chunk)
+                if len(buf) > declared:
+                    return EntryRead(
+                        None, None, f"inflates past the {declared:,} bytes its header declares; stopped"
+                    )
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error, NotImplementedError) as exc:
+        return EntryRead(None, None, f"cannot be read ({exc}); the archive is corrupt or truncated")
+    return EntryRead(bytes(buf), digest.hexdigest())
