@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from pydantic import ValidationError
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QMimeData, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QLabel,
@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.bundle.redact import redact_text
 from core.domain.facts import VerdictWarning, WarningCode
 from core.domain.records import ValidationRecord
 from core.domain.validation import Citation, CitationCheck, ValidationResult
@@ -63,6 +64,22 @@ def warning_line(warning: VerdictWarning) -> str:
             f" ({warning.count} of {warning.total})" if warning.total is not None else f" ({warning.count})"
         )
     return f"{title}: {warning.message}" if warning.message else title
+
+
+class RedactingTextEdit(QPlainTextEdit):
+    """A read-only text pane whose copies pass the workspace's redactor, like every export does.
+
+    A raw response can echo an API key or a token from a document; Ctrl+C and the context menu's
+    Copy both go through ``createMimeDataFromSelection``, so a secret cannot leave by the
+    clipboard when a bundle or report would have masked it.
+    """
+
+    def createMimeDataFromSelection(self) -> QMimeData:
+        """Implements ``QPlainTextEdit::createMimeDataFromSelection`` with redacted plain text."""
+        selected = self.textCursor().selectedText().replace("\u2029", "\n")  # Qt's paragraph separator
+        data = QMimeData()
+        data.setText(redact_text(selected))
+        return data
 
 
 def format_raw_response(raw: str) -> tuple[str, bool]:
@@ -160,7 +177,7 @@ class ValidatorView(QWidget):
         self.verdict_view.setOpenLinks(False)
         self.citations = CitationList(self)
         self.citations_label = QLabel("Citations", self)
-        self.raw_view = QPlainTextEdit(self)
+        self.raw_view = RedactingTextEdit(self)
         self.raw_view.setReadOnly(True)
         self.raw_view.setFont(monospace_font())
         self.raw_view.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)

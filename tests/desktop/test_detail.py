@@ -406,3 +406,20 @@ def test_json_highlighter_colours_tokens_not_their_insides(qtbot: QtBot) -> None
     assert colours('  "ok": true,') == {'"ok"': hl.KEY, "true": hl.LITERAL}
     quote = colours('      "quote": "the lisbon   office OPENED on 3 March 2019",')
     assert quote['"the lisbon   office OPENED on 3 March 2019"'] == hl.STRING and len(quote) == 2
+
+
+def test_copying_the_raw_response_passes_the_redactor(qtbot: QtBot) -> None:
+    """A key echoed in a validator's reply is masked on the clipboard, as in a bundle or report."""
+    from PySide6.QtWidgets import QApplication
+
+    from desktop.views.validator import ValidatorView
+
+    fake_key = "AKIA" + "Q" * 16
+    view = ValidatorView()
+    qtbot.addWidget(view)
+    view.raw_view.setPlainText(f'{{"status": "accepted", "note": "found {fake_key} in the log"}}')
+    view.raw_view.selectAll()
+    view.raw_view.copy()
+    copied = QApplication.clipboard().text()
+    assert "found" in copied and "in the log" in copied
+    assert fake_key not in copied
