@@ -459,3 +459,7 @@ def _print_dossier(data: dict[str, Any]) -> None:
         print("\n## Feedback history")
         for f in data["feedback"]:
             print(f"- {f['created_at']} {f['reviewer']}: {f['action']} {f['prompt'] or ''} {f['note'] or ''}")
+
+
+if __name__ == "__main__":  # `python -m core.cli`: the command line without the desk's entry point
+    raise SystemExit(main())
