@@ -16,10 +16,11 @@ from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from core.config import Settings, load_settings
+from core.config import Settings, load_settings, user_config_file
 from core.domain import FeedbackAction, TaskStatus
 from core.domain.records import TaskRecord
 from core.errors import ConfigurationError, EvidenceDeskError, RefusedAction, StoreError
+from core.inputs import load_toml_file, read_input_text
 from core.version import app_version
 
 EXIT_OK, EXIT_USAGE, EXIT_REFUSED, EXIT_INPUT = 0, 2, 3, 4
@@ -97,7 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     handler = _COMMANDS[args.command]
     try:
+        _check_config_file()
         settings = load_settings(db_url=args.db, script=args.script, corpus=args.corpus)
+        if settings.rules is not None:  # read on every validation later; refuse a bad one now
+            read_input_text(settings.rules, what="rules file")
         return asyncio.run(handler(args, settings))
     except RefusedAction as exc:
         print(f"evidence-desk: refused: {exc}", file=sys.stderr)
@@ -125,6 +129,13 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def _check_config_file() -> None:
+    """The settings file passes the input limits before pydantic-settings parses it."""
+    path = user_config_file()
+    if path.is_file():
+        load_toml_file(path, what="configuration file")
+
+
 # ---------------------------------------------------------------------- commands
 async def _with_workspace(
     settings: Settings, body: Callable[[Any], Awaitable[int]], *, recover: bool = True
@@ -146,7 +157,7 @@ async def _with_workspace(
 async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     from core.tasks.service import TaskService
 
-    schema = _read_json(Path(args.output_schema)) if args.output_schema else None
+    schema = _read_schema(Path(args.output_schema)) if args.output_schema else None
 
     async def body(ws: Any) -> int:
         service = TaskService(ws)
@@ -353,15 +364,15 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], Coroutine[Any, Any
 
 
 # ---------------------------------------------------------------------- output
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigurationError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigurationError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}") from None
+def _read_schema(path: Path) -> dict[str, Any]:
+    """The output schema, read and checked (refs included) before the workspace is even opened."""
+    from core.inputs import load_json_file
+    from core.tasks.service import check_output_schema
+
+    data = load_json_file(path, what="output schema")
     if not isinstance(data, dict):
-        raise ConfigurationError(f"{path}: a JSON schema must be an object")
+        raise ConfigurationError(f"output schema {path}: a JSON schema must be an object")
+    check_output_schema(data)
     return data
 
 

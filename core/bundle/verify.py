@@ -25,6 +25,7 @@ from core.bundle.format import (
     sha256_hex,
     task_entry,
 )
+from core.inputs import loads_json
 
 __all__ = ["LoadedBundle", "VerificationReport", "load_bundle", "verify_bundle"]
 
@@ -74,7 +75,7 @@ def _read_manifest(zf: zipfile.ZipFile, report: VerificationReport) -> dict[str,
         return None
     report.bundle_id = sha256_hex(raw)
     try:
-        manifest = json.loads(raw)
+        manifest = loads_json(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         report.failures.append(f"{MANIFEST_NAME}: not valid JSON ({exc})")
         return None
@@ -159,7 +160,7 @@ def _check_chain(session_id: str, chain: Any, contents: dict[str, bytes], report
         return
     for lineno, line in enumerate(text.splitlines(), start=1):
         try:
-            event = json.loads(line)
+            event = loads_json(line)
         except json.JSONDecodeError as exc:
             problems.append(f"line {lineno} is not valid JSON ({exc.msg})")
             continue
@@ -215,7 +216,7 @@ def _check_sessions_listed(
         if blob is None:
             continue
         try:
-            sessions = json.loads(blob)
+            sessions = loads_json(blob)
             ids = [s["id"] for s in sessions]
         except (ValueError, TypeError, KeyError) as exc:
             report.failures.append(f"{entry}: malformed ({exc})")
