@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
@@ -97,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     handler = _COMMANDS[args.command]
+    _log_in_one_line()
     try:
         _check_config_file()
         settings = load_settings(db_url=args.db, script=args.script, corpus=args.corpus)
@@ -122,11 +124,53 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug: still one line, with the way to get the details
         if os.environ.get("EVIDENCE_DESK_DEBUG"):
             raise
+        known = _environment_failure(exc, args.db)
+        if known is not None:
+            print(f"evidence-desk: {known}", file=sys.stderr)
+            return EXIT_INPUT
         print(
             f"evidence-desk: internal error: {type(exc).__name__}: {exc} (set EVIDENCE_DESK_DEBUG=1 for a traceback)",
             file=sys.stderr,
         )
         return 1
+
+
+def _environment_failure(exc: Exception, db: str | None) -> str | None:
+    """One line for a failure of the machine rather than of the program: a database or file error.
+
+    The store maps the errors it meets opening and writing; this catches any that escape on
+    other paths (the event writer's thread, a read), so SQL and its parameters never reach stderr.
+    """
+    if "sqlalchemy" in sys.modules:
+        from sqlalchemy.exc import DBAPIError
+
+        if isinstance(exc, DBAPIError):
+            from core.config import default_db_url
+            from core.store.engine import describe_db_error, normalise_url
+
+            return describe_db_error(exc, normalise_url(db) if db else default_db_url())
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f" {exc.filename}" if exc.filename else ""
+        return f"cannot use{where}: {exc.strerror}"
+    return None
+
+
+class _OneLineLog(logging.Formatter):
+    """Warnings reach the terminal as one line each: the message, never a traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        lines = record.getMessage().splitlines() or [""]
+        return f"evidence-desk: {record.levelname.lower()}: {lines[0]}"
+
+
+def _log_in_one_line() -> None:
+    root = logging.getLogger()
+    if root.handlers:  # someone (a test harness, an embedding program) already decided
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLineLog())
+    handler.setLevel(logging.WARNING)
+    root.addHandler(handler)
 
 
 def _check_config_file() -> None:
