@@ -176,7 +176,7 @@ def _log_in_one_line() -> None:
 def _check_config_file() -> None:
     """The settings file passes the input limits before pydantic-settings parses it."""
     path = user_config_file()
-    if path.is_file():
+    if path.exists() or path.is_symlink():  # absent is fine (defaults); a FIFO or folder is not
         load_toml_file(path, what="configuration file")
 
 

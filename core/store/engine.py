@@ -37,7 +37,13 @@ def normalise_url(url: str) -> str:
     if url.startswith(("sqlite://", "sqlite+pysqlite://")):
         return "sqlite+aiosqlite://" + url.split("://", 1)[1]
     if url.startswith(("postgresql://", "postgres://", "postgresql+psycopg2://")):
-        return "postgresql+asyncpg://" + url.split("://", 1)[1]
+        url = "postgresql+asyncpg://" + url.split("://", 1)[1]
+    try:
+        make_url(url)
+    except (ArgumentError, ValueError):  # ValueError: SQLAlchemy's own parse of, say, the port
+        raise StoreError(
+            "the database URL cannot be parsed; use a file path or postgresql://user@host:port/database"
+        ) from None
     return url
 
 
@@ -60,7 +66,7 @@ def display_name(url: str) -> str:
 def safe_url(url: str) -> str:
     try:
         return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
+    except (ArgumentError, ValueError):
         return "(an unparseable database URL)"
 
 
@@ -114,7 +120,7 @@ def is_environmental(exc: DBAPIError) -> bool:
 def safe_display_name(url: str) -> str:
     try:
         return display_name(url)
-    except ArgumentError:
+    except (ArgumentError, ValueError):
         return "(an unparseable database URL)"
 
 
@@ -165,6 +171,8 @@ def check_sqlite_file(path: Path) -> None:
     if not path.exists():
         _check_parents(path)
         return
+    if not path.is_file():  # opening a FIFO to read its header would wait for a writer forever
+        raise StoreError(f"{path} is not a regular file, so not a workspace database")
     try:
         with path.open("rb") as fh:
             header = fh.read(len(SQLITE_HEADER))
