@@ -10,17 +10,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from core.config import Settings, load_settings
+from core.config import Settings, load_settings, user_config_file
 from core.domain import FeedbackAction, TaskStatus
 from core.domain.labels import outcome_label
 from core.domain.records import TaskRecord
 from core.errors import ConfigurationError, EvidenceDeskError, RefusedAction, StoreError
+from core.inputs import load_toml_file, read_input_text
 from core.version import app_version
 
 EXIT_OK, EXIT_USAGE, EXIT_REFUSED, EXIT_INPUT = 0, 2, 3, 4
@@ -108,8 +110,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     handler = _COMMANDS[args.command]
+    _log_in_one_line()
     try:
+        _check_config_file()
         settings = load_settings(db_url=args.db, script=args.script, corpus=args.corpus)
+        if settings.rules is not None:  # read on every validation later; refuse a bad one now
+            read_input_text(settings.rules, what="rules file")
         return asyncio.run(handler(args, settings))
     except RefusedAction as exc:
         print(f"evidence-desk: refused: {exc}", file=sys.stderr)
@@ -130,12 +136,61 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug: still one line, with the way to get the details
         if os.environ.get("EVIDENCE_DESK_DEBUG"):
             raise
+        known = _environment_failure(exc, args.db)
+        if known is not None:
+            print(f"evidence-desk: {known}", file=sys.stderr)
+            return EXIT_INPUT
         detail = " ".join(str(exc).split())  # one line even for multi-line messages (pydantic's)
         print(
             f"evidence-desk: internal error: {type(exc).__name__}: {detail} (set EVIDENCE_DESK_DEBUG=1 for a traceback)",
             file=sys.stderr,
         )
         return 1
+
+
+def _environment_failure(exc: Exception, db: str | None) -> str | None:
+    """One line for a failure of the machine rather than of the program: a database or file error.
+
+    The store maps the errors it meets opening and writing; this catches any that escape on
+    other paths (the event writer's thread, a read), so SQL and its parameters never reach stderr.
+    """
+    if "sqlalchemy" in sys.modules:
+        from sqlalchemy.exc import DBAPIError
+
+        if isinstance(exc, DBAPIError):
+            from core.config import default_db_url
+            from core.store.engine import describe_db_error, normalise_url
+
+            return describe_db_error(exc, normalise_url(db) if db else default_db_url())
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f" {exc.filename}" if exc.filename else ""
+        return f"cannot use{where}: {exc.strerror}"
+    return None
+
+
+class _OneLineLog(logging.Formatter):
+    """Warnings reach the terminal as one line each: the message, never a traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        lines = record.getMessage().splitlines() or [""]
+        return f"evidence-desk: {record.levelname.lower()}: {lines[0]}"
+
+
+def _log_in_one_line() -> None:
+    root = logging.getLogger()
+    if root.handlers:  # someone (a test harness, an embedding program) already decided
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLineLog())
+    handler.setLevel(logging.WARNING)
+    root.addHandler(handler)
+
+
+def _check_config_file() -> None:
+    """The settings file passes the input limits before pydantic-settings parses it."""
+    path = user_config_file()
+    if path.exists() or path.is_symlink():  # absent is fine (defaults); a FIFO or folder is not
+        load_toml_file(path, what="configuration file")
 
 
 # ---------------------------------------------------------------------- commands
@@ -159,7 +214,7 @@ async def _with_workspace(
 async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     from core.tasks.service import TaskService
 
-    schema = _read_json(Path(args.output_schema)) if args.output_schema else None
+    schema = _read_schema(Path(args.output_schema)) if args.output_schema else None
 
     async def body(ws: Any) -> int:
         service = TaskService(ws)
@@ -388,15 +443,15 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], Coroutine[Any, Any
 
 
 # ---------------------------------------------------------------------- output
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigurationError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigurationError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}") from None
+def _read_schema(path: Path) -> dict[str, Any]:
+    """The output schema, read and checked (refs included) before the workspace is even opened."""
+    from core.inputs import load_json_file
+    from core.tasks.service import check_output_schema
+
+    data = load_json_file(path, what="output schema")
     if not isinstance(data, dict):
-        raise ConfigurationError(f"{path}: a JSON schema must be an object")
+        raise ConfigurationError(f"output schema {path}: a JSON schema must be an object")
+    check_output_schema(data)
     return data
 
 
@@ -496,3 +551,7 @@ def _print_dossier(data: dict[str, Any]) -> None:
         print("\n## Feedback history")
         for f in data["feedback"]:
             print(f"- {f['created_at']} {f['reviewer']}: {f['action']} {f['prompt'] or ''} {f['note'] or ''}")
+
+
+if __name__ == "__main__":  # `python -m core.cli`: the command line without the desk's entry point
+    raise SystemExit(main())

@@ -25,3 +25,7 @@ class RefusedAction(EvidenceDeskError):
 
 class VersionConflict(RefusedAction):
     """Someone else changed the task since it was read."""
+
+
+class InputError(ConfigurationError):
+    """A file the user handed over (script, schema, template, rules) is unusable as given."""

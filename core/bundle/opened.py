@@ -24,6 +24,7 @@ from core.domain.records import (
     TaskRecord,
     ValidationRecord,
 )
+from core.inputs import loads_json
 from core.tasks.dossier import TaskDossier
 
 __all__ = ["BundleTask", "OpenedBundle", "open_bundle", "parse_bundle"]
@@ -104,7 +105,7 @@ def _json(contents: dict[str, bytes], name: str, problems: list[str]) -> Any:
         problems.append(f"{name}: not available")
         return None
     try:
-        return json.loads(blob)
+        return loads_json(blob)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         problems.append(f"{name}: not valid JSON ({exc})")
         return None
@@ -135,7 +136,7 @@ def _events(
     events: list[EventRecord] = []
     for lineno, line in enumerate(blob.decode("utf-8", errors="replace").splitlines(), start=1):
         try:
-            raw = json.loads(line)
+            raw = loads_json(line)
             counter[0] += 1
             events.append(
                 EventRecord.model_validate({"id": counter[0], **{k: raw.get(k) for k in EVENT_FIELDS}})

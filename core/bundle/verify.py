@@ -29,6 +29,7 @@ from core.bundle.format import (
 )
 from core.bundle.signing import SignatureCheck, check_signature
 from core.bundle.zipread import DEFAULT_LIMITS, ZipLimits, read_capped, unsafe_name
+from core.inputs import loads_json
 
 __all__ = ["LoadedBundle", "VerificationReport", "ZipLimits", "load_bundle", "verify_bundle"]
 
@@ -125,7 +126,7 @@ def _read_manifest(
     raw = read.data
     report.bundle_id = read.sha256
     try:
-        manifest = json.loads(raw)
+        manifest = loads_json(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         report.add(f"{MANIFEST_NAME}: not valid JSON ({exc})")
         return None
@@ -233,7 +234,7 @@ def _check_chain(session_id: str, chain: Any, contents: dict[str, bytes], report
         return
     for lineno, line in enumerate(text.splitlines(), start=1):
         try:
-            event = json.loads(line)
+            event = loads_json(line)
         except json.JSONDecodeError as exc:
             problems.append((STRUCTURE, f"line {lineno} is not valid JSON ({exc.msg})"))
             continue
@@ -299,7 +300,7 @@ def _check_sessions_listed(
         if blob is None:
             continue
         try:
-            sessions = json.loads(blob)
+            sessions = loads_json(blob)
             ids = [s["id"] for s in sessions]
         except (ValueError, TypeError, KeyError) as exc:
             report.add(f"{entry}: malformed ({exc})")

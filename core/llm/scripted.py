@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from core.errors import ConfigurationError
+from core.inputs import load_json_file
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Sequence
@@ -125,15 +126,9 @@ def load_script(path: Path) -> Script:
             hit = _cache.get(resolved)
         if hit is not None and hit[0] == stat.st_mtime_ns and hit[1] == stat.st_size:
             return hit[2]
-        text = resolved.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigurationError(f"cannot read script {path}: {exc}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigurationError(
-            f"script {path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
-        ) from None
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read script {path}: {exc.strerror or exc}") from None
+    data = load_json_file(resolved, what="script")
     try:
         script = Script.model_validate(data)
     except ValidationError as exc:

@@ -31,6 +31,7 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from core.errors import ConfigurationError
+from core.inputs import check_depth
 from core.llm.errors import LLMError
 from core.llm.gateway import LLMGateway, TokenUsage
 
@@ -135,6 +136,21 @@ class _Problem:
         return self.stage, (f"{self.path}: {self.message}" if self.path else self.message)
 
 
+def _refuse_retrieval(uri: str) -> Any:
+    from referencing.exceptions import NoSuchResource
+
+    raise NoSuchResource(uri)
+
+
+def _offline_registry() -> Any:
+    """A registry that never fetches: jsonschema's default retrieves remote ``$ref`` URLs itself,
+    outside the fetch_url tool's switch and allow-list. Schemas must be self-contained (the
+    JSON Schema meta-schemas, bundled with jsonschema, are the only documents outside them)."""
+    from referencing import Registry
+
+    return Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
+
+
 def _schema_validator(schema: dict[str, Any]) -> Any:
     from jsonschema import validators
     from jsonschema.exceptions import SchemaError
@@ -144,12 +160,67 @@ def _schema_validator(schema: dict[str, Any]) -> Any:
         cls.check_schema(schema)
     except SchemaError as exc:
         raise ConfigurationError(f"invalid output JSON schema: {exc.message}") from None
-    return cls(schema)
+    except RecursionError:
+        raise ConfigurationError("invalid output JSON schema: nested too deeply") from None
+    return cls(schema, registry=_offline_registry())
 
 
 def validate_schema(schema: dict[str, Any]) -> None:
-    """``ConfigurationError`` naming the fault when ``schema`` is not a usable JSON schema."""
-    _schema_validator(schema)
+    """``ConfigurationError`` naming the fault when ``schema`` is not a usable JSON schema.
+
+    Every ``$ref`` is resolved here, before a task is stored: a remote one is refused (nothing
+    is ever fetched for a schema), a dangling one is named, and a schema whose references loop
+    without consuming any input (``{"$ref": "#"}``) is caught by a trial validation.
+    """
+    check_depth(schema, what="output JSON schema")
+    validator = _schema_validator(schema)
+    _check_refs(schema)
+    samples: tuple[Any, ...] = (None, {}, [], "", 0)
+    for sample in samples:
+        try:
+            next(iter(validator.iter_errors(sample)), None)
+        except RecursionError:
+            raise ConfigurationError(
+                "invalid output JSON schema: its $refs refer to each other in an endless loop"
+            ) from None
+        except Exception as exc:  # a referencing failure the walk above did not reach
+            raise ConfigurationError(f"invalid output JSON schema: {_ref_problem(exc)}") from None
+
+
+def _check_refs(schema: dict[str, Any]) -> None:
+    """Resolve every ``$ref`` the way validation will, walking subschemas with their base URIs."""
+    from jsonschema_specifications import REGISTRY as SPECIFICATIONS
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012, specification_with
+
+    dialect = schema.get("$schema")
+    spec = specification_with(dialect if isinstance(dialect, str) else "", default=DRAFT202012)
+    root = spec.create_resource(schema)
+    stack = [(SPECIFICATIONS.combine(_offline_registry()).resolver_with_root(root), root)]
+    while stack:
+        resolver, resource = stack.pop()
+        ref = resource.contents.get("$ref") if isinstance(resource.contents, dict) else None
+        if isinstance(ref, str):
+            try:
+                resolver.lookup(ref)
+            except Unresolvable as exc:
+                raise ConfigurationError(f"invalid output JSON schema: {_ref_problem(exc, ref)}") from None
+        stack.extend((resolver.in_subresource(sub), sub) for sub in resource.subresources())
+
+
+def _ref_problem(exc: BaseException, ref: str | None = None) -> str:
+    from referencing.exceptions import NoSuchResource, Unresolvable
+
+    cause = getattr(exc, "_wrapped", exc)
+    ref = ref or str(getattr(cause, "ref", "") or "") or "?"
+    if isinstance(cause, NoSuchResource) or "://" in ref.split("#", 1)[0]:
+        return (
+            f"$ref {ref!r} points outside the schema; remote references are never fetched, "
+            "so put the definition in the schema itself (under $defs)"
+        )
+    if isinstance(cause, Unresolvable):
+        return f"$ref {ref!r} cannot be resolved within the schema"
+    return f"{type(cause).__name__}: {cause}"[:300]
 
 
 def check_structured(
@@ -197,7 +268,16 @@ def _check(
         return None, _Problem("json-parse", "the JSON is nested too deeply")
     if isinstance(output, dict):
         check = validator if validator is not None else _schema_validator(output)
-        error = next(iter(sorted(check.iter_errors(data), key=lambda e: list(e.path))), None)
+        try:
+            error = next(iter(sorted(check.iter_errors(data), key=lambda e: list(e.path))), None)
+        except RecursionError:
+            return None, _Problem("schema-validate", "the JSON is nested too deeply for the schema")
+        except Exception as exc:  # a $ref the schema cannot resolve (schemas stored before it was checked)
+            from referencing.exceptions import Unresolvable
+
+            if not isinstance(exc, Unresolvable):
+                raise
+            return None, _Problem("schema-validate", f"the output schema is unusable: {_ref_problem(exc)}")
         if error is not None:
             where = "/".join(str(p) for p in error.path) or "(top level)"
             return None, _Problem("schema-validate", str(error.message)[:500], where)

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
+from core.errors import StoreError
 from core.store import engine as engines
 
 
@@ -58,25 +60,43 @@ class StoreBase:
 
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[AsyncSession]:
-        async with self._sessions() as session:
-            yield session
+        with self._database_errors():
+            async with self._sessions() as session:
+                yield session
 
     @asynccontextmanager
     async def _write(self) -> AsyncIterator[AsyncSession]:
         """One write transaction; on SQLite serialised by the narrow in-process lock."""
-        if self.is_sqlite:
-            async with self._write_lock, self._write_sessions() as session, session.begin():
-                yield session
-        else:
-            async with self._write_sessions() as session, session.begin():
-                yield session
+        with self._database_errors():
+            if self.is_sqlite:
+                async with self._write_lock, self._write_sessions() as session, session.begin():
+                    yield session
+            else:
+                async with self._write_sessions() as session, session.begin():
+                    yield session
 
     @asynccontextmanager
     async def _write_conn(self) -> AsyncIterator[AsyncConnection]:
         """A Core-level write transaction, for statements that need no ORM objects."""
-        if self.is_sqlite:
-            async with self._write_lock, self.write_engine.begin() as conn:
-                yield conn
-        else:
-            async with self.write_engine.begin() as conn:
-                yield conn
+        with self._database_errors():
+            if self.is_sqlite:
+                async with self._write_lock, self.write_engine.begin() as conn:
+                    yield conn
+            else:
+                async with self.write_engine.begin() as conn:
+                    yield conn
+
+    @contextmanager
+    def _database_errors(self) -> Iterator[None]:
+        """A damaged, read-only or unreachable database becomes one ``StoreError`` line.
+
+        SQLAlchemy's own message carries the statement and its bound parameters (task text, say),
+        which must never reach a person's terminal. Constraint violations and a busy database
+        pass through unchanged: callers handle those (the event log retries a busy write).
+        """
+        try:
+            yield
+        except DBAPIError as exc:
+            if not engines.is_environmental(exc):
+                raise
+            raise StoreError(engines.describe_db_error(exc, self.url)) from None

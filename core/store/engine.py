@@ -7,13 +7,14 @@ upgrade, unusable search index) are decided before any repository method can wri
 from __future__ import annotations
 
 import asyncio
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, DatabaseError
+from sqlalchemy.exc import ArgumentError, DatabaseError, DBAPIError, IntegrityError, ProgrammingError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from core.errors import StoreError
@@ -25,6 +26,9 @@ MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 SCHEMA_HEAD = "0002"
 # How long an SQLite writer waits for another process's write lock before "database is locked".
 DEFAULT_BUSY_TIMEOUT = 30.0
+# The PostgreSQL advisory lock every process takes while checking and migrating the schema
+# (an arbitrary 63-bit constant: "evidence-desk migrate").
+MIGRATION_LOCK_KEY = 0x45_44_5F_6D_69_67_72_61
 
 
 def normalise_url(url: str) -> str:
@@ -34,7 +38,13 @@ def normalise_url(url: str) -> str:
     if url.startswith(("sqlite://", "sqlite+pysqlite://")):
         return "sqlite+aiosqlite://" + url.split("://", 1)[1]
     if url.startswith(("postgresql://", "postgres://", "postgresql+psycopg2://")):
-        return "postgresql+asyncpg://" + url.split("://", 1)[1]
+        url = "postgresql+asyncpg://" + url.split("://", 1)[1]
+    try:
+        make_url(url)
+    except (ArgumentError, ValueError):  # ValueError: SQLAlchemy's own parse of, say, the port
+        raise StoreError(
+            "the database URL cannot be parsed; use a file path or postgresql://user@host:port/database"
+        ) from None
     return url
 
 
@@ -57,14 +67,102 @@ def display_name(url: str) -> str:
 def safe_url(url: str) -> str:
     try:
         return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
+    except (ArgumentError, ValueError):
         return "(an unparseable database URL)"
 
 
-def db_message(exc: Exception) -> str:
+def db_message(exc: BaseException) -> str:
     """The driver's own words (say, which constraint failed), without SQLAlchemy's SQL dump."""
     orig = getattr(exc, "orig", None)
-    return str(orig) if orig is not None else str(exc).splitlines()[0]
+    text = str(orig) if orig is not None else str(exc)
+    text = re.sub(r"^<class '[\w.]+'>: ", "", text.strip())
+    return (text.splitlines() or [type(exc).__name__])[0]
+
+
+# (sqlstate or words in the driver's message, what a person should be told) for the refusals
+# people meet: a file that is damaged or cannot be written, a server that will not let them in.
+_KNOWN_DB_ERRORS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (
+        ("malformed", "file is not a database", "file is encrypted"),
+        "is corrupt ({msg}); restore it from a backup",
+    ),
+    (("readonly", "read-only"), "is read-only ({msg}); nothing was written"),
+    (("unable to open database file",), "cannot be opened ({msg}): check the folder exists and is writable"),
+    (("locked", "busy"), "is busy: another process held its write lock too long ({msg})"),
+    (("disk i/o error", "database or disk is full"), "could not be written ({msg})"),
+    (("28000", "28P01", "password authentication failed", 'role "'), "refused the login ({msg})"),
+    (("3D000",), "does not exist on the server ({msg}); create it first"),
+)
+
+
+def describe_db_error(exc: BaseException, url: str) -> str:
+    """One line for any error the database or its driver raised: never SQL, never parameters."""
+    name = safe_display_name(url)
+    msg = db_message(exc)
+    state = str(getattr(getattr(getattr(exc, "orig", None), "__cause__", None), "sqlstate", "") or "")
+    if isinstance(exc, OSError) and getattr(exc, "orig", None) is None:
+        what = exc.strerror or str(exc) or type(exc).__name__
+        return f"cannot reach the database server of workspace {name}: {what}"
+    lowered = msg.lower()
+    for needles, told in _KNOWN_DB_ERRORS:
+        if state in needles or any(n.lower() in lowered for n in needles):
+            return f"workspace {name} " + told.format(msg=msg)
+    return f"cannot use workspace {name}: {msg}"
+
+
+def is_environmental(exc: DBAPIError) -> bool:
+    """Damage, permissions, space or connection: the database, not the request, is at fault."""
+    if isinstance(exc, (IntegrityError, ProgrammingError)):
+        return False  # a request the schema refuses, or a bug: the caller or a traceback explains
+    lowered = db_message(exc).lower()
+    return "locked" not in lowered and "busy" not in lowered
+
+
+def safe_display_name(url: str) -> str:
+    try:
+        return display_name(url)
+    except (ArgumentError, ValueError):
+        return "(an unparseable database URL)"
+
+
+# libpq's URL options (what psql and psycopg accept) that asyncpg takes under another name or shape.
+_PG_RENAMED = {"sslmode": "ssl", "connect_timeout": "timeout"}
+_PG_PASSED = {"ssl", "timeout", "target_session_attrs", "prepared_statement_cache_size"}
+_SSL_MODES = {"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}
+
+
+def asyncpg_options(url: str) -> tuple[str, dict[str, Any]]:
+    """Move libpq-style query options into asyncpg's connect arguments; refuse unknown ones.
+
+    ``?sslmode=disable`` is what people copy from other PostgreSQL tools; asyncpg spells it
+    ``ssl`` and fails with a ``TypeError`` at the first connection when handed the libpq name.
+    """
+    parsed = make_url(url)
+    connect: dict[str, Any] = {}
+    for key, value in parsed.query.items():
+        given = value[-1] if isinstance(value, tuple) else value
+        name = _PG_RENAMED.get(key, key)
+        if key == "application_name":
+            connect.setdefault("server_settings", {})["application_name"] = given
+        elif name not in _PG_PASSED:
+            raise StoreError(
+                f"the database URL option {key!r} is not supported; use sslmode, connect_timeout, "
+                "application_name or target_session_attrs"
+            )
+        elif name == "ssl" and given not in _SSL_MODES:
+            raise StoreError(f"sslmode {given!r} is not one of {', '.join(sorted(_SSL_MODES))}")
+        elif name == "timeout":
+            try:
+                connect["timeout"] = float(given)
+            except ValueError:
+                raise StoreError(f"connect_timeout {given!r} is not a number of seconds") from None
+        elif name == "prepared_statement_cache_size":
+            if not given.isdigit():
+                raise StoreError(f"prepared_statement_cache_size {given!r} is not a whole number")
+            connect[name] = int(given)
+        else:
+            connect[name] = given
+    return parsed.set(query={}).render_as_string(hide_password=False), connect
 
 
 def check_sqlite_file(path: Path) -> None:
@@ -72,7 +170,10 @@ def check_sqlite_file(path: Path) -> None:
     if path.is_dir():
         raise StoreError(f"{path} is a folder, not a workspace database")
     if not path.exists():
+        _check_parents(path)
         return
+    if not path.is_file():  # opening a FIFO to read its header would wait for a writer forever
+        raise StoreError(f"{path} is not a regular file, so not a workspace database")
     try:
         with path.open("rb") as fh:
             header = fh.read(len(SQLITE_HEADER))
@@ -82,6 +183,15 @@ def check_sqlite_file(path: Path) -> None:
         raise StoreError(
             f"{path} is not an Evidence Desk workspace (not an SQLite database); nothing was changed"
         )
+
+
+def _check_parents(path: Path) -> None:
+    """A new workspace's folders will be created; refuse at once if a file stands in the way."""
+    for parent in path.parents:
+        if parent.is_dir():
+            return
+        if parent.exists() or parent.is_symlink():
+            raise StoreError(f"cannot create workspace {path}: {parent} is not a folder")
 
 
 def _sqlite_listeners(sync_engine: Engine, *, immediate: bool, busy_timeout: float) -> None:
@@ -112,7 +222,10 @@ def make_engine(url: str, *, immediate: bool, busy_timeout: float = DEFAULT_BUSY
         engine = create_async_engine(url, connect_args={"timeout": busy_timeout})
         _sqlite_listeners(engine.sync_engine, immediate=immediate, busy_timeout=busy_timeout)
         return engine
-    engine = create_async_engine(url, pool_pre_ping=True)
+    connect: dict[str, Any] = {}
+    if url.startswith("postgresql+asyncpg"):
+        url, connect = asyncpg_options(url)
+    engine = create_async_engine(url, pool_pre_ping=True, connect_args=connect)
     install_nul_guard(engine)
     return engine
 
@@ -150,7 +263,24 @@ async def prepare(
     *,
     migrate: bool,
 ) -> bool:
-    """Check the database is ours and current (upgrading it if allowed); True if task search exists."""
+    """Check the database is ours and current (upgrading it if allowed); True if task search exists.
+
+    Every failure, down to the driver's, becomes one ``StoreError`` line without SQL in it.
+    """
+    try:
+        return await _prepare(engine, write_engine, write_lock, url, migrate=migrate)
+    except (DBAPIError, OSError) as exc:
+        raise StoreError(describe_db_error(exc, url)) from None
+
+
+async def _prepare(
+    engine: AsyncEngine,
+    write_engine: AsyncEngine,
+    write_lock: asyncio.Lock,
+    url: str,
+    *,
+    migrate: bool,
+) -> bool:
     await _migrate(engine, write_engine, write_lock, url, migrate)
     if engine.dialect.name != "sqlite":
         return False
@@ -176,6 +306,26 @@ async def _migrate(
 ) -> None:
     if await _at_head(engine):
         return  # the common case: no alembic import (about 0.45 s) on the desk's start-up path
+    if engine.dialect.name != "postgresql":
+        await _check_and_upgrade(engine, write_engine, write_lock, url, migrate)
+        return
+    # Many processes may open a new PostgreSQL workspace at once; without one lock around the
+    # check and the upgrade they race to create the same tables (pg_type unique violations) or
+    # take each other's half-made schema for a foreign database. SQLite needs none: BEGIN
+    # IMMEDIATE already serialises the upgrade transaction.
+    async with engine.connect() as lock_conn:
+        await lock_conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
+        await lock_conn.commit()
+        try:
+            await _check_and_upgrade(engine, write_engine, write_lock, url, migrate)
+        finally:
+            await lock_conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": MIGRATION_LOCK_KEY})
+            await lock_conn.commit()
+
+
+async def _check_and_upgrade(
+    engine: AsyncEngine, write_engine: AsyncEngine, write_lock: asyncio.Lock, url: str, migrate: bool
+) -> None:
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
@@ -209,10 +359,8 @@ async def _migrate(
             async with write_engine.connect() as conn:
                 await conn.exec_driver_sql("COMMIT")  # leave the listener's BEGIN
                 await conn.exec_driver_sql("PRAGMA journal_mode=WAL")
-    except DatabaseError as exc:
-        raise StoreError(f"cannot use workspace {name}: {db_message(exc)}") from None
-    except OSError as exc:
-        raise StoreError(f"cannot open workspace {name}: {exc}") from None
+    except (DBAPIError, OSError) as exc:
+        raise StoreError(describe_db_error(exc, url)) from None
 
 
 async def _at_head(engine: AsyncEngine) -> bool:

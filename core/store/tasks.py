@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sqlalchemy import select, update
@@ -13,6 +14,10 @@ from core.errors import StoreError, VersionConflict
 from core.store.base import new_id
 from core.store.eventlog import EventLog, NewEvent, PendingAppend, insert_events
 from core.store.models import AttemptRow, FeedbackRow, SessionRow, TaskRow, utcnow
+
+# Shortest id prefix accepted: short enough to type, long enough to rarely be ambiguous.
+MIN_PREFIX = 6
+_HEX_PREFIX = re.compile(r"[0-9a-f]+")
 
 
 class TaskRepository(EventLog):
@@ -66,13 +71,25 @@ class TaskRepository(EventLog):
             return TaskRecord.model_validate(row)
 
     async def _by_prefix(self, s: AsyncSession, prefix: str) -> TaskRow:
-        """Analysts type short ids; accept a unique prefix of at least 6 characters."""
-        if len(prefix) >= 6:
-            rows = (await s.scalars(select(TaskRow).where(TaskRow.id.startswith(prefix)).limit(2))).all()
-            if len(rows) == 1:
-                return rows[0]
-            if len(rows) > 1:
-                raise StoreError(f"task id prefix {prefix!r} is ambiguous")
+        """Analysts type short ids; accept a unique hex prefix of at least 6 characters.
+
+        The prefix is matched as a range of ids, never as a LIKE pattern: ``%`` or ``_`` typed (or
+        pasted) by mistake must not select some other task and close or abandon it.
+        """
+        prefix = prefix.lower()
+        if not _HEX_PREFIX.fullmatch(prefix):
+            raise StoreError(
+                f"no task with id {prefix!r}: not a task id prefix (ids are hexadecimal, 0-9 a-f)"
+            )
+        if len(prefix) < MIN_PREFIX:
+            raise StoreError(f"task id prefix {prefix!r} is too short: type at least {MIN_PREFIX} characters")
+        upper = prefix + "g"  # every id starting with ``prefix`` sorts below prefix + "g" (ids are hex)
+        found = select(TaskRow).where(TaskRow.id >= prefix, TaskRow.id < upper).limit(2)
+        rows = (await s.scalars(found)).all()
+        if len(rows) == 1:
+            return rows[0]
+        if len(rows) > 1:
+            raise StoreError(f"task id prefix {prefix!r} is ambiguous; type more of the id")
         raise StoreError(f"no task with id {prefix!r}")
 
     async def update_task(

@@ -7,15 +7,14 @@ leaves an attempt with partial evidence and spent tokens for a mistake a parser 
 
 from __future__ import annotations
 
-import json
-import tomllib
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from core.errors import ConfigurationError
+from core.errors import ConfigurationError, InputError
+from core.inputs import load_json_file, load_toml_file
 
 if TYPE_CHECKING:
     from core.config import Settings
@@ -213,17 +212,10 @@ def load_team_plan(path: Path) -> TeamPlan:
     if suffix not in (".toml", ".json"):
         raise PlanError(f"team template {path}: unsupported file type '{path.suffix}' (use .toml or .json)")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PlanError(f"cannot read team template {path}: {exc}") from None
-    try:
-        data: Any = tomllib.loads(text) if suffix == ".toml" else json.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise PlanError(f"team template {path} is not valid TOML: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise PlanError(
-            f"team template {path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
-        ) from None
+        load = load_toml_file if suffix == ".toml" else load_json_file
+        data: Any = load(path, what="team template")
+    except InputError as exc:
+        raise PlanError(str(exc)) from None
     return parse_team_plan(data, source=f"team template {path}")
 
 

@@ -1,4 +1,5 @@
-"""Fixtures for the adversarial suites: a scratch desk driven through the CLI, and an in-memory keyring.
+"""Fixtures for the adversarial suites: a scratch desk driven through the CLI, an in-memory keyring,
+and the bad-input suite's seeded workspaces with its subprocess cases run at once.
 
 The keyring is swapped for the whole test (and restored), the way the desk's own keyring test swaps
 in the ``fail`` backend: signing keys created here never reach the OS keyring of whoever runs them.
@@ -7,6 +8,8 @@ in the ``fail`` backend: signing keys created here never reach the OS keyring of
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import keyring
@@ -14,6 +17,8 @@ import pytest
 from keyring.backend import KeyringBackend
 
 from tests.integration.conftest import CORPUS, Desk
+from tests.reliability.cases import all_cases
+from tests.reliability.harness import Seeds, build_seeds, fingerprint, prepare, run_subprocess
 
 
 class MemoryKeyring(KeyringBackend):
@@ -54,3 +59,34 @@ def desk(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest
         (corpus / name).write_text(text, encoding="utf-8")
     monkeypatch.setenv("EVIDENCE_DESK_LLM_NUM_RETRIES", "0")
     return Desk(tmp_path, capsys, monkeypatch)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    code: int
+    stderr: str
+    before: dict[str, str]
+    after: dict[str, str]
+
+
+@pytest.fixture(scope="session")
+def seeds(tmp_path_factory: pytest.TempPathFactory) -> Seeds:
+    return build_seeds(tmp_path_factory.mktemp("seeds"))
+
+
+@pytest.fixture(scope="session")
+def subprocess_outcomes(seeds: Seeds, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
+    """Every subprocess case, run side by side: each is a separate program start, which is slow."""
+    cases = [c for c in all_cases() if c.subprocess]
+    root = tmp_path_factory.mktemp("subprocess-cases")
+
+    def one(case_index: int) -> tuple[str, Outcome]:
+        case = cases[case_index]
+        folder = root / f"case-{case_index}"
+        argv, env = prepare(case, folder, seeds)
+        before = fingerprint(folder)
+        code, stderr = run_subprocess(argv, env)
+        return case.id, Outcome(code, stderr, before, fingerprint(folder))
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        return dict(pool.map(one, range(len(cases))))
