@@ -7,6 +7,7 @@ clear warning banner; entries that cannot be parsed at all are listed in ``load_
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,12 +91,15 @@ class OpenedBundle:
 
     def banner(self) -> str:
         """One line the desk shows above a bundle's content."""
+        signed = self.report.signature.describe()
         if self.verified:
-            return f"Case bundle {self.path.name}: verified, read-only (bundle {self.bundle_id[:12]})"
+            return (
+                f"Case bundle {self.path.name}: verified, read-only (bundle {self.bundle_id[:12]}); {signed}"
+            )
         problems = self.report.failures + self.load_problems
         return (
             f"Case bundle {self.path.name} FAILED verification ({len(problems)} problems; first: "
-            f"{problems[0]}). Its content may have been altered: do not rely on it."
+            f"{problems[0]}). Its content may have been altered: do not rely on it. {signed.capitalize()}."
         )
 
 
@@ -186,9 +190,10 @@ def parse_bundle(loaded: LoadedBundle) -> OpenedBundle:
     )
 
 
-def open_bundle(path: Path) -> OpenedBundle:
+def open_bundle(path: Path, *, known_keys: Collection[str] = ()) -> OpenedBundle:
     """Load a bundle for read-only display; raises ``BundleError`` only if there is nothing to show.
 
-    Blocking (reads and hashes the whole file): async callers use ``asyncio.to_thread``.
+    ``known_keys`` are the signer fingerprints the reader trusts, so the banner can say whose
+    signature it is. Blocking (reads and hashes the whole file): async callers use a thread.
     """
-    return parse_bundle(load_bundle(Path(path)))
+    return parse_bundle(load_bundle(Path(path), known_keys=known_keys))

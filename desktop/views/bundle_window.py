@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.bundle import OpenedBundle, open_bundle
+from core.bundle.signing import known_fingerprints
 from core.tasks.dossier import TaskDossier
 from desktop.views.detail import TaskDetailView
 
@@ -74,6 +75,14 @@ class BundleWindow(QMainWindow):
         self.detail.set_dossier(dossier_from_bundle(self.opened, str(current.data(Qt.ItemDataRole.UserRole))))
 
 
-async def read_bundle(path: Path) -> OpenedBundle:
-    """Read and verify off the UI thread; the caller builds the window (never inside a coroutine)."""
-    return await asyncio.to_thread(open_bundle, path)
+async def read_bundle(path: Path, *, db_url: str | None = None) -> OpenedBundle:
+    """Read and verify off the UI thread; the caller builds the window (never inside a coroutine).
+
+    The workspace's own signing key and the trusted list are the known signers (keyring and file
+    reads, so in the same worker thread).
+    """
+
+    def load() -> OpenedBundle:
+        return open_bundle(path, known_keys=known_fingerprints(db_url))
+
+    return await asyncio.to_thread(load)

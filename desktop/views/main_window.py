@@ -551,7 +551,12 @@ class MainWindow(QMainWindow):
                 return True
             return False
 
-        self.ops.run(read_bundle(Path(path)), what="open case bundle", on_done=show, on_error=failed)
+        self.ops.run(
+            read_bundle(Path(path), db_url=self.workspace.settings.db_url),
+            what="open case bundle",
+            on_done=show,
+            on_error=failed,
+        )
 
     def _quit(self) -> None:
         self.close()

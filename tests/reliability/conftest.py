@@ -14,30 +14,11 @@ from pathlib import Path
 
 import keyring
 import pytest
-from keyring.backend import KeyringBackend
 
 from tests.integration.conftest import CORPUS, Desk
+from tests.keyrings import MemoryKeyring
 from tests.reliability.cases import all_cases
 from tests.reliability.harness import Seeds, build_seeds, fingerprint, prepare, run_subprocess
-
-
-class MemoryKeyring(KeyringBackend):
-    """A keyring that lives and dies with one test."""
-
-    priority = 1  # type: ignore[assignment]
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.items: dict[tuple[str, str], str] = {}
-
-    def get_password(self, service: str, username: str) -> str | None:
-        return self.items.get((service, username))
-
-    def set_password(self, service: str, username: str, password: str) -> None:
-        self.items[(service, username)] = password
-
-    def delete_password(self, service: str, username: str) -> None:
-        self.items.pop((service, username), None)
 
 
 @pytest.fixture(autouse=True)
