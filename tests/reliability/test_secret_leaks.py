@@ -13,7 +13,7 @@ import json
 import zipfile
 
 from tests.integration.conftest import Desk, verdict
-from tests.reliability.conftest import MemoryKeyring
+from tests.keyrings import MemoryKeyring
 
 SHAPED: dict[str, str] = {
     "AWS Access Key": "AKIA" + "Q7" * 8,
@@ -137,3 +137,25 @@ def test_redact_text_masks_a_copied_response(desk: Desk) -> None:
     text = "raw response: " + " ".join(SHAPED.values())
     masked = redact_text(text, environ={})
     assert _leaks(masked) == [] and masked.startswith("raw response: [REDACTED]")
+
+
+def test_credentials_never_reach_the_database(desk: Desk, memory_keyring: MemoryKeyring) -> None:
+    """API keys the program holds (environment, keyring) are used, never stored: not in events, not
+    even in full request snapshots, unless a model or a document writes them into the content."""
+    env_key = ("OPENAI_API_KEY", "sk-" + "Tt7" * 16)
+    ring_key = ("ANTHROPIC_API_KEY", "sk-ant-" + "Rr6" * 16)
+    desk.monkeypatch.setenv(*env_key)
+    memory_keyring.set_password("evidence-desk", *ring_key)
+    desk.env(debug_full_request_snapshots=True)
+    desk.script(
+        [
+            {"model": "agent", "turns": [{"content": "Tides come from the Moon's pull."}]},
+            {"model": "validator", "turns": [{"content": verdict("accepted", 0.9)}]},
+        ]
+    )
+    task = desk.cli_json("run", "What causes tides?")
+    assert task["status"] == "awaiting_feedback", task
+    stored = b"".join(p.read_bytes() for p in desk.db.parent.glob(desk.db.name + "*"))
+    assert b"Tides come from" in stored  # the scan reads what the run wrote
+    for _name, value in (env_key, ring_key):
+        assert value.encode() not in stored
