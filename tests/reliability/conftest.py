@@ -10,12 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 
 import keyring
 import pytest
 
-from tests.integration.conftest import CORPUS, Desk
+from tests.integration.conftest import desk  # noqa: F401  (the same scratch desk as the integration tests)
 from tests.keyrings import MemoryKeyring
 from tests.reliability.cases import all_cases
 from tests.reliability.harness import Seeds, build_seeds, fingerprint, prepare, run_subprocess
@@ -30,16 +29,6 @@ def memory_keyring() -> Iterator[MemoryKeyring]:
         yield ring
     finally:
         keyring.set_keyring(previous)
-
-
-@pytest.fixture
-def desk(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Desk:
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    for name, text in CORPUS.items():
-        (corpus / name).write_text(text, encoding="utf-8")
-    monkeypatch.setenv("EVIDENCE_DESK_LLM_NUM_RETRIES", "0")
-    return Desk(tmp_path, capsys, monkeypatch)
 
 
 @dataclass(frozen=True)
