@@ -7,7 +7,6 @@ from typing import Any
 from sqlalchemy import select, update
 
 from core.domain.records import AttemptRecord
-from core.errors import StoreError
 from core.store.base import StoreBase, new_id
 from core.store.models import AttemptRow, utcnow
 
@@ -20,9 +19,7 @@ class AttemptRepository(StoreBase):
             id=new_id(), task_id=task_id, index=index, trigger=trigger, prompt=prompt, state="running"
         )
         row.started_at = utcnow()
-        async with self._write() as s:
-            s.add(row)
-        return AttemptRecord.model_validate(row)
+        return await self._insert(row, AttemptRecord)
 
     async def update_attempt(self, attempt_id: str, **fields: Any) -> AttemptRecord:
         values = {k: (v.value if hasattr(v, "value") else v) for k, v in fields.items()}
@@ -31,15 +28,8 @@ class AttemptRepository(StoreBase):
         return await self.get_attempt(attempt_id)
 
     async def get_attempt(self, attempt_id: str) -> AttemptRecord:
-        async with self._read() as s:
-            row = await s.get(AttemptRow, attempt_id)
-            if row is None:
-                raise StoreError(f"no attempt with id {attempt_id!r}")
-            return AttemptRecord.model_validate(row)
+        return await self._get(AttemptRecord, AttemptRow, attempt_id, "attempt")
 
     async def list_attempts(self, task_id: str) -> list[AttemptRecord]:
-        async with self._read() as s:
-            rows = await s.scalars(
-                select(AttemptRow).where(AttemptRow.task_id == task_id).order_by(AttemptRow.index)
-            )
-            return [AttemptRecord.model_validate(r) for r in rows.all()]
+        q = select(AttemptRow).where(AttemptRow.task_id == task_id).order_by(AttemptRow.index)
+        return await self._select(AttemptRecord, q)

@@ -12,12 +12,17 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
+from typing import Any, TypeVar
 
+from pydantic import BaseModel
+from sqlalchemy import Select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
 from core.errors import StoreError
 from core.store import engine as engines
+
+R = TypeVar("R", bound=BaseModel)
 
 
 def new_id() -> str:
@@ -57,6 +62,24 @@ class StoreBase:
     def read_session(self) -> AbstractAsyncContextManager[AsyncSession]:
         """A read-only unit of work for the store's query modules (``queue_sql``)."""
         return self._read()
+
+    async def _insert(self, row: Any, record: type[R]) -> R:
+        """Add one new row in its own write transaction and return it as its record type."""
+        async with self._write() as s:
+            s.add(row)
+        return record.model_validate(row)
+
+    async def _get(self, record: type[R], row_type: type[Any], key: str, what: str) -> R:
+        """One row by primary key, or ``StoreError`` naming what was looked for."""
+        async with self._read() as s:
+            row = await s.get(row_type, key)
+            if row is None:
+                raise StoreError(f"no {what} with id {key!r}")
+            return record.model_validate(row)
+
+    async def _select(self, record: type[R], query: Select[Any]) -> list[R]:
+        async with self._read() as s:
+            return [record.model_validate(r) for r in (await s.scalars(query)).all()]
 
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[AsyncSession]:

@@ -326,8 +326,7 @@ class EventLog(StoreBase):
             .order_by(EventRow.seq)
         )
         await self.flush()
-        async with self._read() as s:
-            return [EventRecord.model_validate(r) for r in (await s.scalars(q)).all()]
+        return await self._select(EventRecord, q)
 
     async def get_session_events(
         self, session_id: str, *, kinds: Sequence[str] | None = None
@@ -336,16 +335,14 @@ class EventLog(StoreBase):
         if kinds:
             q = q.where(EventRow.kind.in_(list(kinds)))
         await self.flush()
-        async with self._read() as s:
-            return [EventRecord.model_validate(r) for r in (await s.scalars(q.order_by(EventRow.seq))).all()]
+        return await self._select(EventRecord, q.order_by(EventRow.seq))
 
     async def get_task_events(self, task_id: str, *, kinds: Sequence[str] | None = None) -> list[EventRecord]:
         q = select(EventRow).where(EventRow.task_id == task_id)
         if kinds:
             q = q.where(EventRow.kind.in_(list(kinds)))
         await self.flush()
-        async with self._read() as s:
-            return [EventRecord.model_validate(r) for r in (await s.scalars(q.order_by(EventRow.id))).all()]
+        return await self._select(EventRecord, q.order_by(EventRow.id))
 
     def _close_event_writer(self) -> None:
         if self._thread_conn is not None:

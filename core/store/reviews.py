@@ -41,14 +41,11 @@ class ReviewRepository(StoreBase):
             debug=debug,
         )
         row.created_at = utcnow()
-        async with self._write() as s:
-            s.add(row)
-        return ValidationRecord.model_validate(row)
+        return await self._insert(row, ValidationRecord)
 
     async def list_validations(self, task_id: str) -> list[ValidationRecord]:
         q = select(ValidationRow).where(ValidationRow.task_id == task_id).order_by(ValidationRow.created_at)
-        async with self._read() as s:
-            return [ValidationRecord.model_validate(r) for r in (await s.scalars(q)).all()]
+        return await self._select(ValidationRecord, q)
 
     async def add_feedback(
         self,
@@ -75,11 +72,8 @@ class ReviewRepository(StoreBase):
             to_status=to_status.value,
         )
         row.created_at = created_at or utcnow()
-        async with self._write() as s:
-            s.add(row)
-        return FeedbackRecord.model_validate(row)
+        return await self._insert(row, FeedbackRecord)
 
     async def list_feedback(self, task_id: str) -> list[FeedbackRecord]:
         q = select(FeedbackRow).where(FeedbackRow.task_id == task_id).order_by(FeedbackRow.created_at)
-        async with self._read() as s:
-            return [FeedbackRecord.model_validate(r) for r in (await s.scalars(q)).all()]
+        return await self._select(FeedbackRecord, q)

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from sqlalchemy import select, update
 
 from core.domain.records import RunRecord, SessionRecord
-from core.errors import StoreError
 from core.store.base import StoreBase, new_id
 from core.store.models import RunRow, SessionRow, utcnow
 
@@ -27,16 +26,11 @@ class SessionRepository(StoreBase):
             next_seq=1,
         )
         row.created_at = utcnow()
-        async with self._write() as s:
-            s.add(row)
-        return SessionRecord.model_validate(row)
+        return await self._insert(row, SessionRecord)
 
     async def list_sessions(self, task_id: str) -> list[SessionRecord]:
-        async with self._read() as s:
-            rows = await s.scalars(
-                select(SessionRow).where(SessionRow.task_id == task_id).order_by(SessionRow.created_at)
-            )
-            return [SessionRecord.model_validate(r) for r in rows.all()]
+        q = select(SessionRow).where(SessionRow.task_id == task_id).order_by(SessionRow.created_at)
+        return await self._select(SessionRecord, q)
 
     async def get_sessions(self, session_ids: Sequence[str]) -> list[SessionRecord]:
         """Sessions by id, in id order; unknown ids are left out.
@@ -47,8 +41,7 @@ class SessionRepository(StoreBase):
         if not session_ids:
             return []
         q = select(SessionRow).where(SessionRow.id.in_(list(session_ids))).order_by(SessionRow.id)
-        async with self._read() as s:
-            return [SessionRecord.model_validate(r) for r in (await s.scalars(q)).all()]
+        return await self._select(SessionRecord, q)
 
     async def create_run(
         self,
@@ -71,9 +64,7 @@ class SessionRepository(StoreBase):
             state="running",
         )
         row.started_at = utcnow()
-        async with self._write() as s:
-            s.add(row)
-        return RunRecord.model_validate(row)
+        return await self._insert(row, RunRecord)
 
     async def finish_run(self, run_id: str, *, finish_reason: str, output_text: str) -> None:
         async with self._write() as s:
@@ -89,11 +80,7 @@ class SessionRepository(StoreBase):
             )
 
     async def get_run(self, run_id: str) -> RunRecord:
-        async with self._read() as s:
-            row = await s.get(RunRow, run_id)
-            if row is None:
-                raise StoreError(f"no run with id {run_id!r}")
-            return RunRecord.model_validate(row)
+        return await self._get(RunRecord, RunRow, run_id, "run")
 
     async def list_runs(
         self, *, task_id: str | None = None, attempt_id: str | None = None
@@ -103,7 +90,4 @@ class SessionRepository(StoreBase):
             q = q.where(RunRow.task_id == task_id)
         if attempt_id is not None:
             q = q.where(RunRow.attempt_id == attempt_id)
-        async with self._read() as s:
-            return [
-                RunRecord.model_validate(r) for r in (await s.scalars(q.order_by(RunRow.started_at))).all()
-            ]
+        return await self._select(RunRecord, q.order_by(RunRow.started_at))

@@ -37,8 +37,7 @@ class TaskQueries(StoreBase):
         q = q.order_by(*queue_sql.order_by(self, sort))
         if limit is not None:
             q = q.limit(limit)
-        async with self._read() as s:
-            return [TaskRecord.model_validate(r) for r in (await s.scalars(q)).all()]
+        return await self._select(TaskRecord, q)
 
     async def count_tasks_by_status(self, *, text: str | None = None) -> dict[TaskStatus, int]:
         return await queue_sql.count_by_status(self, QueueFilter(text=text or ""))
