@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +14,17 @@ from typing import Any
 import pytest
 
 from core.cli import main as cli_main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def child_cli(*args: str, db: Path, root: Path, **env: str) -> tuple[list[str], dict[str, str]]:
+    """The argv and environment that run ``evidence-desk ARGS`` as a real child process (one that a
+    test can SIGKILL) on the workspace ``db`` with ``root``'s script and corpus."""
+    argv = [sys.executable, "-m", "core.cli", *args, "--db", str(db)]
+    argv += ["--script", str(root / "script.json"), "--corpus", str(root / "corpus")]
+    return argv, {**os.environ, "PYTHONPATH": str(ROOT), **env}
+
 
 CORPUS = {
     "tides.md": "# Tides\n\nTides are caused mainly by the Moon's gravity. Most coasts see two high tides a day.\n",
@@ -67,6 +80,10 @@ class Desk:
         code = cli_main([*args, *extra])
         out, err = self.capsys.readouterr()
         return code, out, err
+
+    def child(self, *args: str) -> tuple[list[str], dict[str, str]]:
+        """``child_cli`` for this desk's workspace."""
+        return child_cli(*args, db=self.db, root=self.root)
 
     def cli_json(self, *args: str) -> Any:
         code, out, err = self.cli(*args, "--json")

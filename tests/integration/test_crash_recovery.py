@@ -7,15 +7,11 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from tests.integration.conftest import Desk
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _wait_for(predicate: object, timeout: float = 60.0) -> None:
@@ -40,20 +36,7 @@ def test_sigkilled_run_is_recovered_with_evidence(desk: Desk) -> None:
             }
         ]
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [
-        sys.executable,
-        "-c",
-        "import sys; from core.cli import main; sys.exit(main(sys.argv[1:]))",
-        "run",
-        "What causes tides?",
-        "--db",
-        str(desk.db),
-        "--script",
-        str(desk.root / "script.json"),
-        "--corpus",
-        str(desk.root / "corpus"),
-    ]
+    cmd, env = desk.child("run", "What causes tides?")
 
     def tool_result_committed() -> bool:
         if not desk.db.exists():

@@ -6,17 +6,15 @@ the outcome they print for the interrupted attempt is the one recovery wrote, no
 
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
 import subprocess
-import sys
 
 import pytest
 
 from tests.core.test_report_dossier import report_facts
 from tests.integration.conftest import Desk, verdict
-from tests.integration.test_crash_recovery import ROOT, _wait_for
+from tests.integration.test_crash_recovery import _wait_for
 
 
 @pytest.mark.slow
@@ -27,20 +25,7 @@ def test_killed_during_validation_every_reader_shows_the_recorded_outcome(desk: 
             {"model": "validator", "turns": [{"content": verdict("accepted", 0.9), "delay_s": 120}]},
         ]
     )
-    cmd = [
-        sys.executable,
-        "-c",
-        "import sys; from core.cli import main; sys.exit(main(sys.argv[1:]))",
-        "run",
-        "What causes tides?",
-        "--db",
-        str(desk.db),
-        "--script",
-        str(desk.root / "script.json"),
-        "--corpus",
-        str(desk.root / "corpus"),
-    ]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd, env = desk.child("run", "What causes tides?")
     with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
         _kill_when_validating(desk, proc)
 

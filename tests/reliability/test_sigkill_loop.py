@@ -11,14 +11,12 @@ validating, and every attempt of the killed task has a final recorded state.
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
 import random
 import signal
 import sqlite3
 import subprocess
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,8 +24,8 @@ import pytest
 
 from core.cli import main as cli_main
 from core.domain.facts import AttemptState
+from tests.integration.conftest import child_cli
 
-ROOT = Path(__file__).resolve().parents[2]
 KILLS = 10
 PARALLEL = 3  # a start-up is mostly CPU (importing litellm); more than the cores only thrashes
 SEED = 1717
@@ -93,21 +91,13 @@ def _start(workspace: Path, target: int) -> Victim:
     corpus.mkdir(parents=True)
     (corpus / "tides.md").write_text("# Tides\n\nTides are caused mainly by the Moon's gravity.\n")
     (workspace / "script.json").write_text(json.dumps(SCRIPT), encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "EVIDENCE_DESK_LLM_NUM_RETRIES": "0"}
-    cmd = [
-        sys.executable,
-        "-c",
-        # core/cli.py has no __main__ guard, so `python -m core.cli` would import it and exit.
-        "import sys; from core.cli import main; sys.exit(main(sys.argv[1:]))",
+    cmd, env = child_cli(
         "run",
         "What causes tides?",
-        "--db",
-        str(workspace / "ws.sqlite3"),
-        "--script",
-        str(workspace / "script.json"),
-        "--corpus",
-        str(corpus),
-    ]
+        db=workspace / "ws.sqlite3",
+        root=workspace,
+        EVIDENCE_DESK_LLM_NUM_RETRIES="0",
+    )
     process = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return Victim(workspace, target, process)
 
@@ -133,7 +123,9 @@ def _kill_on_progress(workspaces: list[tuple[Path, int]]) -> list[Victim]:
             done.append(victim)
         if not running and not waiting:
             return done
-        time.sleep(POLL_WAIT_S)  # waiting on other processes' databases; no event loop here
+        if running:  # between polls, wait on a victim itself: its exit is noticed at once
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                running[0].process.wait(timeout=POLL_WAIT_S)
     for victim in running:
         victim.process.send_signal(signal.SIGKILL)
         victim.process.wait(timeout=60)
