@@ -10,13 +10,16 @@ import pytest
 
 from core.config import Settings
 from core.domain import TaskStatus, ValidationOutcome, ValidationStatus
+from core.domain.facts import AttemptState
 from core.errors import ConfigurationError, RefusedAction
+from core.tasks.dossier import load_dossier
 from core.tasks.policy import decide
 from core.tasks.recovery import recover_interrupted
 from core.tasks.service import TaskService
 from core.tasks.state_machine import Trigger
 from core.workspace import Workspace
 from tests.core.conftest import ScriptFactory
+from tests.core.test_attempt_facts import assert_recorded
 from tests.gates import GatedGateway
 
 
@@ -138,6 +141,10 @@ async def test_an_unexpected_error_never_leaves_the_task_running(
     events = [e for e in await ws.store.get_task_events(task.id) if e.kind == "task_status_changed"]
     assert "stopped on an error" in events[-1].payload["reason"]
     assert (await ws.store.list_attempts(task.id))[0].state == "failed"
+    d = await load_dossier(ws.store, task.id)  # the attempt's end is recorded with the task's move
+    assert_recorded(d)
+    [a] = d.attempts
+    assert (d.task.status, a.state, a.validation_outcome) == (TaskStatus.FAILED, AttemptState.FAILED, None)
     await ws.close()
 
 
