@@ -7,6 +7,7 @@ snapshot setting can never reduce what synthesis and validation see.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from core.domain.evidence import RunEvidence, ToolEvidence
@@ -89,8 +90,17 @@ def run_evidence_from_events(run_id: str, session_id: str, events: Sequence[Even
     warnings: list[str] = []
     interrupted = False  # recovery recorded that the process running it died
     finished = False
+    started_at = finished_at = None
+    llm_calls = prompt_tokens = completion_tokens = 0
     for ev in events:
-        if ev.kind == EventKind.TOOL_RESULT_RECORDED:
+        if ev.kind == EventKind.RUN_STARTED:
+            started_at = ev.created_at
+        elif ev.kind == EventKind.LLM_RESPONSE_RECEIVED:
+            llm_calls += 1
+            usage = ev.payload.get("usage") or {}
+            prompt_tokens += int(usage.get("prompt_tokens") or 0)
+            completion_tokens += int(usage.get("completion_tokens") or 0)
+        elif ev.kind == EventKind.TOOL_RESULT_RECORDED:
             p = ev.payload
             tool_results.append(
                 ToolEvidence(
@@ -106,6 +116,7 @@ def run_evidence_from_events(run_id: str, session_id: str, events: Sequence[Even
             )
         elif ev.kind == EventKind.RUN_FINISHED:
             finished = True
+            finished_at = ev.created_at
             finish_reason = str(ev.payload.get("finish_reason", ""))
             output_text = str(ev.payload.get("output_text") or "")
             warnings.extend(ev.payload.get("warnings") or [])
@@ -124,7 +135,17 @@ def run_evidence_from_events(run_id: str, session_id: str, events: Sequence[Even
         transcript=transcript_from_events(events),
         tool_results=tool_results,
         warnings=warnings,
+        duration_s=_seconds_between(started_at, finished_at),
+        llm_calls=llm_calls,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
     )
+
+
+def _seconds_between(start: datetime | None, end: datetime | None) -> float | None:
+    if start is None or end is None:
+        return None
+    return round(max((end - start).total_seconds(), 0.0), 3)
 
 
 async def build_run_evidence(store: Store, session_id: str, run_id: str) -> RunEvidence:

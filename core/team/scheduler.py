@@ -18,13 +18,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from core.agent.loop import AgentLoop, RunOutcome, RunProgress
-from core.domain.evidence import NodeRunResult, RunEvidence, TaskEvidencePacket, TeamRunResult
+from core.domain.evidence import NodeRunResult, RunEvidence, TeamRunResult
 from core.domain.facts import EventKind, FinishReason, NodeStatus
 from core.evidence.builder import build_run_evidence
-from core.evidence.render import render_packet, render_run
+from core.evidence.render import next_evidence_number, render_run
 from core.evidence.wrapping import EXTERNAL_CONTENT_WARNING, neutralise
 from core.runtime import RunContext
+from core.team.packet import earlier_packets
 from core.team.plan import TeamNode, TeamPlan
+from core.team.synthesis import SYNTHESIS_INSTRUCTIONS, build_synthesis_message
 
 __all__ = [
     "NODE_SYSTEM_TEMPLATE",
@@ -41,13 +43,6 @@ NODE_SYSTEM_TEMPLATE = """\
 You are node '{node_id}' of a team working on one task. Do your part only; other nodes handle the \
 rest and a final writer combines everyone's evidence. Answer with what you found, and say plainly \
 what you could not confirm."""
-
-SYNTHESIS_INSTRUCTIONS = """\
-Write the final answer to the task above from the team evidence.
-- Treat the team evidence as the source of truth: it is everything the team found.
-- Do not repeat tool calls the team already made, whether they succeeded or failed.
-- Answer with what is available, even if some nodes failed or ran out of budget.
-- State clearly what is missing or uncertain, and which nodes failed or were incomplete."""
 
 
 def node_status(outcome: RunOutcome) -> NodeStatus:
@@ -86,33 +81,6 @@ def build_node_messages(
             f"{EXTERNAL_CONTENT_WARNING}\n\n{sections}"
         )
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
-
-
-def team_packet(team: TeamRunResult, *, task_id: str, attempt_index: int) -> TaskEvidencePacket:
-    return TaskEvidencePacket(
-        task_id=task_id,
-        attempt_index=attempt_index,
-        team_runs=team.run_evidence,
-        team_node_results=list(team.node_results),
-    )
-
-
-def build_synthesis_message(
-    *, task_text: str, team: TeamRunResult, task_id: str, attempt_index: int
-) -> dict[str, Any]:
-    """Rendered through ``render_packet`` so synthesis sees the same ids the validator will see."""
-    evidence = render_packet(
-        team_packet(team, task_id=task_id, attempt_index=attempt_index), include_final_output=False
-    ).text
-    warnings = "".join(
-        f"\nTeam warning: {json.dumps(neutralise(w), ensure_ascii=False)}" for w in team.warnings
-    )
-    content = (
-        f"Task:\n{task_text.strip()}\n\n"
-        f"Team evidence (plan '{neutralise(team.plan_id)}', mode {team.mode}):{warnings}\n{evidence}\n"
-        f"{SYNTHESIS_INSTRUCTIONS}"
-    )
-    return {"role": "user", "content": content}
 
 
 class TeamScheduler:
@@ -286,8 +254,15 @@ class TeamScheduler:
             attempt_index = await self._attempt_index(task_id, attempt_id)
         budget = plan.synthesis_max_tool_iterations
         loop = AgentLoop(self.ctx, on_progress=self.on_progress)
+        # Ids continue after the task's earlier attempts, as in the packet this attempt will
+        # record (core.team.packet), so the synthesis and the validator name each item alike.
+        start = next_evidence_number(await earlier_packets(self.store, task_id, attempt_index))
         message = build_synthesis_message(
-            task_text=task_text, team=team, task_id=task_id, attempt_index=attempt_index
+            task_text=task_text,
+            team=team,
+            task_id=task_id,
+            attempt_index=attempt_index,
+            evidence_id_start=start,
         )
         return await loop.run(
             session_id=session_id,

@@ -75,7 +75,8 @@ async def judge_chunked(
             chunk_count=999,
             evidence_text=render_items([], include_warning=True),
             **chunk_common,
-        )
+        ),
+        rubric=False,
     )
     fixed = await asyncio.to_thread(ctx.gateway.token_count, model, probe)
     chunk_tokens = budget - fixed
@@ -114,7 +115,8 @@ async def judge_chunked(
                 chunk_count=len(chunks),
                 evidence_text=render_items(chunk),
                 **chunk_common,
-            )
+            ),
+            rubric=False,
         )
         prompts.append(f"=== chunk {index} of {len(chunks)} ===\n{prompt_text(messages)}")
         outcome = await ctx.ask(messages, ChunkFindings, emit(f"chunk-{index}"))

@@ -37,8 +37,8 @@ def error_result(message: str, raw: str = "") -> ValidationResult:
     )
 
 
-def validator_messages(user: str) -> list[dict[str, Any]]:
-    return [{"role": "system", "content": system_prompt()}, {"role": "user", "content": user}]
+def validator_messages(user: str, *, rubric: bool = True) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": system_prompt(rubric=rubric)}, {"role": "user", "content": user}]
 
 
 def prompt_text(messages: list[dict[str, Any]]) -> str:

@@ -1,8 +1,10 @@
 """Rendering of the validator prompts from the templates under ``resources/prompts``.
 
-Order follows long-context practice: the task, the rules and the rubric first, the evidence in the
-middle, the recent conversation and the answer last, then a short restatement of the rubric. The
-evidence text arrives already rendered (and fenced) by ``core.evidence``; nothing here cuts it.
+Order follows seed 004 (critical context at the start and the end): the rubric in the system
+message; then the task, the analyst rules, the evidence, the recent conversation, the execution
+metadata, the previous feedback, the answer under review, and the output contract with a short
+restatement of the rubric. The evidence text arrives already rendered (and fenced) by
+``core.evidence``; nothing here cuts it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 from core.evidence.wrapping import neutralise, wrap_external
 from core.resources import prompts_dir
+from core.team.synthesis import synthesis_without_evidence
 
 __all__ = [
     "HISTORY_MESSAGES",
@@ -44,8 +47,10 @@ def render_template(name: str, **values: Any) -> str:
     return str(_environment().get_template(name).render(**values))
 
 
-def system_prompt() -> str:
-    return render_template("validation_system.md.j2").strip()
+def system_prompt(*, rubric: bool = True) -> str:
+    """The role, and (seed 004) the evaluation rubric: instructions belong to the system message,
+    ahead of the material under judgement. Chunk reviews decide no verdict, so they go without it."""
+    return render_template("validation_system.md.j2", rubric=rubric).strip()
 
 
 def _message_line(message: dict[str, Any]) -> str:
@@ -69,23 +74,29 @@ def format_history(
     evidence_ids: dict[str, str] | None = None,
     *,
     pointers_only: bool = False,
+    evidence_texts: dict[str, str] | None = None,
 ) -> tuple[str, int]:
     """The last ``HISTORY_MESSAGES`` messages, fenced as external content (they quote tool output).
 
-    A tool result that is already an evidence item is shown as a pointer to its id: the history
-    is for the trajectory, and repeating every result would double the prompt (and push large
-    evidence into chunking at half the real capacity). ``pointers_only`` does the same for every
-    tool result, for prompts whose budget has no room for them (the chunked verdict).
+    The history never repeats what the evidence section already shows: the history is for the
+    trajectory, and repeating evidence would double the prompt (and push large evidence into
+    chunking at half the real capacity). So a tool result that is an evidence item (``evidence_ids``,
+    by tool-call id), an answer whose text is an evidence item (``evidence_texts``, text to id: an
+    earlier attempt's answer), and the team evidence inside a synthesis request are shown as
+    pointers. ``pointers_only`` does the same for every tool result, for prompts whose budget has
+    no room for them (the chunked verdict).
     """
     recent = history[-HISTORY_MESSAGES:]
     if not recent:
         return "", 0
     ids = evidence_ids or {}
+    texts = evidence_texts or {}
     lines = []
     for m in recent:
+        content = m.get("content")
+        size = len(content) if isinstance(content, str) else len(str(content or ""))
         if m.get("role") == "tool":
             eid = ids.get(str(m.get("tool_call_id")))
-            size = len(str(m.get("content") or ""))
             if eid is not None:
                 m = {
                     **m,
@@ -93,6 +104,17 @@ def format_history(
                 }
             elif pointers_only:
                 m = {**m, "content": f"[tool result of {size} characters, not repeated here]"}
+        elif isinstance(content, str) and m.get("role") == "assistant" and content in texts:
+            m = {
+                **m,
+                "content": f"[answer recorded as evidence {texts[content]}, {size} characters: see the evidence]",
+            }
+        elif isinstance(content, str) and m.get("role") == "user":
+            stripped = synthesis_without_evidence(
+                content, "[shown in the evidence section under the same ids; not repeated here]"
+            )
+            if stripped is not None:
+                m = {**m, "content": stripped}
         lines.append(_message_line(m))
     return wrap_external("\n\n".join(lines), label="conversation-history"), len(recent)
 

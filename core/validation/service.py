@@ -42,6 +42,7 @@ from core.llm.structured import SchemaFailure, StructuredOutcome, complete_struc
 from core.runtime import RunContext
 from core.validation.chunked import judge_chunked
 from core.validation.citations import check_citations, normalise_id
+from core.validation.context import execution_metadata, previous_feedback
 from core.validation.judgement import (
     Judgement,
     error_result,
@@ -182,7 +183,7 @@ class ValidationService:
             try:
                 async with asyncio.timeout_at(deadline):
                     judgement = await self._judge(
-                        packet,
+                        packets,
                         rendered,
                         task_text=task_text,
                         history=history,
@@ -268,7 +269,7 @@ class ValidationService:
     # ------------------------------------------------------------------ judging
     async def _judge(
         self,
-        packet: TaskEvidencePacket,
+        packets: list[TaskEvidencePacket],
         rendered: RenderedEvidence,
         *,
         task_text: str,
@@ -280,6 +281,7 @@ class ValidationService:
     ) -> Judgement:
         settings = self.settings
         model = settings.validator_model
+        packet = packets[-1]
         rules_text = ""
         if settings.rules is not None:
             try:
@@ -293,13 +295,23 @@ class ValidationService:
             for i in rendered.items
             if i.tool_call_id and i.session_id == session_id
         }
-        history_text, history_count = format_history(history, evidence_ids)
+        # An earlier attempt's answer (or a node's output) that reappears in the history is a pointer.
+        answers = {
+            i.content: i.evidence_id
+            for i in rendered.items
+            if i.kind in ("final_output", "run_output", "node_output") and i.content.strip()
+        }
+        history_text, history_count = format_history(history, evidence_ids, evidence_texts=answers)
         common = {
             "task_text": task_text.strip(),
             "rules_text": rules_text,
             "history_text": history_text,
-            "history_pointers_text": format_history(history, evidence_ids, pointers_only=True)[0],
+            "history_pointers_text": format_history(
+                history, evidence_ids, pointers_only=True, evidence_texts=answers
+            )[0],
             "history_count": history_count,
+            "metadata_text": execution_metadata(packets),
+            "feedback_text": await self._previous_feedback(task_id, attempt_index),
             "final_answer": wrap_answer(packet.final_output),
             "attempt_index": attempt_index,
         }
@@ -337,6 +349,15 @@ class ValidationService:
             emit=emit,
             warnings=warnings,
             answer_chars=answer_chars,
+        )
+
+    async def _previous_feedback(self, task_id: str, attempt_index: int) -> str:
+        attempts = {a.id: a.index for a in await self.store.list_attempts(task_id)}
+        return previous_feedback(
+            await self.store.list_validations(task_id),
+            await self.store.list_feedback(task_id),
+            attempt_index=attempt_index,
+            attempt_ids=attempts,
         )
 
     async def ask(

@@ -140,23 +140,30 @@ async def test_prompt_order_rules_history_and_wrapping(
         store, settings, packet(["EVIDENCE-MARKER"]), history=history
     )
     sent = gateway.user_texts()[0]
+    # Seed 004's order: task, rules, evidence, history, execution metadata, previous feedback,
+    # the answer, the output contract; the rubric is in the system message ahead of all of it.
     order = [
         "## Task",
         "RULE-MARKER",
-        "## Rubric",
         "EVIDENCE-MARKER",
         '<EXTERNAL-CONTENT label="conversation-history">',
         "msg-39|",
+        "## Execution metadata",
+        "## Previous feedback",
         '<EXTERNAL-CONTENT label="final-answer">',
         "The answer is 42.",
+        "## Output",
         "Reminder:",
     ]
     positions = [sent.index(marker) for marker in order]
     assert positions == sorted(positions)
     assert "msg-09|" not in sent and "msg-10|" in sent
-    for phrase in ("insufficient_evidence", "Never infer fabrication", "give up early", "verbatim quote"):
-        assert phrase in sent
-    assert gateway.sent[0][0]["role"] == "system" and "only one JSON object" in gateway.sent[0][0]["content"]
+    assert "(none: this is the first verdict for this task)" in sent
+    system = gateway.sent[0][0]
+    assert system["role"] == "system" and "only one JSON object" in system["content"]
+    for phrase in ("## Rubric", "Never infer fabrication", "give up early"):
+        assert phrase in system["content"] and phrase not in sent
+    assert "insufficient_evidence" in sent
     assert report.prompt.endswith(sent)
 
 

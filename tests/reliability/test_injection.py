@@ -243,7 +243,7 @@ async def test_validator_prompt_keeps_only_the_real_fences(name: str, store: Sto
     assert labels[2].startswith("tool-result:fetch")
     assert labels[3:] == ["conversation-history", "final-answer"]
     # The task is inside its fence, not loose in the "## Task" section.
-    task_section = prompt[prompt.index("## Task") : prompt.index("## Rubric")]
+    task_section = prompt[prompt.index("## Task") : prompt.index("## Evidence gathered")]
     assert task_section.count('<EXTERNAL-CONTENT label="task">') == 1
     assert neutralise(f"Find the fact. {payload}".strip()) in task_section
 
@@ -265,6 +265,8 @@ def test_chunk_and_verdict_prompts_fence_the_task(template: str) -> None:
         "findings_text": "",
         "history_text": history,
         "history_count": count,
+        "metadata_text": "Attempt 1 (the attempt under review):",
+        "feedback_text": "",
     }
     labels = fence_labels(render_template(template, **values))
     expected = ["task", "final-answer"]
