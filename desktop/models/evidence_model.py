@@ -17,10 +17,10 @@ from PySide6.QtCore import QAbstractItemModel, QModelIndex, QObject, QPersistent
 from PySide6.QtGui import QColor, QFont
 
 from core.domain.evidence import NodeRunResult, RunEvidence, TaskEvidencePacket
-from core.evidence.render import EvidenceItem, render_packet
+from core.evidence.render import EvidenceItem, render_packet, render_task
 from core.validation.citations import normalise_id
 
-__all__ = ["EvidenceNode", "EvidenceTreeModel", "build_evidence_tree"]
+__all__ = ["EvidenceNode", "EvidenceTreeModel", "build_evidence_tree", "build_task_evidence_tree"]
 
 _FAILED = frozenset({"failed", "cancelled", "budget_exhausted"})
 _ids = itertools.count(1)
@@ -31,12 +31,13 @@ AnyIndex = QModelIndex | QPersistentModelIndex
 @dataclass(eq=False)
 class EvidenceNode:
     label: str
-    kind: str  # group | run | node | transcript | message | tool_result | run_output | node_output | final_output
+    kind: str  # attempt | group | run | node | transcript | message | tool_result | run_output | node_output | final_output
     evidence_id: str = ""
     detail: str = ""
     content: str | None = None
     tooltip: str = ""
     is_error: bool = False
+    is_new: bool = False  # gathered by the attempt under review (the others came from earlier ones)
     parent: EvidenceNode | None = None
     children: list[EvidenceNode] = field(default_factory=list)
     uid: int = field(default_factory=lambda: next(_ids))
@@ -160,7 +161,63 @@ def build_evidence_tree(packet: TaskEvidencePacket | None) -> EvidenceNode:
     root = EvidenceNode(label="", kind="root")
     if packet is None:
         return root
-    items = render_packet(packet, include_final_output=False).items
+    _fill_packet(root, packet, render_packet(packet, include_final_output=False).items, final_item=None)
+    return root
+
+
+def build_task_evidence_tree(packets: list[TaskEvidencePacket]) -> EvidenceNode:
+    """Every attempt up to the one under review (the last packet), grouped by attempt.
+
+    Ids come from :func:`core.evidence.render.render_task`, as the validator of the last attempt
+    rendered them: ``E7`` is one item in every attempt, and earlier attempts' answers carry ids
+    because that validator saw them as items. The items the attempt under review gathered are
+    marked new. A single attempt, or packets from before task-wide ids (each numbered from E1 on
+    its own), are shown as the one packet, with the ids their own verdict used.
+    """
+    if not packets:
+        return build_evidence_tree(None)
+    last = packets[-1]
+    if len(packets) == 1 or last.evidence_id_start is None:
+        return build_evidence_tree(last)
+    root = EvidenceNode(label="", kind="root")
+    items = render_task(packets).items
+    for packet in packets:
+        under_review = packet is last
+        own = [i for i in items if i.attempt_index == packet.attempt_index]
+        final = next((i for i in own if i.kind == "final_output"), None)
+        own = [i for i in own if i.kind != "final_output"]
+        role = "under review" if under_review else "earlier attempt"
+        group = root.add(
+            EvidenceNode(
+                label=f"Attempt {packet.attempt_index}",
+                kind="attempt",
+                detail=_join(
+                    role, f"{_count(len(own), 'new item')}" if under_review else _count(len(own), "item")
+                ),
+                content=f"Attempt {packet.attempt_index} ({role}): {_count(len(own), 'evidence item')}"
+                + ("" if under_review else "; its answer is evidence of what was claimed then, not a fact"),
+            )
+        )
+        _fill_packet(group, packet, own, final_item=final)
+        if under_review:
+            _mark_new(group)
+    return root
+
+
+def _mark_new(node: EvidenceNode) -> None:
+    for child in node.children:
+        if child.evidence_id:
+            child.is_new = True
+        _mark_new(child)
+
+
+def _fill_packet(
+    root: EvidenceNode,
+    packet: TaskEvidencePacket,
+    items: list[EvidenceItem],
+    *,
+    final_item: EvidenceItem | None,
+) -> None:
     placed: set[str] = set()
 
     def take(run_id: str | None, node_id: str | None) -> list[EvidenceItem]:
@@ -230,11 +287,11 @@ def build_evidence_tree(packet: TaskEvidencePacket | None) -> EvidenceNode:
             EvidenceNode(
                 label="Final output",
                 kind="final_output",
+                evidence_id=final_item.evidence_id if final_item is not None else "",
                 detail=_size(packet.final_output),
                 content=packet.final_output,
             )
         )
-    return root
 
 
 class EvidenceTreeModel(QAbstractItemModel):
@@ -244,6 +301,7 @@ class EvidenceTreeModel(QAbstractItemModel):
     ContentRole = Qt.ItemDataRole.UserRole + 1
     EvidenceIdRole = Qt.ItemDataRole.UserRole + 2
     KindRole = Qt.ItemDataRole.UserRole + 3
+    NewRole = Qt.ItemDataRole.UserRole + 4
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -254,6 +312,10 @@ class EvidenceTreeModel(QAbstractItemModel):
     # ------------------------------------------------------------------ content
     def set_packet(self, packet: TaskEvidencePacket | None) -> None:
         self.set_tree(build_evidence_tree(packet))
+
+    def set_packets(self, packets: list[TaskEvidencePacket]) -> None:
+        """Attempts 1..N of a task, N under review (see :func:`build_task_evidence_tree`)."""
+        self.set_tree(build_task_evidence_tree(packets))
 
     def set_tree(self, root: EvidenceNode) -> None:
         self.beginResetModel()
@@ -317,21 +379,28 @@ class EvidenceTreeModel(QAbstractItemModel):
             return None
         column = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
-            return (node.label, node.evidence_id, node.detail)[column]
+            detail = _join("new", node.detail) if node.is_new else node.detail
+            return (node.label, node.evidence_id, detail)[column]
         if role == Qt.ItemDataRole.ToolTipRole:
             return node.tooltip or None
         if role == Qt.ItemDataRole.ForegroundRole and node.is_error:
             return QColor("#d0433b")
-        if role == Qt.ItemDataRole.FontRole and column == 1 and node.evidence_id:
+        if role == Qt.ItemDataRole.FontRole and (
+            (column == 1 and node.evidence_id) or (column == 0 and node.kind == "attempt")
+        ):
             font = QFont()
             font.setBold(True)
             return font
+        if role == Qt.ItemDataRole.BackgroundRole and node.is_new:
+            return QColor(46, 160, 67, 40)  # a light tint: new in the attempt under review
         if role == self.ContentRole:
             return node.content
         if role == self.EvidenceIdRole:
             return node.evidence_id
         if role == self.KindRole:
             return node.kind
+        if role == self.NewRole:
+            return node.is_new
         return None
 
     def headerData(

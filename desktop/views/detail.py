@@ -266,7 +266,8 @@ class TaskDetailView(QWidget):
             packet.final_output if packet is not None else ""
         )
         self.answer_view.setMarkdown(answer if answer.strip() else "*No answer was produced.*")
-        self.evidence_view.set_packet(packet)
+        shown = [a.index for a in self._attempts if attempt is not None and a.index <= attempt.index]
+        self.evidence_view.set_packets([dossier.packet(i) for i in shown])  # attempts 1..N, by attempt
         self.validator_view.set_validation(validation)
         self._set_badges(warning_badges(dossier, attempt, validation, packet) if attempt is not None else [])
 

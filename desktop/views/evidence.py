@@ -60,6 +60,25 @@ class EvidenceView(QWidget):
         if packet is not None:
             self.select_evidence("E1")  # open on the first piece of evidence, not an empty viewer
 
+    def set_packets(self, packets: list[TaskEvidencePacket | None]) -> None:
+        """Attempts 1..N of the task, the last one under review: grouped by attempt, new items marked.
+
+        Opens on the first item the attempt under review gathered (earlier evidence is one click
+        away). Without a packet for the attempt under review this is ``set_packet(None)``.
+        """
+        if not packets or packets[-1] is None:
+            self.set_packet(None)
+            return
+        known = [p for p in packets if p is not None]
+        self._shown_uid = None
+        self.model.set_packets(known)
+        self.tree.expandAll()
+        self._collapse_transcripts(QModelIndex())
+        self.viewer.set_text("")
+        first_new = f"E{known[-1].evidence_id_start}" if known[-1].evidence_id_start else "E1"
+        if not self.select_evidence(first_new):
+            self.select_evidence("E1")
+
     def _collapse_transcripts(self, parent: QModelIndex) -> None:
         """Transcripts are long and secondary to the tool results: start them folded."""
         for row in range(self.model.rowCount(parent)):
