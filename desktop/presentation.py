@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.domain.labels import NO_OUTCOME, OUTCOME_LABELS
+from core.domain.labels import NO_OUTCOME, OUTCOME_LABELS, outcome_label
 from core.domain.queue import QUEUE_GROUPS, OutcomeFilter, QueueGroup
 from core.domain.status import TaskStatus, ValidationOutcome, ValidationStatus
 
@@ -102,9 +102,12 @@ def label(value: str) -> str:
     return value.replace("_", " ")
 
 
-def outcome_text(outcome: ValidationOutcome | None) -> str:
-    """Force-accepted is spelled out so nobody reads it as an endorsement."""
-    return OUTCOME_FULL[outcome]
+def outcome_text(outcome: ValidationOutcome | None, validation_status: str | None = None) -> str:
+    """Force-accepted is spelled out, with the verdict behind it when known ("not endorsed:
+    rejected"), so nobody reads it as an endorsement; the words are core's (``show``, reports)."""
+    if outcome is None:
+        return OUTCOME_FULL[None]
+    return outcome_label(outcome, validation_status)
 
 
 __all__ = [

@@ -23,6 +23,7 @@ from core.bundle.format import BundleError
 from core.bundle.opened import OpenedBundle
 from core.bundle.redact import Redactor
 from core.domain.evidence import TaskEvidencePacket
+from core.domain.labels import outcome_label
 from core.domain.records import AttemptRecord, FeedbackRecord, TaskRecord, ValidationRecord
 from core.evidence.render import render_packet
 from core.store import Store
@@ -131,6 +132,7 @@ def render_report(data: ReportData) -> str:
     except OSError as exc:
         raise BundleError(f"report template {TEMPLATE_PATH} is missing: {exc.strerror or exc}") from None
     env = Environment(autoescape=True, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.globals["outcome_label"] = outcome_label  # the words of show and the desk, not stored values
     try:
         return env.from_string(source).render(r=data)
     except TemplateError as exc:

@@ -42,9 +42,9 @@ from desktop.presentation import (
     GROUPS,
     NEEDS_REVIEW_BAND,
     NEEDS_REVIEW_TEXT,
-    OUTCOME_SHORT,
     STATUS_LABELS,
     GroupLook,
+    outcome_text,
 )
 
 Index = QModelIndex | QPersistentModelIndex
@@ -476,7 +476,9 @@ class TaskQueueModel(QAbstractItemModel):
                 label = f"{label} · {' · '.join(bits)}"
             return label
         if column == COL_OUTCOME:
-            return OUTCOME_SHORT[task.validation_outcome] if task.validation_outcome else ""
+            if task.validation_outcome is None:
+                return ""
+            return outcome_text(task.validation_outcome, task.latest_validation_status)
         if column == COL_SCORE:
             return "—" if task.latest_score is None else f"{task.latest_score:.2f}"
         if column == COL_CATEGORY:

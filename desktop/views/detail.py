@@ -63,7 +63,7 @@ def warning_badges(
     """The warnings an analyst must not miss for this attempt, most serious first."""
     badges: list[Badge] = []
     if dossier.attempt_force_accepted(attempt):
-        badges.append(Badge("Force-accepted", "danger", "Delivered without the validator's endorsement."))
+        badges.append(Badge("Not endorsed", "danger", "Delivered without the validator's endorsement."))
     if dossier.attempt_interrupted(attempt):
         badges.append(Badge("Interrupted run", "danger", "The process stopped before this attempt finished."))
     if validation is None:
@@ -221,7 +221,7 @@ class TaskDetailView(QWidget):
         self.task_text_label.setText(text if len(text) <= 800 else text[:800] + " …")
         self.task_text_label.setToolTip(text if len(text) > 800 else "")
         self.status_label.setText(f"Status: <b>{STATUS_LABELS[task.status]}</b>")
-        outcome = outcome_text(task.validation_outcome)
+        outcome = outcome_text(task.validation_outcome, task.latest_validation_status)
         endorsed = task.validation_outcome is not ValidationOutcome.FORCE_ACCEPTED
         colour = "palette(text)" if endorsed else NOT_ENDORSED_COLOUR
         self.outcome_label.setText(f"Outcome: <b style='color:{colour}'>{outcome}</b>")

@@ -42,6 +42,10 @@ async def test_report_and_show_state_the_same_outcome_per_attempt(
 
     html = (await write_report(ws.store, task.id, tmp_path / "report.html")).read_text(encoding="utf-8")
     assert report_facts(html) == in_show
+    # The page names the outcome as show and the desk do; the stored value is only its tooltip.
+    assert report_labels(html) == {1: "none", 2: "not endorsed: rejected"}
+    assert '<strong title="recorded as force_accepted">not endorsed: rejected</strong>' in html
+    assert ">force_accepted<" not in html
     bundle = tmp_path / "case.zip"
     await export_bundle(ws.store, [task.id], bundle, environ={})
     opened = open_bundle(bundle)
@@ -54,12 +58,18 @@ async def test_report_and_show_state_the_same_outcome_per_attempt(
     await ws.close()
 
 
+_ATTEMPT_FACTS = re.compile(
+    r"<h2>Attempt (\d+)[^<]*</h2>\s*<p class=\"meta\">.*?<span class=\"attempt-state\">([^<]*)</span>.*?"
+    r"<span class=\"attempt-outcome\"(?: title=\"recorded as ([^\"]*)\")?>([^<]*)</span>",
+    re.S,
+)
+
+
 def report_facts(html: str) -> dict[int, tuple[str, str]]:
-    """Per attempt: the recorded state and outcome the audit page prints."""
-    found = re.findall(
-        r"<h2>Attempt (\d+)[^<]*</h2>\s*<p class=\"meta\">.*?"
-        r"<span class=\"attempt-state\">([^<]*)</span>.*?<span class=\"attempt-outcome\">([^<]*)</span>",
-        html,
-        flags=re.S,
-    )
-    return {int(i): (state, outcome) for i, state, outcome in found}
+    """Per attempt: the recorded state and outcome value the audit page carries."""
+    return {int(i): (state, value or "none") for i, state, value, _ in _ATTEMPT_FACTS.findall(html)}
+
+
+def report_labels(html: str) -> dict[int, str]:
+    """Per attempt: the outcome words the audit page prints."""
+    return {int(i): shown for i, _, _, shown in _ATTEMPT_FACTS.findall(html)}

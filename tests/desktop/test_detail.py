@@ -232,7 +232,7 @@ def test_empty_state_then_dossier(qtbot: QtBot) -> None:
     view.set_dossier(make_dossier())
     assert not view.empty_label.isVisibleTo(view)
     assert view.attempt_index == 2
-    assert "not endorsed" in view.outcome_label.text()
+    assert "not endorsed: rejected" in view.outcome_label.text()  # the verdict behind it, as in show
     assert "Lisbon office" in view.task_text_label.text()
     assert "2019" in view.answer_view.toPlainText() and "**" not in view.answer_view.toPlainText()
     view.set_dossier(None)
@@ -253,7 +253,7 @@ def test_accepted_is_not_confused_with_force_accepted(qtbot: QtBot) -> None:
     )
     view.set_dossier(accepted)
     assert "accepted" in view.outcome_label.text()
-    assert "force" not in view.outcome_label.text() and "Force-accepted" not in view.badge_texts()
+    assert "force" not in view.outcome_label.text() and "Not endorsed" not in view.badge_texts()
 
 
 def test_selecting_a_tool_result_shows_its_full_content(qtbot: QtBot) -> None:
@@ -311,7 +311,7 @@ def test_badges_for_warnings(qtbot: QtBot) -> None:
     view = make_view(qtbot)
     badges = view.badge_texts()
     for text in (
-        "Force-accepted",
+        "Not endorsed",
         "Interrupted run",
         "Same-family validator",
         "Chunked validation (3 chunks)",

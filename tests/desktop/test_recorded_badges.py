@@ -36,7 +36,7 @@ def test_badges_follow_the_recorded_attempt(qloop: qasync.QEventLoop, workspace:
         await recover_interrupted(workspace)
 
         expected = {
-            review.id: (ValidationOutcome.FORCE_ACCEPTED, AttemptState.FINISHED, ["Force-accepted"]),
+            review.id: (ValidationOutcome.FORCE_ACCEPTED, AttemptState.FINISHED, ["Not endorsed"]),
             accepted.id: (ValidationOutcome.ACCEPTED, AttemptState.FINISHED, []),
             crashed.id: (None, AttemptState.INTERRUPTED, ["Interrupted run"]),
         }
