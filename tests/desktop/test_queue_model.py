@@ -11,7 +11,7 @@ from core.domain import TaskStatus, ValidationOutcome
 from core.domain.queue import QueueFilter
 from core.tasks.queue import TaskQueue
 from core.workspace import Workspace
-from desktop.models.queue_model import TASK_ID_ROLE, TaskQueueModel
+from desktop.models.queue_model import COL_OUTCOME, TASK_ID_ROLE, TaskQueueModel
 from desktop.ops import CoreOps
 from desktop.presentation import GROUPS
 from desktop.views.queue import QueueView
@@ -82,7 +82,11 @@ def test_lazy_pages_and_filters(
                 workspace, f"closed number {i}", S.CLOSED, validation_outcome=ValidationOutcome.ACCEPTED
             )
         await add_task(
-            workspace, "a tide question", S.CLOSED, validation_outcome=ValidationOutcome.FORCE_ACCEPTED
+            workspace,
+            "a tide question",
+            S.CLOSED,
+            validation_outcome=ValidationOutcome.FORCE_ACCEPTED,
+            latest_validation_status="rejected",
         )
         model = TaskQueueModel(TaskQueue(workspace.store), ops, page_size=3)
         await model.refresh()
@@ -101,6 +105,9 @@ def test_lazy_pages_and_filters(
         assert len(set(ids)) == 8
         await model.set_filter(QueueFilter(text="TIDE"))
         assert model.group_count("closed") == 1
+        # Rejected on every attempt: the column says so, never "force-accepted" (read as accepted).
+        closed = model.group_index("closed")
+        assert model.index(0, COL_OUTCOME, closed).data() == "not endorsed: rejected"
         await model.set_filter(QueueFilter(outcome="accepted"))
         assert model.group_count("closed") == 7
         await model.set_filter(QueueFilter(status=S.OPEN))
