@@ -86,4 +86,17 @@ async def test_chunked_validation_covers_earlier_attempts(store: Store, make_set
         assert len(holders) == 1 and f"EARLY-{i:02d}-END" in holders[0]
     assert any("[E8] tool result: main run / lookup (call_2_0) | attempt 2" in t for t in chunk_texts)
     assert "- E1: main run / lookup (call_1_0) (attempt 1," in verdict_text
+    # The verdict step carries the same sections as a single-pass prompt, in the same order.
+    order = [
+        "## Task",
+        "## Findings",
+        "## Recent conversation",
+        "## Execution metadata",
+        "## Previous feedback",
+    ]
+    positions = [verdict_text.index(h) for h in [*order, "## Final answer to judge", "## Output"]]
+    assert positions == sorted(positions)
+    metadata = verdict_text.split("## Execution metadata", 1)[1].split("## Previous feedback", 1)[0]
+    assert "Attempt 1 (an earlier attempt):" in metadata and "lookup ×6" in metadata
+    assert "Attempt 2 (the attempt under review):" in metadata and "lookup ×1" in metadata
     assert report.debug["coverage"] == 1.0 and report.result.status == ValidationStatus.ACCEPTED
