@@ -62,6 +62,9 @@ class AttemptView:
     citations: list[dict[str, Any]]
     evidence: list[EvidenceRow]
     evidence_note: str | None = None
+    # Evidence id -> the attempt whose index lists it: a retry's verdict may cite an item an
+    # earlier attempt gathered (ids are task-wide), and its link must reach that attempt's row.
+    anchors: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -105,10 +108,12 @@ def build_report_data(
     """Pure assembly from the dossier ``show`` and the desk read, so the page states each attempt's
     recorded outcome exactly as they do; the evidence index uses the ids the validator cited."""
     views = []
-    for a in dossier.attempts:
+    seen: dict[str, int] = {}
+    for a in sorted(dossier.attempts, key=lambda x: x.index):
         v = dossier.validation_for(a.index)
         citations = v.result.get("citations", []) if v is not None else []
         rows, note = _evidence(a)
+        seen.update({row.evidence_id: a.index for row in rows})  # an attempt's own ids come first
         views.append(
             AttemptView(
                 attempt=a,
@@ -116,6 +121,7 @@ def build_report_data(
                 citations=[c for c in citations if isinstance(c, dict)],
                 evidence=rows,
                 evidence_note=note,
+                anchors=dict(seen),
             )
         )
     return ReportData(

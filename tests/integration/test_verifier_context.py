@@ -187,3 +187,29 @@ def test_previous_feedback_lists_the_analysts_revision(desk: Desk) -> None:
     )
     assert verdict_at < analyst_at and "VERDICT-1-NOTE" in feedback
     assert "Revision prompt: ANALYST-MARKER say how often" in feedback
+
+
+def test_report_links_a_retry_citation_to_the_attempt_that_gathered_it(desk: Desk) -> None:
+    from tests.integration.test_evidence_across_attempts import CITE, FACT, SEES_ATTEMPT_1_FACT, _with_vault
+
+    _with_vault(desk)
+    search = {"tool_calls": [{"name": "search_corpus", "arguments": {"query": "vault access code"}}]}
+    desk.script(
+        [
+            {"model": "agent", "turns": [search, {"content": "Not found."}, {"content": f"It is {FACT}."}]},
+            {
+                "model": "validator",
+                "match": SEES_ATTEMPT_1_FACT + r".*Final answer to judge.*" + FACT,
+                "turns": [{"content": verdict("accepted", 0.9, citations=CITE)}],
+            },
+            {"model": "validator", "turns": [{"content": REJECTION}]},
+        ]
+    )
+    task = desk.cli_json("run", "What is the vault access code?")
+    assert [a["validation_status"] for a in task["attempts"]] == ["rejected", "accepted"]
+    out = desk.root / "report.html"
+    code, _, err = desk.cli("report", task["id"], "-o", str(out))
+    assert code == 0, err
+    html = out.read_text(encoding="utf-8")
+    # Attempt 2's verdict cites E1, which attempt 1 gathered: the link reaches attempt 1's row.
+    assert '<a href="#a1-E1">E1</a>' in html and 'id="a1-E1"' in html and 'id="a2-E1"' not in html
