@@ -24,6 +24,7 @@ from pydantic_settings import (
 )
 
 from core.errors import ConfigurationError
+from core.profiles import ModelProfile, ModelRole, ResolvedProfile, resolve_profile
 
 APP_NAME = "evidence-desk"
 
@@ -77,7 +78,9 @@ def _desk(
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="EVIDENCE_DESK_", extra="forbid", validate_default=True)
+    model_config = SettingsConfigDict(
+        env_prefix="EVIDENCE_DESK_", env_nested_delimiter="__", extra="forbid", validate_default=True
+    )
 
     db_url: str = Field(
         default_factory=default_db_url,
@@ -115,6 +118,20 @@ class Settings(BaseSettings):
         title="Planner model",
         description="The model that writes a team plan: which agents run, with which tools, in what order.",
         json_schema_extra=_desk(SettingsGroup.MODELS),
+    )
+    api_base: str | None = Field(
+        default=None,
+        title="Default endpoint",
+        description="Base URL every model call uses unless its role's profile names another, e.g. "
+        "http://127.0.0.1:11434 for Ollama; empty: the provider's own.",
+        json_schema_extra=_desk(SettingsGroup.MODELS),
+    )
+    profiles: dict[ModelRole, ModelProfile] = Field(
+        default_factory=dict,
+        title="Model profiles",
+        description="Per role ([profiles.agent], [profiles.validator], ...): model, endpoint, key source, "
+        "temperature, max_tokens, context window and extra litellm parameters.",
+        json_schema_extra=_desk(editable=False),  # edited on the Models page's own profile form
     )
     script: Path | None = Field(
         default=None,
@@ -267,6 +284,10 @@ class Settings(BaseSettings):
         description="Keeps the prompt the validator saw with each validation, to explain its verdict.",
         json_schema_extra=_desk(SettingsGroup.DEBUGGING),
     )
+
+    def profile(self, role: ModelRole) -> ResolvedProfile | None:
+        """The role's profile with defaults applied and its key found (``None``: the role has no model)."""
+        return resolve_profile(self, role)
 
     @field_validator("script", "rules")
     @classmethod

@@ -309,6 +309,7 @@ class ValidationService:
             )
         )
         prompt_tokens = await asyncio.to_thread(self.gateway.token_count, model, messages)
+        await self.gateway.prepare(model)  # a local model's metadata, fetched off the loop's thread
         window = settings.validator_context_tokens or self.gateway.context_window(model)
         if window is None and not model.startswith(_SCRIPTED_PREFIX):
             window = DEFAULT_UNKNOWN_WINDOW
