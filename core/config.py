@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 import platformdirs
-from pydantic import Field, JsonValue, SecretBytes, SecretStr, ValidationError, field_validator
+from pydantic import (
+    Field,
+    JsonValue,
+    SecretBytes,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -24,7 +32,7 @@ from pydantic_settings import (
 )
 
 from core.errors import ConfigurationError
-from core.profiles import ModelProfile, ModelRole, ResolvedProfile, resolve_profile
+from core.profiles import ROLE_MODEL_SETTING, ModelProfile, ModelRole, ResolvedProfile, resolve_profile
 
 APP_NAME = "evidence-desk"
 
@@ -284,6 +292,23 @@ class Settings(BaseSettings):
         description="Keeps the prompt the validator saw with each validation, to explain its verdict.",
         json_schema_extra=_desk(SettingsGroup.DEBUGGING),
     )
+
+    @model_validator(mode="after")
+    def _profile_models_win(self) -> Settings:
+        """A profile's ``model`` replaces its role's flat ``*_model`` setting, which every caller reads.
+
+        The planner fallback has no flat setting of its own (it shares the structured-output one), so
+        its profile gives that model's endpoint and tuning, not a different model.
+        """
+        for role, name in ROLE_MODEL_SETTING.items():
+            profile = self.profiles.get(role)
+            if profile is not None and profile.model and role is not ModelRole.PLANNER_FALLBACK:
+                object.__setattr__(self, name, profile.model)
+        return self
+
+    def with_profiles(self, profiles: dict[ModelRole, ModelProfile]) -> Settings:
+        """A copy with these profiles (and their models), as the next start would read them."""
+        return self.model_copy(update={"profiles": profiles})._profile_models_win()
 
     def profile(self, role: ModelRole) -> ResolvedProfile | None:
         """The role's profile with defaults applied and its key found (``None``: the role has no model)."""

@@ -123,10 +123,7 @@ def _keyring_lookup(service: str, name: str) -> str | None:
 
 
 def role_model(settings: Settings, role: ModelRole) -> str | None:
-    """The model a role uses: its profile's ``model``, else the flat ``*_model`` setting."""
-    profile = settings.profiles.get(role)
-    if profile is not None and profile.model:
-        return profile.model
+    """The model a role uses: the flat ``*_model`` setting (a profile's ``model`` is copied there)."""
     value = getattr(settings, ROLE_MODEL_SETTING[role])
     return str(value) if value else None
 

@@ -46,6 +46,8 @@ def _plain(key: str, value: Any) -> Any:
         return value
     if isinstance(value, (list, tuple)) and all(isinstance(v, (bool, int, float, str)) for v in value):
         return list(value)
+    if isinstance(value, Mapping):  # a table, e.g. [profiles.validator]; unset values are left out
+        return {str(k): _plain(f"{key}.{k}", v) for k, v in value.items() if v is not None}
     raise ValueError(f"setting {key!r} has a value the settings file cannot hold: {value!r}")
 
 

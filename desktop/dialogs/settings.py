@@ -40,6 +40,7 @@ from PySide6.QtWidgets import (
 
 from core.config import EditableSetting, Settings, editable_settings, user_config_file
 from core.secrets import API_KEY_NAMES
+from desktop.dialogs.models_page import ModelsPage
 from desktop.user_config import KeyStoreUnavailable, save_user_settings, store_api_key
 from desktop.widgets.choose import choose_path
 
@@ -62,7 +63,12 @@ class _Editor:
 
 class SettingsDialog(QDialog):
     def __init__(
-        self, settings: Settings, parent: QWidget | None = None, config_path: Path | None = None
+        self,
+        settings: Settings,
+        parent: QWidget | None = None,
+        config_path: Path | None = None,
+        *,
+        detect_ports: dict[str, int] | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
@@ -88,6 +94,9 @@ class SettingsDialog(QDialog):
                 label.setBuddy(editor.input)
                 label.setToolTip(setting.description)
                 forms[setting.group].addRow(label, editor.row)
+        self.models_page = ModelsPage(settings, self, detect_ports=detect_ports)
+        self.models_page.sig_status.connect(lambda text, error: self._say(text, error=error))
+        self.models_tab = self.tabs.addTab(self.models_page, "Model profiles")
         self.tabs.addTab(self._keys_page(), "API keys")
 
         self.status_label = _plain_label(
@@ -147,7 +156,20 @@ class SettingsDialog(QDialog):
 
     def values(self) -> dict[str, Any]:
         """Every editable setting as its widget holds it; ``None`` means "not set"."""
-        return {name: editor.read() for name, editor in self._editors.items()}
+        found = {name: editor.read() for name, editor in self._editors.items()}
+        found["profiles"] = self.models_page.values() or None
+        return found
+
+    def show_models_page(self, *, detect: bool = False) -> None:
+        """Switch to the model profiles (the first run sends the analyst here), detecting local servers."""
+        self.tabs.setCurrentIndex(self.models_tab)
+        if detect:
+            self.models_page.detect()
+
+    def done(self, result: int) -> None:
+        """QDialog.done: background detection or test calls end with the dialog."""
+        self.models_page.cancel_jobs()
+        super().done(result)
 
     def changes(self) -> dict[str, Any]:
         """Only what the analyst changed: untouched settings stay as the file (or default) has them."""
