@@ -295,6 +295,10 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _profile_models_win(self) -> Settings:
+        self._sync_profile_models()
+        return self
+
+    def _sync_profile_models(self) -> None:
         """A profile's ``model`` replaces its role's flat ``*_model`` setting, which every caller reads.
 
         The planner fallback has no flat setting of its own (it shares the structured-output one), so
@@ -304,11 +308,12 @@ class Settings(BaseSettings):
             profile = self.profiles.get(role)
             if profile is not None and profile.model and role is not ModelRole.PLANNER_FALLBACK:
                 object.__setattr__(self, name, profile.model)
-        return self
 
     def with_profiles(self, profiles: dict[ModelRole, ModelProfile]) -> Settings:
         """A copy with these profiles (and their models), as the next start would read them."""
-        return self.model_copy(update={"profiles": profiles})._profile_models_win()
+        copy = self.model_copy(update={"profiles": profiles})
+        copy._sync_profile_models()
+        return copy
 
     def profile(self, role: ModelRole) -> ResolvedProfile | None:
         """The role's profile with defaults applied and its key found (``None``: the role has no model)."""
