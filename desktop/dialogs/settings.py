@@ -76,6 +76,7 @@ class SettingsDialog(QDialog):
         self.config_path = config_path or user_config_file()
         self._key_jobs: set[asyncio.Task[None]] = set()
         self._editors: dict[str, _Editor] = {}
+        self._pages: dict[str, QWidget] = {}
 
         self.tabs = QTabWidget()
         forms: dict[str, QFormLayout] = {}
@@ -83,6 +84,7 @@ class SettingsDialog(QDialog):
             if setting.group not in forms:
                 page = QWidget()
                 forms[setting.group] = QFormLayout(page)
+                self._pages[setting.group] = page
                 forms[setting.group].setRowWrapPolicy(QFormLayout.RowWrapPolicy.DontWrapRows)
                 self.tabs.addTab(page, setting.group)
             editor = _editor(setting, getattr(settings, setting.name), tab=self.tabs.count() - 1)
@@ -96,7 +98,8 @@ class SettingsDialog(QDialog):
                 forms[setting.group].addRow(label, editor.row)
         self.models_page = ModelsPage(settings, self, detect_ports=detect_ports)
         self.models_page.sig_status.connect(lambda text, error: self._say(text, error=error))
-        self.models_tab = self.tabs.addTab(self.models_page, "Model profiles")
+        # Beside the Models tab (the first group), where the flat model names are.
+        self.models_tab = self.tabs.insertTab(1, self.models_page, "Model profiles")
         self.tabs.addTab(self._keys_page(), "API keys")
 
         self.status_label = _plain_label(
@@ -220,7 +223,7 @@ class SettingsDialog(QDialog):
             first = first or editor
         self._say("Not saved. " + "; ".join(lines), error=True)
         if first is not None:
-            self.tabs.setCurrentIndex(first.tab)
+            self.tabs.setCurrentWidget(self._pages[first.setting.group])
             first.input.setFocus()
 
     def _store_key(self) -> None:

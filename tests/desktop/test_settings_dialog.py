@@ -58,6 +58,7 @@ def test_labels_and_help_come_from_the_field_metadata(qtbot: QtBot, tmp_path: Pa
     assert dialog.field_widget("max_parallel_team_nodes").toolTip() == field.description
     assert [dialog.tabs.tabText(i) for i in range(dialog.tabs.count())] == [
         "Models",
+        "Model profiles",
         "Limits",
         "Review",
         "Evidence",
