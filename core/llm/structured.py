@@ -472,17 +472,22 @@ async def _run_tier(
         if reply_number == 1 and first_reply is not None:
             raw = first_reply
         else:
-            try:
-                response = await gateway.complete(
-                    model=tier.model,
-                    role=tier.role,
-                    messages=[*tier.messages, *extra],
-                    response_format=tier.response_format,
-                    timeout_s=_call_timeout(timeout_s, deadline),
-                )
-            except LLMError as exc:
-                outcome.status, outcome.error, outcome.error_kind = "transport-error", str(exc), exc.kind
-                return
+            response = None
+            while response is None:
+                try:
+                    response = await gateway.complete(
+                        model=tier.model,
+                        role=tier.role,
+                        messages=[*tier.messages, *extra],
+                        response_format=tier.response_format,
+                        timeout_s=_call_timeout(timeout_s, deadline),
+                    )
+                except LLMError as exc:
+                    if tier.response_format is not None and exc.kind == "bad_request":
+                        tier.response_format = None  # the schema parameter was refused: prompt-only contract
+                        continue
+                    outcome.status, outcome.error, outcome.error_kind = "transport-error", str(exc), exc.kind
+                    return
             outcome.calls += 1
             outcome.latency_s += response.latency_s
             outcome.usage = TokenUsage(

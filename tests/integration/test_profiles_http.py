@@ -218,6 +218,40 @@ async def test_no_key_anywhere_names_the_settings_to_fix(httpserver: HTTPServer,
     assert seen == []
 
 
+async def test_a_server_that_refuses_response_format_gets_the_prompt_only_contract(
+    httpserver: HTTPServer, second_server: HTTPServer, sqlite_url: str
+) -> None:
+    openai_server(httpserver, ANSWER)
+    seen: list[dict[str, Any]] = []
+
+    def judge(request: Request) -> Response:
+        body = json.loads(request.get_data())
+        seen.append(body)
+        if "response_format" in body:
+            error = {
+                "error": {"message": "response_format is not supported", "type": "invalid_request_error"}
+            }
+            return Response(json.dumps(error), status=400, content_type="application/json")
+        answer = _chat_answer(verdict("accepted", 0.9), body["model"])
+        return Response(json.dumps(answer), content_type="application/json")
+
+    second_server.expect_request("/v1/chat/completions", method="POST").respond_with_handler(judge)
+    settings = load_settings(
+        db_url=sqlite_url,
+        agent_model="openai/agent-local",
+        validator_model="openai/judge-local",
+        max_validation_attempts=1,
+        profiles={
+            ModelRole.AGENT: ModelProfile(api_base=httpserver.url_for("/v1"), no_api_key=True),
+            ModelRole.VALIDATOR: ModelProfile(api_base=second_server.url_for("/v1"), no_api_key=True),
+        },
+    )
+    task, ws = await _run_task(settings)
+    await ws.close()
+    assert task.status is TaskStatus.AWAITING_FEEDBACK
+    assert ["response_format" in r for r in seen] == [True, False]
+
+
 def test_profiles_from_toml_and_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = tmp_path / "config.toml"
     config.write_text(
