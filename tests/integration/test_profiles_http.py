@@ -301,3 +301,17 @@ def test_keyring_key_source(monkeypatch: pytest.MonkeyPatch) -> None:
     assert found is not None and found.call_kwargs()["api_key"] == "k-123456789"
     with pytest.raises(ConfigurationError, match=r"profiles\.agent\.api_key_keyring names 'work-key'"):
         resolve_profile(settings, ModelRole.AGENT, keyring_lookup=lambda s, n: None)
+
+
+def test_a_profile_context_window_replaces_the_assumed_window() -> None:
+    from core.llm.gateway import LLMGateway
+
+    settings = load_settings(
+        validator_model="openai/judge-unknown",
+        profiles={ModelRole.VALIDATOR: ModelProfile(context_window=16_000, no_api_key=True)},
+    )
+    assert LLMGateway(settings).context_window("openai/judge-unknown") == 16_000
+    bare = load_settings(validator_model="openai/judge-unknown")
+    assert (
+        LLMGateway(bare).context_window("openai/judge-unknown") is None
+    )  # the validator then assumes 32,000
