@@ -86,14 +86,19 @@ class EndpointResolver:
         max_tokens: int | None,
     ) -> dict[str, Any]:
         """What the profile adds to one call: endpoint, key, tuning, extras, and Ollama's ``num_ctx``."""
-        profile = await asyncio.to_thread(self.profile, model, role)
+        found = self.role_of(model, role)
+        with self._lock:
+            cached, profile = found in self._cache, self._cache.get(found) if found is not None else None
+        if not cached:  # the first call per role may read the keyring: in a worker
+            profile = await asyncio.to_thread(self.profile, model, role)
         if profile is None:  # a model no role names (a test's direct call): the top-level endpoint only
             base = self.settings.api_base
             return {"api_base": base} if base and not model.startswith(_SCRIPTED_PREFIX) else {}
         self.check_key(litellm, profile)
         kwargs = profile.call_kwargs()
         if is_ollama(provider):
-            await asyncio.to_thread(prepare_ollama_model, litellm, model, profile.api_base)
+            if ollama_model_info(model) is None:
+                await asyncio.to_thread(prepare_ollama_model, litellm, model, profile.api_base)
             if "num_ctx" not in kwargs:
                 chars = len(request_text(messages))
                 kwargs["num_ctx"] = ollama_num_ctx(chars, max_tokens or profile.max_tokens)
