@@ -144,8 +144,8 @@ class Settings(BaseSettings):
     script: Path | None = Field(
         default=None,
         title="Scripted conversations",
-        description="JSON file the scripted/* models replay (demos and tests); set with --script.",
-        json_schema_extra=_desk(editable=False),
+        description="JSON file the scripted/* models replay (demos, tests, offline replays); --script overrides it.",
+        json_schema_extra=_desk(SettingsGroup.EVIDENCE, path="file"),
     )
     corpus: Path | None = Field(
         default=None,
