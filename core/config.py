@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 import platformdirs
-from pydantic import Field, JsonValue, SecretBytes, SecretStr, ValidationError, field_validator
+from pydantic import (
+    Field,
+    JsonValue,
+    SecretBytes,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -24,6 +32,7 @@ from pydantic_settings import (
 )
 
 from core.errors import ConfigurationError
+from core.profiles import ROLE_MODEL_SETTING, ModelProfile, ModelRole, ResolvedProfile, resolve_profile
 
 APP_NAME = "evidence-desk"
 
@@ -77,7 +86,9 @@ def _desk(
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="EVIDENCE_DESK_", extra="forbid", validate_default=True)
+    model_config = SettingsConfigDict(
+        env_prefix="EVIDENCE_DESK_", env_nested_delimiter="__", extra="forbid", validate_default=True
+    )
 
     db_url: str = Field(
         default_factory=default_db_url,
@@ -116,11 +127,25 @@ class Settings(BaseSettings):
         description="The model that writes a team plan: which agents run, with which tools, in what order.",
         json_schema_extra=_desk(SettingsGroup.MODELS),
     )
+    api_base: str | None = Field(
+        default=None,
+        title="Default endpoint",
+        description="Base URL every model call uses unless its role's profile names another, e.g. "
+        "http://127.0.0.1:11434 for Ollama; empty: the provider's own.",
+        json_schema_extra=_desk(SettingsGroup.MODELS),
+    )
+    profiles: dict[ModelRole, ModelProfile] = Field(
+        default_factory=dict,
+        title="Model profiles",
+        description="Per role ([profiles.agent], [profiles.validator], ...): model, endpoint, key source, "
+        "temperature, max_tokens, context window and extra litellm parameters.",
+        json_schema_extra=_desk(editable=False),  # edited on the Models page's own profile form
+    )
     script: Path | None = Field(
         default=None,
         title="Scripted conversations",
-        description="JSON file the scripted/* models replay (demos and tests); set with --script.",
-        json_schema_extra=_desk(editable=False),
+        description="JSON file the scripted/* models replay (demos, tests, offline replays); --script overrides it.",
+        json_schema_extra=_desk(SettingsGroup.EVIDENCE, path="file"),
     )
     corpus: Path | None = Field(
         default=None,
@@ -267,6 +292,32 @@ class Settings(BaseSettings):
         description="Keeps the prompt the validator saw with each validation, to explain its verdict.",
         json_schema_extra=_desk(SettingsGroup.DEBUGGING),
     )
+
+    @model_validator(mode="after")
+    def _profile_models_win(self) -> Settings:
+        self._sync_profile_models()
+        return self
+
+    def _sync_profile_models(self) -> None:
+        """A profile's ``model`` replaces its role's flat ``*_model`` setting, which every caller reads.
+
+        The planner fallback has no flat setting of its own (it shares the structured-output one), so
+        its profile gives that model's endpoint and tuning, not a different model.
+        """
+        for role, name in ROLE_MODEL_SETTING.items():
+            profile = self.profiles.get(role)
+            if profile is not None and profile.model and role is not ModelRole.PLANNER_FALLBACK:
+                object.__setattr__(self, name, profile.model)
+
+    def with_profiles(self, profiles: dict[ModelRole, ModelProfile]) -> Settings:
+        """A copy with these profiles (and their models), as the next start would read them."""
+        copy = self.model_copy(update={"profiles": profiles})
+        copy._sync_profile_models()
+        return copy
+
+    def profile(self, role: ModelRole) -> ResolvedProfile | None:
+        """The role's profile with defaults applied and its key found (``None``: the role has no model)."""
+        return resolve_profile(self, role)
 
     @field_validator("script", "rules")
     @classmethod

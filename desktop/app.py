@@ -26,14 +26,21 @@ STYLE_FILE = os.path.join(
 )
 
 
-def parse_desk_args(args: list[str]) -> str | None:
-    """The database URL from ``[desk] [--db URL]`` (the entry point only routes those here)."""
+def parse_desk_options(args: list[str]) -> tuple[str | None, str | None]:
+    """``(database URL, script path)`` from ``[desk] [--db URL] [--script FILE]``."""
     rest = args[1:] if args and args[0] == "desk" else list(args)
-    if not rest:
-        return None
-    if len(rest) == 2 and rest[0] == "--db" and rest[1]:
-        return rest[1]
-    raise SystemExit(f"usage: evidence-desk [--db URL] (got {' '.join(args)!r})")
+    found: dict[str, str] = {}
+    while rest:
+        if len(rest) < 2 or rest[0] not in ("--db", "--script") or not rest[1] or rest[0] in found:
+            raise SystemExit(f"usage: evidence-desk [--db URL] [--script FILE] (got {' '.join(args)!r})")
+        found[rest[0]] = rest[1]
+        rest = rest[2:]
+    return found.get("--db"), found.get("--script")
+
+
+def parse_desk_args(args: list[str]) -> str | None:
+    """The database URL from ``[desk] [--db URL] [--script FILE]`` (the entry point only routes those here)."""
+    return parse_desk_options(args)[0]
 
 
 def make_application() -> QApplication:
@@ -96,8 +103,13 @@ def boot_window(ui_state: QSettings) -> QMainWindow:
 class DeskLauncher:
     """Opens the workspace and the main window; owns what must be closed at exit."""
 
-    def __init__(self, db_url: str | None, *, ui_state: QSettings | None = None) -> None:
+    def __init__(
+        self, db_url: str | None, *, ui_state: QSettings | None = None, script: str | None = None
+    ) -> None:
         self.db_url = db_url
+        self.script = script
+        self.first_run = False  # no provider configured: the replay model answers, a banner says so
+        self.banner: Any = None
         self.ui_state = ui_state or QSettings("evidence-desk", "desk")
         self.window: Any = None  # MainWindow once open
         self.services: Any = None
@@ -109,9 +121,11 @@ class DeskLauncher:
         from core.secrets import load_api_keys_into_env
         from core.tasks.recovery import recover_interrupted
         from core.workspace import Workspace
+        from desktop.views.first_run import install_first_run_banner, replay_if_unconfigured
         from desktop.views.main_window import DeskServices, MainWindow
 
-        settings = load_settings(db_url=self.db_url)
+        settings = load_settings(db_url=self.db_url, script=self.script)
+        settings, self.first_run = await replay_if_unconfigured(settings)
         # Keys before the window: a run started at once must not reach a provider without them.
         await asyncio.to_thread(load_api_keys_into_env)
         workspace = await Workspace.open(settings)
@@ -125,6 +139,8 @@ class DeskLauncher:
             recovered, recovery_error = [], exc
         window = MainWindow(services, ui_state=self.ui_state)
         self.window = window
+        if self.first_run:
+            self.banner = install_first_run_banner(window)
         window.start()
         if recovery_error is not None:
             window.show_error(f"Recovering interrupted tasks failed: {recovery_error!r}")
@@ -168,9 +184,9 @@ def run_desk(args: list[str]) -> int:
     import qasync
 
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    db_url = parse_desk_args(args)
+    db_url, script = parse_desk_options(args)
     app = make_application()
-    launcher = DeskLauncher(db_url)
+    launcher = DeskLauncher(db_url, script=script)
     boot = boot_window(launcher.ui_state)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)

@@ -11,7 +11,7 @@ import sys
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if not args or (args[0] in ("desk", "--db") and _only_desk_args(args)):
+    if not args or (args[0] in ("desk", "--db", "--script") and _only_desk_args(args)):
         from desktop.app import run_desk
 
         return run_desk(args)
@@ -21,8 +21,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _only_desk_args(args: list[str]) -> bool:
+    """Only ``--db URL`` and ``--script FILE`` pairs (the desk's options); anything else is the CLI's."""
     rest = args[1:] if args[0] == "desk" else args
-    return len(rest) == 0 or (len(rest) == 2 and rest[0] == "--db")
+    return len(rest) % 2 == 0 and all(flag in ("--db", "--script") for flag in rest[::2])
 
 
 if __name__ == "__main__":

@@ -38,14 +38,19 @@ def read_user_config(path: Path | None = None) -> dict[str, Any]:
         return tomllib.load(fh)
 
 
-def _plain(key: str, value: Any) -> Any:
-    """Refuse what a flat settings file cannot hold, rather than invent a table for it."""
+TABLE_SETTINGS = frozenset({"profiles"})  # the settings that are TOML tables ([profiles.validator])
+
+
+def _plain(key: str, value: Any, *, in_table: bool = False) -> Any:
+    """Refuse what the settings file cannot hold, rather than invent a table for it."""
     if isinstance(value, Path):
         return str(value)
     if isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, (list, tuple)) and all(isinstance(v, (bool, int, float, str)) for v in value):
         return list(value)
+    if isinstance(value, Mapping) and (in_table or key in TABLE_SETTINGS):  # unset values are left out
+        return {str(k): _plain(f"{key}.{k}", v, in_table=True) for k, v in value.items() if v is not None}
     raise ValueError(f"setting {key!r} has a value the settings file cannot hold: {value!r}")
 
 

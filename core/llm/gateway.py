@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from core.config import Settings
 from core.errors import ConfigurationError
+from core.llm.endpoints import EndpointResolver
 from core.llm.errors import (
     LLMBadRequest,
     LLMConnectionError,
@@ -30,6 +31,7 @@ from core.llm.errors import (
     ScriptError,
 )
 from core.llm.scripted import PROVIDER_NAME, load_script, request_text
+from core.profiles import ModelRole
 from core.secrets import KEY_SHAPES, secret_env_values
 
 _SCRIPTED_PREFIX = f"{PROVIDER_NAME}/"
@@ -198,6 +200,7 @@ class LLMGateway:
         self.on_usage = on_usage
         self.retry_backoff_s = retry_backoff_s
         self.usage: list[UsageRecord] = []
+        self.endpoints = EndpointResolver(settings)
 
     def _record(self, record: UsageRecord) -> None:
         self.usage.append(record)
@@ -223,12 +226,19 @@ class LLMGateway:
         max_tokens: int | None = None,
         temperature: float | None = None,
         num_retries: int | None = None,
+        role: ModelRole | None = None,
     ) -> LLMResponse:
         timeout = timeout_s if timeout_s is not None else self.settings.llm_timeout_s
         retries = num_retries if num_retries is not None else self.settings.llm_num_retries
         kwargs: dict[str, Any] = {"model": model, "messages": messages, "timeout": timeout, "num_retries": 0}
+        litellm = _import_litellm()
+        provider = provider_family(model)
         if model.startswith(_SCRIPTED_PREFIX):
             kwargs["api_base"] = self._script_api_base(model)
+        else:  # endpoint, key and tuning per call from the role's profile; the caller's values win
+            kwargs |= await self.endpoints.call_kwargs(
+                litellm, model=model, role=role, provider=provider, messages=messages, max_tokens=max_tokens
+            )
         if tools:
             kwargs["tools"] = tools
             if tool_choice is not None:
@@ -239,8 +249,6 @@ class LLMGateway:
             kwargs["max_tokens"] = max_tokens
         if temperature is not None:
             kwargs["temperature"] = temperature
-        litellm = _import_litellm()
-        provider = provider_family(model)
 
         attempt = 0
         while True:
@@ -324,6 +332,9 @@ class LLMGateway:
         """Input token budget from litellm's local model map; None when the model is not in it."""
         if model.startswith(_SCRIPTED_PREFIX):
             return None
+        known = self.endpoints.context_window(model)
+        if known is not None or provider_family(model) in ("ollama", "ollama_chat"):
+            return known  # never litellm's map lookup for Ollama: that is a blocking /api/show
         try:
             info = _import_litellm().get_model_info(model=model)
         except Exception:
@@ -334,7 +345,28 @@ class LLMGateway:
     def supports_response_format(self, model: str) -> bool:
         if model.startswith(_SCRIPTED_PREFIX):
             return True
+        litellm = _import_litellm()
         try:
-            return bool(_import_litellm().supports_response_schema(model=model))
+            _, provider, _, _ = litellm.get_llm_provider(model=model)
+            # (litellm's map lookup for an Ollama model is a blocking /api/show: skip it)
+            if provider not in ("ollama", "ollama_chat") and litellm.supports_response_schema(model=model):
+                return True
+            # A model litellm's map does not know: ask what its provider's API accepts.
+            params = litellm.get_supported_openai_params(model=model, custom_llm_provider=provider) or []
+            return "response_format" in params
         except Exception:
             return False
+
+    async def check_ready(self, roles: list[ModelRole]) -> None:
+        """Refuse, as a ``ConfigurationError`` naming the setting, a configuration these roles cannot call with."""
+        for model, role in self.endpoints.models_for(roles):
+            if model.startswith(_SCRIPTED_PREFIX):
+                self._script_api_base(model)
+            else:
+                await self.endpoints.check_ready(await asyncio.to_thread(_import_litellm), model, role)
+
+    async def prepare(self, model: str) -> None:
+        """Fetch a local model's metadata off the loop's thread, so later lookups never block it."""
+        if not model.startswith(_SCRIPTED_PREFIX):
+            litellm = await asyncio.to_thread(_import_litellm)
+            await self.endpoints.prepare(litellm, model, provider_family(model))

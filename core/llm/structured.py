@@ -34,6 +34,7 @@ from core.errors import ConfigurationError
 from core.inputs import check_depth
 from core.llm.errors import LLMError
 from core.llm.gateway import LLMGateway, TokenUsage
+from core.profiles import ModelRole
 
 __all__ = [
     "GENERIC_FEEDBACK",
@@ -356,6 +357,7 @@ def _echo(raw: str) -> str:
 class _Tier:
     number: int
     model: str
+    role: ModelRole | None
     output: type[BaseModel] | dict[str, Any]
     validator: Any
     parse: Callable[[str], Any] | None
@@ -378,6 +380,8 @@ async def complete_structured(
     stuck_after: int = 2,
     first_reply: str | None = None,
     deadline: float | None = None,
+    role: ModelRole | None = None,
+    fallback_role: ModelRole | None = None,
 ) -> StructuredOutcome[Any]:
     """One structured answer: re-ask on schema failures (tier 1), then a fallback model (tier 2).
 
@@ -394,6 +398,7 @@ async def complete_structured(
         _Tier(
             number=1,
             model=model,
+            role=role,
             output=output,
             validator=_schema_validator(output) if isinstance(output, dict) and parse is None else None,
             parse=parse,
@@ -409,6 +414,7 @@ async def complete_structured(
             _Tier(
                 number=2,
                 model=fallback_model,
+                role=fallback_role,
                 output=simple if isinstance(output, dict) else output,
                 validator=_schema_validator(simple) if isinstance(output, dict) and parse is None else None,
                 parse=parse,
@@ -466,16 +472,22 @@ async def _run_tier(
         if reply_number == 1 and first_reply is not None:
             raw = first_reply
         else:
-            try:
-                response = await gateway.complete(
-                    model=tier.model,
-                    messages=[*tier.messages, *extra],
-                    response_format=tier.response_format,
-                    timeout_s=_call_timeout(timeout_s, deadline),
-                )
-            except LLMError as exc:
-                outcome.status, outcome.error, outcome.error_kind = "transport-error", str(exc), exc.kind
-                return
+            response = None
+            while response is None:
+                try:
+                    response = await gateway.complete(
+                        model=tier.model,
+                        role=tier.role,
+                        messages=[*tier.messages, *extra],
+                        response_format=tier.response_format,
+                        timeout_s=_call_timeout(timeout_s, deadline),
+                    )
+                except LLMError as exc:
+                    if tier.response_format is not None and exc.kind == "bad_request":
+                        tier.response_format = None  # the schema parameter was refused: prompt-only contract
+                        continue
+                    outcome.status, outcome.error, outcome.error_kind = "transport-error", str(exc), exc.kind
+                    return
             outcome.calls += 1
             outcome.latency_s += response.latency_s
             outcome.usage = TokenUsage(

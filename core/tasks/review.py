@@ -14,6 +14,7 @@ from core.domain import FeedbackAction, TaskStatus
 from core.domain.facts import AttemptState, EventKind, RevisionRequester
 from core.errors import RefusedAction, VersionConflict
 from core.events import TaskChange, TaskChanged
+from core.profiles import roles_for_task
 from core.store import NewEvent, TaskRecord
 from core.tasks.policy import attempt_ending, ensure_writable, is_writable
 from core.tasks.service import TaskService, reviewer_name
@@ -62,6 +63,8 @@ class ReviewService:
             raise IllegalTransition(task.status, trigger)
         if action is FeedbackAction.REVISE and not (prompt and prompt.strip()):
             raise RefusedAction("a revision needs a prompt saying what to change")
+        if action is FeedbackAction.REVISE:  # a revision that cannot run is refused before it is recorded
+            await self.tasks.ws.gateway.check_ready(roles_for_task(self.settings, task.team_spec))
         if action is FeedbackAction.ABANDON and self.tasks.is_running_here(task.id):
             await self.tasks.cancel(task.id)
             task = await self.store.get_task(task.id)

@@ -26,6 +26,7 @@ from core.events import RunProgress as RunProgressNotice
 from core.events import TaskChange, TaskChanged
 from core.evidence import session_messages
 from core.llm.structured import SchemaFailure, complete_structured
+from core.profiles import roles_for_task
 from core.store import AttemptRecord, NewEvent, TaskRecord
 from core.tasks.policy import attempt_ending, decide, ensure_writable, interruption
 from core.tasks.prompts import (
@@ -93,6 +94,7 @@ class TaskService:
             raise ConfigurationError("a task needs some text")
         if output_schema is not None:
             check_output_schema(output_schema)
+        await self.ws.gateway.check_ready(roles_for_task(self.settings, team))  # before anything is written
         task = await self.store.create_task(text, title=title, team_spec=team, output_schema=output_schema)
         self.ws.bus.publish(
             TaskChanged(task_id=task.id, change=TaskChange.CREATED, status=task.status, version=task.version)

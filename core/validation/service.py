@@ -39,6 +39,7 @@ from core.evidence.render import (
 )
 from core.llm.families import model_family, same_family
 from core.llm.structured import SchemaFailure, StructuredOutcome, complete_structured
+from core.profiles import ModelRole
 from core.runtime import RunContext
 from core.validation.chunked import judge_chunked
 from core.validation.citations import check_citations, normalise_id
@@ -321,6 +322,7 @@ class ValidationService:
             )
         )
         prompt_tokens = await asyncio.to_thread(self.gateway.token_count, model, messages)
+        await self.gateway.prepare(model)  # a local model's metadata, fetched off the loop's thread
         window = settings.validator_context_tokens or self.gateway.context_window(model)
         if window is None and not model.startswith(_SCRIPTED_PREFIX):
             window = DEFAULT_UNKNOWN_WINDOW
@@ -378,6 +380,10 @@ class ValidationService:
             on_failure=on_failure,
             timeout_s=settings.validator_timeout_s,
             deadline=_DEADLINE.get(),
+            role=ModelRole.VALIDATOR,
+            fallback_role=ModelRole.VALIDATOR_FALLBACK
+            if settings.validator_fallback_model
+            else ModelRole.SCHEMA_FALLBACK,
         )
 
     def _failure_emitter(

@@ -40,6 +40,7 @@ from PySide6.QtWidgets import (
 
 from core.config import EditableSetting, Settings, editable_settings, user_config_file
 from core.secrets import API_KEY_NAMES
+from desktop.dialogs.models_page import ModelsPage
 from desktop.user_config import KeyStoreUnavailable, save_user_settings, store_api_key
 from desktop.widgets.choose import choose_path
 
@@ -62,7 +63,12 @@ class _Editor:
 
 class SettingsDialog(QDialog):
     def __init__(
-        self, settings: Settings, parent: QWidget | None = None, config_path: Path | None = None
+        self,
+        settings: Settings,
+        parent: QWidget | None = None,
+        config_path: Path | None = None,
+        *,
+        detect_ports: dict[str, int] | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
@@ -70,6 +76,7 @@ class SettingsDialog(QDialog):
         self.config_path = config_path or user_config_file()
         self._key_jobs: set[asyncio.Task[None]] = set()
         self._editors: dict[str, _Editor] = {}
+        self._pages: dict[str, QWidget] = {}
 
         self.tabs = QTabWidget()
         forms: dict[str, QFormLayout] = {}
@@ -77,6 +84,7 @@ class SettingsDialog(QDialog):
             if setting.group not in forms:
                 page = QWidget()
                 forms[setting.group] = QFormLayout(page)
+                self._pages[setting.group] = page
                 forms[setting.group].setRowWrapPolicy(QFormLayout.RowWrapPolicy.DontWrapRows)
                 self.tabs.addTab(page, setting.group)
             editor = _editor(setting, getattr(settings, setting.name), tab=self.tabs.count() - 1)
@@ -88,6 +96,10 @@ class SettingsDialog(QDialog):
                 label.setBuddy(editor.input)
                 label.setToolTip(setting.description)
                 forms[setting.group].addRow(label, editor.row)
+        self.models_page = ModelsPage(settings, self, detect_ports=detect_ports)
+        self.models_page.sig_status.connect(lambda text, error: self._say(text, error=error))
+        # Beside the Models tab (the first group), where the flat model names are.
+        self.models_tab = self.tabs.insertTab(1, self.models_page, "Model profiles")
         self.tabs.addTab(self._keys_page(), "API keys")
 
         self.status_label = _plain_label(
@@ -147,7 +159,20 @@ class SettingsDialog(QDialog):
 
     def values(self) -> dict[str, Any]:
         """Every editable setting as its widget holds it; ``None`` means "not set"."""
-        return {name: editor.read() for name, editor in self._editors.items()}
+        found = {name: editor.read() for name, editor in self._editors.items()}
+        found["profiles"] = self.models_page.values() or None
+        return found
+
+    def show_models_page(self, *, detect: bool = False) -> None:
+        """Switch to the model profiles (the first run sends the analyst here), detecting local servers."""
+        self.tabs.setCurrentIndex(self.models_tab)
+        if detect:
+            self.models_page.detect()
+
+    def done(self, result: int) -> None:
+        """QDialog.done: background detection or test calls end with the dialog."""
+        self.models_page.cancel_jobs()
+        super().done(result)
 
     def changes(self) -> dict[str, Any]:
         """Only what the analyst changed: untouched settings stay as the file (or default) has them."""
@@ -198,7 +223,7 @@ class SettingsDialog(QDialog):
             first = first or editor
         self._say("Not saved. " + "; ".join(lines), error=True)
         if first is not None:
-            self.tabs.setCurrentIndex(first.tab)
+            self.tabs.setCurrentWidget(self._pages[first.setting.group])
             first.input.setFocus()
 
     def _store_key(self) -> None:

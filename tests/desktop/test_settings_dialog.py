@@ -58,6 +58,7 @@ def test_labels_and_help_come_from_the_field_metadata(qtbot: QtBot, tmp_path: Pa
     assert dialog.field_widget("max_parallel_team_nodes").toolTip() == field.description
     assert [dialog.tabs.tabText(i) for i in range(dialog.tabs.count())] == [
         "Models",
+        "Model profiles",
         "Limits",
         "Review",
         "Evidence",
@@ -66,7 +67,8 @@ def test_labels_and_help_come_from_the_field_metadata(qtbot: QtBot, tmp_path: Pa
     ]
     assert isinstance(dialog.field_widget("validation_mode"), QComboBox)
     assert isinstance(dialog.field_widget("fetch_url_enabled"), QCheckBox)
-    for hidden in ("db_url", "script"):
+    assert isinstance(dialog.field_widget("script"), QLineEdit)  # a replay script can be chosen here
+    for hidden in ("db_url",):
         with pytest.raises(KeyError):
             dialog.field_widget(hidden)
 
