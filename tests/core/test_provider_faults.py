@@ -230,3 +230,38 @@ async def test_context_overflow_switches_to_chunked_validation(
         assert len(validator_calls) == 1 + debug["chunk_count"] + 1  # refused, chunks, verdict
     finally:
         await ws.close()
+
+
+@pytest.mark.parametrize(
+    "fault", [Reply.malformed(), Reply.missing_message()], ids=["malformed-body", "no-message"]
+)
+async def test_ollama_unreadable_reply_is_not_a_connection_error(
+    fake_llm: FakeLLMServer, sqlite_url: str, monkeypatch: pytest.MonkeyPatch, fault: Reply
+) -> None:
+    monkeypatch.setenv("OLLAMA_API_BASE", fake_llm.url)
+    fake_llm.push(fault)
+    ws, task_id = await _run(_settings(sqlite_url, agent_model="ollama_chat/fake-model"))
+    try:
+        assert [r.path for r in fake_llm.chat_requests()] == ["/api/chat"]
+        error = (await _events(ws, task_id, EventKind.RUN_FINISHED))[0].payload["error"]
+        assert "could not be read" in error and "cannot reach" not in error
+        assert (await ws.store.get_task(task_id)).status is TaskStatus.FAILED
+    finally:
+        await ws.close()
+
+
+async def test_ollama_retry_after_is_honoured(
+    fake_llm: FakeLLMServer, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OLLAMA_API_BASE", fake_llm.url)
+    monkeypatch.setenv("OPENAI_API_BASE", fake_llm.openai_base)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-fake-key")
+    fake_llm.push(Reply.rate_limited(retry_after_s=1), Reply.text("About 10,935 metres."), _verdict())
+    ws, task_id = await _run(_settings(sqlite_url, agent_model="ollama_chat/fake-model"))
+    try:
+        first, second = fake_llm.chat_requests()[:2]
+        assert first.path == second.path == "/api/chat"
+        assert second.at - first.at >= 1.0
+        assert (await ws.store.get_task(task_id)).status is TaskStatus.AWAITING_FEEDBACK
+    finally:
+        await ws.close()
