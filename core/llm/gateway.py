@@ -92,9 +92,25 @@ def _import_litellm() -> Any:
     return _litellm
 
 
+# litellm's first call to a provider imports that provider's client stack (the OpenAI SDK's ~450
+# modules, Ollama's handler): 0.3-0.7 s on an idle machine, seconds on a busy one. That is set-up,
+# not the provider being slow, so the first call per provider family in the process gets this much
+# extra room on the outer guard; litellm's own ``timeout`` (httpx) still bounds its HTTP exchange.
+FIRST_CALL_SETUP_S = 30.0
+_WARMED_PROVIDERS: set[str] = set()
+_WARM_MODULES = ("openai.resources", "openai.lib.streaming.chat", "litellm.llms.openai.openai")
+
+
 def warm_up_litellm() -> None:
     """Pay litellm's import cost early (the desk calls this off the UI thread after painting)."""
     _import_litellm()
+    import importlib
+
+    for name in _WARM_MODULES:  # most of the first call's set-up; the rest is allowed for per provider
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
 
 
 _KNOWN_FAMILIES = {"gpt-": "openai", "o1": "openai", "o3": "openai", "o4": "openai", "claude": "anthropic"}
@@ -332,10 +348,15 @@ class LLMGateway:
             attempt += 1
             started = time.perf_counter()
             try:
-                raw = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout)
+                warm = provider in _WARMED_PROVIDERS or provider == PROVIDER_NAME
+                setup = 0.0 if warm else FIRST_CALL_SETUP_S
+                raw = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout + setup)
+                _WARMED_PROVIDERS.add(provider)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                if not isinstance(exc, TimeoutError):  # an answer of any kind came back: set-up is done
+                    _WARMED_PROVIDERS.add(provider)
                 error = _map_error(exc, model, timeout)
                 self._record(
                     UsageRecord(

@@ -15,7 +15,8 @@ import pytest
 from core.config import Settings, load_settings
 from core.domain import TaskStatus
 from core.domain.facts import EventKind, FinishReason, WarningCode
-from core.llm import LLMGateway
+from core.llm import LLMGateway, LLMTimeout
+from core.llm import gateway as gateway_module
 from core.tasks.service import TaskService
 from core.validation.warnings import read_warnings
 from core.workspace import Workspace
@@ -265,3 +266,20 @@ async def test_ollama_retry_after_is_honoured(
         assert (await ws.store.get_task(task_id)).status is TaskStatus.AWAITING_FEEDBACK
     finally:
         await ws.close()
+
+
+async def test_a_slow_provider_times_out_on_its_first_call_too(
+    provider: FakeLLMServer, sqlite_url: str
+) -> None:
+    """The first call's set-up allowance never lets a hung provider off: litellm's own timeout bounds
+    the HTTP exchange, so the call still ends as a timeout, after one request and its retries."""
+    gateway_module._WARMED_PROVIDERS.discard("openai")
+    provider.push(
+        Reply(kind="message", content="late", delay_s=3.0), Reply(kind="message", content="late", delay_s=3.0)
+    )
+    settings = _settings(sqlite_url, llm_timeout_s=0.5, llm_num_retries=1)
+    gateway = LLMGateway(settings, retry_backoff_s=0.01)
+    with pytest.raises(LLMTimeout, match=r"timed out|no answer within"):
+        await gateway.complete(model=AGENT, messages=[{"role": "user", "content": "hi"}])
+    assert len(provider.chat_requests()) == 2
+    assert [u.error_kind for u in gateway.usage] == ["timeout", "timeout"]

@@ -179,7 +179,8 @@ class FakeLLMServer:
     """One fake provider on 127.0.0.1 speaking both dialects; see the module docstring."""
 
     def __init__(self, *, models: list[str] | None = None, context_length: int = 8192) -> None:
-        self.server = HTTPServer(host="127.0.0.1", port=0)
+        # Threaded: parallel team nodes and a held (slow) reply must not queue the other requests.
+        self.server = HTTPServer(host="127.0.0.1", port=0, threaded=True)
         self.models = models or ["fake-model"]
         self.context_length = context_length
         self.requests: list[RecordedRequest] = []
