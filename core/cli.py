@@ -1,7 +1,8 @@
 """The headless command line (``evidence-desk SUBCOMMAND``).
 
 Exit codes are part of the interface: 0 success, 2 usage, 3 refused action (illegal transition,
-stale version), 4 configuration or input error (bad script, unreadable database). Errors are one
+stale version), 4 configuration or input error (bad script, unreadable database), 5 ``run``'s task
+ended ``failed`` (the reason is printed on stderr; ``--json`` carries it as ``error``). Errors are one
 line on stderr, never a traceback, and leave the database unchanged.
 """
 
@@ -17,6 +18,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+from core.cli_outcome import EXIT_TASK_FAILED, run_outcome
 from core.config import Settings, load_settings, user_config_file
 from core.domain import FeedbackAction, TaskStatus
 from core.domain.labels import outcome_label
@@ -222,7 +224,11 @@ async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         if not args.json:
             print(f"task {task.id} created; running...", file=sys.stderr)
         task = await service.run(task.id)
-        await _print_task_summary(ws, task, args.json)
+        outcome = await run_outcome(ws.store, task)
+        await _print_task_summary(ws, task, args.json, extra=outcome)
+        if outcome["error"] is not None:
+            print(f"evidence-desk: task {task.id} failed: {outcome['error']}", file=sys.stderr)
+            return EXIT_TASK_FAILED
         return EXIT_OK
 
     return await _with_workspace(settings, body)
@@ -475,7 +481,9 @@ def _task_json(t: TaskRecord) -> dict[str, Any]:
     }
 
 
-async def _print_task_summary(ws: Any, task: TaskRecord, as_json: bool) -> None:
+async def _print_task_summary(
+    ws: Any, task: TaskRecord, as_json: bool, extra: dict[str, Any] | None = None
+) -> None:
     attempts = await ws.store.list_attempts(task.id)
     rows = [
         {
@@ -490,7 +498,7 @@ async def _print_task_summary(ws: Any, task: TaskRecord, as_json: bool) -> None:
         for a in attempts
     ]
     if as_json:
-        _emit({**_task_json(task), "text": task.text, "attempts": rows})
+        _emit({**_task_json(task), "text": task.text, "attempts": rows, **(extra or {})})
         return
     outcome = outcome_label(task.validation_outcome, task.latest_validation_status)
     print(f"task {task.id}  status {task.status.value}  outcome {outcome}  version {task.version}")
@@ -532,6 +540,8 @@ def _print_dossier(data: dict[str, Any]) -> None:
         runs: list[dict[str, Any]] = [packet["main_run"]] if packet.get("main_run") else []
         runs += [n["evidence"] for n in packet.get("team_node_results", []) if n.get("evidence")]
         for run in runs:
+            for warning in run.get("warnings", []):
+                print(f"warning: {warning}")
             for tool in run.get("tool_results", []):
                 flag = " ERROR" if tool.get("is_error") else ""
                 print(

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import make_url
 
+from tests.fakes.llm_server import fake_llm, fake_llm_factory  # noqa: F401  (fixtures for every test)
 from tests.pg import REQUIRED_ENV, URL_ENV, PgServer, PgUnavailable, database_name, start_server
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")

@@ -25,6 +25,8 @@ FINALIZATION_INSTRUCTION = (
     "The tool budget for this task is spent: no more tools can be called. Answer the task now from "
     "the evidence already gathered above. Say plainly what you could not confirm or what is missing."
 )
+TRUNCATED_MESSAGE = "the answer was cut off at the model's output token limit (finish_reason=length)"
+LENGTH_RETRY_FLOOR = 1024  # max_tokens for the retried turn when neither the call nor the usage says more
 NO_ANSWER_MESSAGE = (
     "No usable answer was produced: the agent reached its tool budget and the final answer "
     "request failed or came back empty. The evidence gathered so far is kept for review."
@@ -193,6 +195,8 @@ class AgentLoop:
                     return _Finish(
                         FinishReason.EMPTY_RESPONSE, "", "the model returned an empty answer", pending
                     )
+                if response.finish_reason == "length":
+                    return _Finish(FinishReason.TRUNCATED, response.content or "", TRUNCATED_MESSAGE, pending)
                 return _Finish(FinishReason.STOP, response.content or "", None, pending)
             await self._call_tools(state, response)
             tool_rounds += 1
@@ -209,27 +213,30 @@ class AgentLoop:
         temperature: float | None,
     ) -> LLMResponse:
         snapshot = self._snapshot(state, model, tools, tool_choice, max_tokens, temperature)
-        try:
-            response = await self.gateway.complete(
-                model=model,
-                messages=state.messages,
-                tools=tools or None,
-                tool_choice=tool_choice,
-                max_tokens=max_tokens,
-                temperature=temperature,
-            )
-        except LLMError as exc:
+        response = await self._call(state, snapshot, model, tools, tool_choice, max_tokens, temperature)
+        larger = self._length_retry_tokens(model, max_tokens, response) if tools else None
+        if larger is not None:
+            # A tool turn cut off by the output limit carries half-written calls: drop the reply,
+            # say so in the log, and ask once more with room to finish.
             self._enqueue(
                 state,
                 [
                     snapshot,
                     NewEvent(
                         kind=EventKind.LLM_CALL_FAILED,
-                        payload={"iteration": state.iteration, "kind": exc.kind, "error": str(exc)},
+                        payload={
+                            "iteration": state.iteration,
+                            "kind": "truncated",
+                            "error": f"the reply was cut off at max_tokens={max_tokens} (finish_reason=length); "
+                            f"retrying the turn once with max_tokens={larger}",
+                            "usage": response.usage.model_dump(),
+                            "retry_max_tokens": larger,
+                        },
                     ),
                 ],
             )
-            raise
+            snapshot = self._snapshot(state, model, tools, tool_choice, larger, temperature)
+            response = await self._call(state, snapshot, model, tools, tool_choice, larger, temperature)
         assistant: dict[str, Any] = {"role": "assistant", "content": response.content}
         if response.tool_calls:
             assistant["tool_calls"] = [
@@ -266,6 +273,53 @@ class AgentLoop:
             ]
         self._enqueue(state, events)
         return response
+
+    async def _call(
+        self,
+        state: _RunState,
+        snapshot: NewEvent,
+        model: str,
+        tools: list[dict[str, Any]],
+        tool_choice: str | None,
+        max_tokens: int | None,
+        temperature: float | None,
+    ) -> LLMResponse:
+        try:
+            return await self.gateway.complete(
+                model=model,
+                messages=state.messages,
+                tools=tools or None,
+                tool_choice=tool_choice,
+                max_tokens=max_tokens,
+                temperature=temperature,
+            )
+        except LLMError as exc:
+            self._enqueue(
+                state,
+                [
+                    snapshot,
+                    NewEvent(
+                        kind=EventKind.LLM_CALL_FAILED,
+                        payload={"iteration": state.iteration, "kind": exc.kind, "error": str(exc)},
+                    ),
+                ],
+            )
+            raise
+
+    def _length_retry_tokens(self, model: str, max_tokens: int | None, response: LLMResponse) -> int | None:
+        """The larger ``max_tokens`` for retrying a turn cut off by the output limit; None when not allowed.
+
+        Twice what was asked (or what the model managed), capped by the model's own output limit
+        where litellm knows it: a turn already at that limit cannot be given more.
+        """
+        if response.finish_reason != "length":
+            return None
+        used = max_tokens or response.usage.completion_tokens or 0
+        ceiling = self.gateway.max_output_tokens(model)
+        if ceiling is not None and used >= ceiling:
+            return None
+        larger = max(2 * used, LENGTH_RETRY_FLOOR)
+        return min(larger, ceiling) if ceiling is not None else larger
 
     def _snapshot(
         self,
@@ -478,5 +532,6 @@ def _warnings_for(finish: _Finish) -> list[str]:
         FinishReason.CANCELLED: "the run was cancelled before it finished",
         FinishReason.LLM_ERROR: f"the model call failed: {finish.error}",
         FinishReason.EMPTY_RESPONSE: "the model returned an empty answer",
+        FinishReason.TRUNCATED: TRUNCATED_MESSAGE,
     }
     return [messages[finish.finish_reason]] if finish.finish_reason in messages else []

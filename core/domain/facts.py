@@ -70,11 +70,16 @@ class FinishReason(StrEnum):
     LLM_ERROR = "llm_error"
     EMPTY_RESPONSE = "empty_response"
     INTERRUPTED = "interrupted"
+    TRUNCATED = "truncated"  # the final answer hit the output token limit (finish_reason=length)
 
     @property
     def usable(self) -> bool:
-        """The run's last text is an answer (the tool-budget finalization writes one too)."""
-        return self in (FinishReason.STOP, FinishReason.MAX_TOOL_ITERATIONS_FINALIZED)
+        """The run's last text is an answer (the tool-budget finalization writes one too).
+
+        A truncated answer counts: it is kept and shown for review, marked as cut off, rather than
+        thrown away; the task policy never lets it pass as complete.
+        """
+        return self in (FinishReason.STOP, FinishReason.MAX_TOOL_ITERATIONS_FINALIZED, FinishReason.TRUNCATED)
 
 
 class NodeStatus(StrEnum):
@@ -110,6 +115,7 @@ class WarningCode(StrEnum):
     PENDING_TOOL_CALLS = "pending-tool-calls"
     NO_EVIDENCE = "no-evidence"
     CITATIONS_REQUIRED = "citations-required"
+    TRUNCATED_ANSWER = "truncated-answer"
     OTHER = "other"
 
 

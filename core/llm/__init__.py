@@ -2,8 +2,10 @@
 
 from core.llm.errors import (
     LLMBadRequest,
+    LLMConfigurationError,
     LLMConnectionError,
     LLMError,
+    LLMMalformedResponse,
     LLMRateLimited,
     LLMServerError,
     LLMTimeout,
@@ -33,9 +35,11 @@ from core.llm.scripted import (
 __all__ = [
     "Conversation",
     "LLMBadRequest",
+    "LLMConfigurationError",
     "LLMConnectionError",
     "LLMError",
     "LLMGateway",
+    "LLMMalformedResponse",
     "LLMRateLimited",
     "LLMResponse",
     "LLMServerError",

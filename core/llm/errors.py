@@ -7,7 +7,7 @@ key that a provider echoed back never reaches a log or a screen.
 
 from __future__ import annotations
 
-from core.errors import EvidenceDeskError
+from core.errors import ConfigurationError, EvidenceDeskError
 
 
 class LLMError(EvidenceDeskError):
@@ -29,8 +29,11 @@ class LLMTimeout(LLMError):
 
 
 class LLMRateLimited(LLMError):
+    """A 429; ``retry_after_s`` is what the provider's ``Retry-After`` header asked us to wait, if any."""
+
     kind = "rate_limit"
     transient = True
+    retry_after_s: float | None = None
 
 
 class LLMServerError(LLMError):
@@ -49,6 +52,23 @@ class LLMBadRequest(LLMError):
     kind = "bad_request"
 
 
+class LLMMalformedResponse(LLMError):
+    """The provider answered, but with a body we cannot read (bad JSON, no choices, no message).
+
+    Kept apart from connection errors: the server was reached, so "cannot reach the provider" would
+    send the analyst to check the wrong thing. Not retried: a proxy that mangles one reply usually
+    mangles the next, and each retry is a billed request.
+    """
+
+    kind = "malformed_response"
+
+
+class LLMConfigurationError(LLMError, ConfigurationError):
+    """The call could not even be made (no API key, no endpoint): zero requests sent, never retried."""
+
+    kind = "configuration"
+
+
 class ScriptError(LLMError):
     """The scripted provider has no answer for this request (unknown model, turn past the end)."""
 
@@ -57,8 +77,10 @@ class ScriptError(LLMError):
 
 __all__ = [
     "LLMBadRequest",
+    "LLMConfigurationError",
     "LLMConnectionError",
     "LLMError",
+    "LLMMalformedResponse",
     "LLMRateLimited",
     "LLMServerError",
     "LLMTimeout",

@@ -23,8 +23,10 @@ from core.errors import ConfigurationError
 from core.llm.endpoints import EndpointResolver
 from core.llm.errors import (
     LLMBadRequest,
+    LLMConfigurationError,
     LLMConnectionError,
     LLMError,
+    LLMMalformedResponse,
     LLMRateLimited,
     LLMServerError,
     LLMTimeout,
@@ -92,9 +94,25 @@ def _import_litellm() -> Any:
     return _litellm
 
 
+# litellm's first call to a provider imports that provider's client stack (the OpenAI SDK's ~450
+# modules, Ollama's handler): 0.3-0.7 s on an idle machine, seconds on a busy one. That is set-up,
+# not the provider being slow, so the first call per provider family in the process gets this much
+# extra room on the outer guard; litellm's own ``timeout`` (httpx) still bounds its HTTP exchange.
+FIRST_CALL_SETUP_S = 30.0
+_WARMED_PROVIDERS: set[str] = set()
+_WARM_MODULES = ("openai.resources", "openai.lib.streaming.chat", "litellm.llms.openai.openai")
+
+
 def warm_up_litellm() -> None:
     """Pay litellm's import cost early (the desk calls this off the UI thread after painting)."""
     _import_litellm()
+    import importlib
+
+    for name in _WARM_MODULES:  # most of the first call's set-up; the rest is allowed for per provider
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
 
 
 _KNOWN_FAMILIES = {"gpt-": "openai", "o1": "openai", "o3": "openai", "o4": "openai", "claude": "anthropic"}
@@ -130,11 +148,75 @@ def redact(text: str) -> str:
 
 
 def _strip_litellm_prefix(text: str) -> str:
+    """litellm's class-name prefix and the traceback it pastes into some messages are noise to a reader."""
+    text = re.split(r"\s*Traceback \(most recent call last\)", text, maxsplit=1)[0]
     return re.sub(r"^litellm\.\w+:\s*", "", text)
 
 
+# What litellm's message says when the cause is not its exception class: litellm 1.106 reports an
+# unreadable body as APIConnectionError (Ollama) or InternalServerError (OpenAI), a refused
+# connection as InternalServerError, and a missing key as InternalServerError too.
+_MALFORMED_SIGNS = (
+    "Expecting value",
+    "Expecting property name",
+    "Unterminated string",
+    "Extra data",
+    "Invalid response object",
+    "argument after ** must be a mapping",
+    "JSONDecodeError",
+)
+_CONNECTION_SIGNS = (
+    "Connection error",
+    "Cannot connect to host",
+    "Connect call failed",
+    "Connection refused",
+)
+_MISSING_KEY_SIGNS = ("Missing credentials", "api_key client option must be set", "Missing API Key")
+_CONTEXT_SIGNS = ("context_length_exceeded", "maximum context length", "context window")
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen and len(seen) < 8:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    """Seconds a provider's ``Retry-After`` header asks for (litellm keeps the headers on the exception)."""
+    for source in (
+        getattr(exc, "litellm_response_headers", None),
+        getattr(getattr(exc, "response", None), "headers", None),
+    ):
+        if source is None:
+            continue
+        try:
+            value = source.get("retry-after") or source.get("Retry-After")
+        except Exception:
+            continue
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value))
+        except (TypeError, ValueError):
+            from email.utils import parsedate_to_datetime
+
+            try:
+                return max(0.0, parsedate_to_datetime(str(value)).timestamp() - time.time())
+            except (TypeError, ValueError):
+                continue
+    return None
+
+
 def _map_error(exc: BaseException, model: str, timeout_s: float) -> LLMError:
-    """Turn litellm's exception family into our typed errors (order matters: Timeout is a connection error)."""
+    """Turn litellm's exception family into our typed errors, labelled by what actually happened.
+
+    Order matters: Timeout is a connection error in litellm's tree, and litellm files a bad body, a
+    refused connection and a missing key under classes that say something else, so the cause and
+    the message are read before the class.
+    """
     from core.llm.scripted import script_error_class
 
     litellm = _import_litellm()
@@ -143,10 +225,33 @@ def _map_error(exc: BaseException, model: str, timeout_s: float) -> LLMError:
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
         return LLMTimeout(f"{model}: no answer within {timeout_s:g} s", model=model)
     detail = redact(_strip_litellm_prefix(str(exc))) or type(exc).__name__
+    full = " ".join(str(e) for e in _chain(exc))
     if isinstance(exc, litellm.Timeout):
         return LLMTimeout(f"{model}: timed out ({detail})", model=model)
+    if any(sign in full for sign in _MISSING_KEY_SIGNS):
+        return LLMConfigurationError(
+            f"{model}: no API key is configured for this provider; set its key (or mark the endpoint "
+            f"as keyless) in the settings",
+            model=model,
+        )
     if isinstance(exc, litellm.RateLimitError):
-        return LLMRateLimited(f"{model}: rate limited ({detail})", model=model)
+        error = LLMRateLimited(f"{model}: rate limited ({detail})", model=model)
+        error.retry_after_s = retry_after_s(exc)
+        return error
+    if any(isinstance(e, ValueError) and type(e).__name__ == "JSONDecodeError" for e in _chain(exc)) or any(
+        sign in full for sign in _MALFORMED_SIGNS
+    ):
+        return LLMMalformedResponse(
+            f"{model}: the provider's reply could not be read ({detail})", model=model
+        )
+    if any(sign in full for sign in _CONNECTION_SIGNS):
+        return LLMConnectionError(f"{model}: cannot reach the provider ({detail})", model=model)
+    if isinstance(exc, litellm.ContextWindowExceededError) or (
+        isinstance(exc, litellm.BadRequestError) and any(sign in full for sign in _CONTEXT_SIGNS)
+    ):
+        return LLMBadRequest(
+            f"{model}: context window exceeded ({detail})", model=model, kind="context_window"
+        )
     if isinstance(exc, (litellm.InternalServerError, litellm.ServiceUnavailableError)):
         return LLMServerError(f"{model}: provider server error ({detail})", model=model)
     if isinstance(exc, litellm.APIConnectionError):
@@ -155,10 +260,6 @@ def _map_error(exc: BaseException, model: str, timeout_s: float) -> LLMError:
         return LLMBadRequest(f"{model}: authentication failed ({detail})", model=model, kind="authentication")
     if isinstance(exc, litellm.NotFoundError):
         return LLMBadRequest(f"{model}: model not found ({detail})", model=model, kind="not_found")
-    if isinstance(exc, litellm.ContextWindowExceededError):
-        return LLMBadRequest(
-            f"{model}: context window exceeded ({detail})", model=model, kind="context_window"
-        )
     if isinstance(
         exc, (litellm.BadRequestError, litellm.PermissionDeniedError, litellm.UnprocessableEntityError)
     ):
@@ -255,10 +356,15 @@ class LLMGateway:
             attempt += 1
             started = time.perf_counter()
             try:
-                raw = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout)
+                warm = provider in _WARMED_PROVIDERS or provider == PROVIDER_NAME
+                setup = 0.0 if warm else FIRST_CALL_SETUP_S
+                raw = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout + setup)
+                _WARMED_PROVIDERS.add(provider)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                if not isinstance(exc, TimeoutError):  # an answer of any kind came back: set-up is done
+                    _WARMED_PROVIDERS.add(provider)
                 error = _map_error(exc, model, timeout)
                 self._record(
                     UsageRecord(
@@ -270,13 +376,24 @@ class LLMGateway:
                     )
                 )
                 if error.transient and attempt <= retries:
-                    await asyncio.sleep(self.retry_backoff_s * 2 ** (attempt - 1))
+                    delay = self.retry_backoff_s * 2 ** (attempt - 1)
+                    if isinstance(error, LLMRateLimited) and error.retry_after_s is not None:
+                        delay = max(delay, error.retry_after_s)  # the provider said when; sooner is refused
+                    await asyncio.sleep(delay)
                     continue
                 if error.transient and attempt > 1:
                     error = type(error)(f"{error} after {attempt} attempts", model=model, kind=error.kind)
                 raise error from None
             latency = time.perf_counter() - started
-            response = self._parse(raw, model, provider, latency)
+            try:
+                response = self._parse(raw, model, provider, latency)
+            except LLMMalformedResponse as error:
+                self._record(
+                    UsageRecord(
+                        model=model, latency_s=latency, ok=False, error_kind=error.kind, attempt=attempt
+                    )
+                )
+                raise
             self._record(
                 UsageRecord(
                     model=model,
@@ -291,8 +408,15 @@ class LLMGateway:
 
     @staticmethod
     def _parse(raw: Any, model: str, provider: str, latency: float) -> LLMResponse:
-        choice = raw.choices[0]
-        message = choice.message
+        choices = getattr(raw, "choices", None) or []
+        if not choices:
+            raise LLMMalformedResponse(
+                f"{model}: the provider's reply had no choices (empty answer list)", model=model
+            )
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        if message is None:
+            raise LLMMalformedResponse(f"{model}: the provider's reply had no message", model=model)
         calls = [
             ToolCallRequest(
                 id=str(tc.id), name=str(tc.function.name), arguments=str(tc.function.arguments or "")
@@ -340,6 +464,17 @@ class LLMGateway:
         except Exception:
             return None
         value = info.get("max_input_tokens") or info.get("max_tokens")
+        return int(value) if value else None
+
+    def max_output_tokens(self, model: str) -> int | None:
+        """The model's own output token limit from litellm's map; None when unknown (or scripted)."""
+        if model.startswith(_SCRIPTED_PREFIX):
+            return None
+        try:
+            info = _import_litellm().get_model_info(model=model)
+        except Exception:
+            return None
+        value = info.get("max_output_tokens")
         return int(value) if value else None
 
     def supports_response_format(self, model: str) -> bool:

@@ -56,8 +56,18 @@ def decide(
     validations_done: int,
     max_validations: int,
     schema_ok: bool = True,
+    truncated: bool = False,
 ) -> Decision:
     """The verdict-to-status rule in one pure function (pinned by tests, read by the docs)."""
+    if truncated:
+        # Whatever the validator thought of the visible part, the answer is cut off: an analyst
+        # decides, and nothing retries a model into the same output limit automatically.
+        return Decision(
+            trigger=Trigger.VERDICT_UNCONFIRMED,
+            outcome=ValidationOutcome.FORCE_ACCEPTED,
+            reason="the answer was cut off at the model's output token limit (finish_reason=length); "
+            "delivered for review",
+        )
     if skipped:
         # Seed 002 reserves awaiting_feedback for answers the validator accepted; an answer
         # nobody judged rests with the unconfirmed ones, in needs_review, labelled unvalidated.

@@ -20,7 +20,7 @@ from typing import Any
 
 from core.agent import AgentLoop, RunOutcome, RunProgress
 from core.domain import FeedbackAction, TaskStatus, TeamRunResult
-from core.domain.facts import AttemptState, EventKind, RevisionRequester
+from core.domain.facts import AttemptState, EventKind, FinishReason, RevisionRequester
 from core.errors import ConfigurationError, RefusedAction, VersionConflict
 from core.events import RunProgress as RunProgressNotice
 from core.events import TaskChange, TaskChanged
@@ -307,6 +307,7 @@ class TaskService:
             session_id=session_id,
             agent_model=self.settings.agent_model,
             pending_tool_calls=outcome.pending_tool_calls,
+            truncated=outcome.finish_reason is FinishReason.TRUNCATED,
         )
         result = report.result
         decision = decide(
@@ -315,6 +316,7 @@ class TaskService:
             validations_done=validations_before + 1,
             max_validations=self.settings.max_validation_attempts,
             schema_ok=schema_ok,
+            truncated=outcome.finish_reason is FinishReason.TRUNCATED,
         )
         verdict = {
             "validation_status": None if report.skipped else result.status.value,

@@ -62,6 +62,9 @@ class Judgement(BaseModel):
     prompt_tokens_used: int = 0
     completion_tokens_used: int = 0
     error: str | None = None
+    # Set when the provider refused the single-pass prompt as too long and the verdict was then
+    # reached in chunks: the window we had assumed, the one re-measured, and the provider's words.
+    overflow: dict[str, Any] | None = None
 
 
 def precheck(strategy: str, issue: str, category: FailureCategory) -> Judgement:

@@ -69,6 +69,8 @@ log = logging.getLogger(__name__)
 
 SAFETY_MARGIN = 0.10  # token counters of different providers disagree by a few percent
 MAX_OUTPUT_RESERVE = 4096
+# How OpenAI-compatible servers state the window when they refuse a prompt as too long.
+_REPORTED_WINDOW = re.compile(r"maximum context length is (\d+)", re.IGNORECASE)
 DEFAULT_UNKNOWN_WINDOW = 32_000  # a real model missing from litellm's map: assume a modest window
 _SCRIPTED_PREFIX = "scripted/"
 # The end (loop time) of the running verdict's budget; a context variable because one service
@@ -97,6 +99,8 @@ class ValidationService:
         self.store = ctx.store
         self.gateway = ctx.gateway
         self.settings = ctx.settings
+        # Windows learned from providers' context_length_exceeded replies, per model.
+        self._measured_windows: dict[str, int] = {}
         if self.settings.validation_mode == ValidationMode.KEYWORDS and not any(
             k.strip() for k in self.settings.trigger_keywords
         ):
@@ -118,6 +122,7 @@ class ValidationService:
         session_id: str,
         agent_model: str,
         pending_tool_calls: bool = False,
+        truncated: bool = False,
         earlier: list[TaskEvidencePacket] | None = None,
     ) -> ValidationReport:
         """Judge ``packet``'s answer against the evidence of every attempt so far.
@@ -135,6 +140,14 @@ class ValidationService:
                     code=WarningCode.SAME_FAMILY_VALIDATOR,
                     message=f"validator {model} and agent {agent_model} are both from the "
                     f"{model_family(model)} family; judges tend to favour answers from their own family",
+                )
+            )
+        if truncated:
+            warnings.append(
+                VerdictWarning(
+                    code=WarningCode.TRUNCATED_ANSWER,
+                    message="the answer was cut off at the agent model's output token limit "
+                    "(finish_reason=length); the verdict judged an incomplete answer",
                 )
             )
         packets = [*(earlier or []), packet]
@@ -235,6 +248,7 @@ class ValidationService:
                 "skipped": skipped,
                 "attempt_id": attempt_id,
                 "chunk_raw_responses": judgement.chunk_raw_responses,
+                "context_overflow": judgement.overflow,
             }
         )
         store_prompt = settings.debug_store_validation_prompt and bool(judgement.prompt)
@@ -323,7 +337,11 @@ class ValidationService:
         )
         prompt_tokens = await asyncio.to_thread(self.gateway.token_count, model, messages)
         await self.gateway.prepare(model)  # a local model's metadata, fetched off the loop's thread
-        window = settings.validator_context_tokens or self.gateway.context_window(model)
+        window = (
+            settings.validator_context_tokens
+            or self._measured_windows.get(model)
+            or self.gateway.context_window(model)
+        )
         if window is None and not model.startswith(_SCRIPTED_PREFIX):
             window = DEFAULT_UNKNOWN_WINDOW
             warnings.append(
@@ -336,13 +354,16 @@ class ValidationService:
         budget = token_budget(window) if window is not None else None
         emit = self._failure_emitter(session_id, task_id, attempt_index)
         answer_chars = len(packet.final_output)
+        overflow: dict[str, Any] | None = None
         if budget is None or prompt_tokens <= budget:
             outcome = await self.ask(messages, ValidatorOutput, emit("verdict"))
-            judgement = from_outcome(outcome, prompt=prompt_text(messages), strategy="single")
-            judgement.prompt_tokens = prompt_tokens
-            judgement.evidence_chars_in_input = sum(len(i.content) for i in rendered.items) + answer_chars
-            return judgement
-        return await judge_chunked(
+            if outcome.status != "transport-error" or outcome.error_kind != "context_window":
+                judgement = from_outcome(outcome, prompt=prompt_text(messages), strategy="single")
+                judgement.prompt_tokens = prompt_tokens
+                judgement.evidence_chars_in_input = sum(len(i.content) for i in rendered.items) + answer_chars
+                return judgement
+            overflow, budget = self._remeasure(model, window, prompt_tokens, outcome.error or "", warnings)
+        judgement = await judge_chunked(
             self,
             rendered,
             common=common,
@@ -352,6 +373,41 @@ class ValidationService:
             warnings=warnings,
             answer_chars=answer_chars,
         )
+        judgement.overflow = overflow
+        return judgement
+
+    def _remeasure(
+        self, model: str, window: int | None, prompt_tokens: int, error: str, warnings: list[VerdictWarning]
+    ) -> tuple[dict[str, Any], int]:
+        """After a ``context_length_exceeded``: the window the provider really has, and a chunk budget
+        that fits it. The provider's own figure wins when it states one; otherwise the prompt that
+        failed bounds the window from above. Later validations in this service start from it.
+        """
+        found = _REPORTED_WINDOW.search(error)
+        reported = int(found.group(1)) if found else None
+        measured = reported if reported is not None else prompt_tokens
+        if window is not None:
+            measured = min(measured, window)
+        budget = token_budget(measured)
+        if budget >= prompt_tokens:  # our counter and the provider's disagree: stay well below what failed
+            budget = max(1, prompt_tokens * 3 // 4)
+        self._measured_windows[model] = measured
+        warnings.append(
+            VerdictWarning(
+                code=WarningCode.CONTEXT_OVERFLOW,
+                message=f"{model} refused the {prompt_tokens}-token prompt as longer than its context window "
+                f"(assumed {window if window is not None else 'unknown'}, re-measured {measured} tokens); "
+                "the evidence was validated in chunks instead",
+            )
+        )
+        overflow = {
+            "assumed_window": window,
+            "measured_window": measured,
+            "reported_by_provider": reported is not None,
+            "prompt_tokens": prompt_tokens,
+            "error": error,
+        }
+        return overflow, budget
 
     async def _previous_feedback(self, task_id: str, attempt_index: int) -> str:
         attempts = {a.id: a.index for a in await self.store.list_attempts(task_id)}

@@ -265,7 +265,11 @@ class TaskDetailView(QWidget):
         answer = (attempt.final_output if attempt is not None else None) or (
             packet.final_output if packet is not None else ""
         )
-        self.answer_view.setMarkdown(answer if answer.strip() else "*No answer was produced.*")
+        # With no answer, say why: the run's own warnings carry the provider's error, if there was one.
+        why = [f"> {w}" for w in (packet.main_run.warnings if packet and packet.main_run else [])]
+        self.answer_view.setMarkdown(
+            answer if answer.strip() else "\n\n".join(["*No answer was produced.*", *why])
+        )
         shown = [a.index for a in self._attempts if attempt is not None and a.index <= attempt.index]
         self.evidence_view.set_packets([dossier.packet(i) for i in shown])  # attempts 1..N, by attempt
         self.validator_view.set_validation(validation)

@@ -47,6 +47,7 @@ WARNING_TITLES: dict[WarningCode, str] = {
     WarningCode.PENDING_TOOL_CALLS: "Pending tool calls",
     WarningCode.NO_EVIDENCE: "No evidence",
     WarningCode.CITATIONS_REQUIRED: "Citations required",
+    WarningCode.TRUNCATED_ANSWER: "Truncated answer",
     WarningCode.OTHER: "Validator warning",
 }
 

@@ -10,10 +10,12 @@ import pytest
 from core.domain import TaskStatus, ValidationOutcome
 from core.domain.facts import AttemptState, FinishReason, RevisionRequester
 from core.domain.records import AttemptRecord, TaskRecord
+from core.domain.status import ValidationStatus
 from core.errors import RefusedAction
 from core.tasks.policy import (
     ReadOnlyTask,
     attempt_ending,
+    decide,
     ensure_writable,
     interruption,
     is_writable,
@@ -130,3 +132,11 @@ def test_an_ended_attempt_keeps_its_state_and_only_takes_the_tasks_outcome() -> 
     cancelled = attempt(state=AttemptState.CANCELLED, finished_at=NOW, final_output="x")
     fields = attempt_ending(cancelled, AttemptState.INTERRUPTED, ValidationOutcome.FORCE_ACCEPTED)
     assert fields == {"validation_outcome": ValidationOutcome.FORCE_ACCEPTED}
+
+
+@pytest.mark.parametrize("status", list(ValidationStatus))
+@pytest.mark.parametrize("skipped", [False, True])
+def test_a_truncated_answer_always_waits_for_review(status: ValidationStatus, skipped: bool) -> None:
+    d = decide(status=status, skipped=skipped, validations_done=1, max_validations=3, truncated=True)
+    assert d.trigger is Trigger.VERDICT_UNCONFIRMED and not d.retry
+    assert d.outcome is ValidationOutcome.FORCE_ACCEPTED and "cut off" in d.reason

@@ -423,3 +423,21 @@ def test_copying_the_raw_response_passes_the_redactor(qtbot: QtBot) -> None:
     copied = QApplication.clipboard().text()
     assert "found" in copied and "in the log" in copied
     assert fake_key not in copied
+
+
+def test_a_failed_attempt_says_why_it_has_no_answer(qtbot: QtBot) -> None:
+    error = "the model call failed: openai/m: the provider's reply had no choices (empty answer list)"
+    pkt = {**packet(1, main_content="x", warnings=[error]), "final_output": ""}
+    dossier = TaskDossier(
+        task=TaskRecord.model_validate(task_dict(status="failed", validation_outcome=None, attempt_count=1)),
+        attempts=[attempt(1, pkt, final_output=None, finish_reason="llm_error", validation_status=None)],
+        validations=[],
+        feedback=[],
+        sessions=[],
+        events=[],
+    )
+    view = TaskDetailView()
+    qtbot.addWidget(view)
+    view.set_dossier(dossier)
+    shown = view.answer_view.toPlainText()
+    assert "No answer was produced." in shown and "reply had no choices" in shown

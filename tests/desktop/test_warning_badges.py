@@ -76,6 +76,17 @@ def test_unverified_badge_from_a_warning_alone(qtbot: QtBot) -> None:
     assert view.badge_texts() == ["Unverified citations (2)"]
 
 
+def test_truncated_answer_has_a_badge(qtbot: QtBot) -> None:
+    view = TaskDetailView()
+    qtbot.addWidget(view)
+    cut = VerdictWarning(
+        code=WarningCode.TRUNCATED_ANSWER, message="the answer was cut off at the output limit"
+    )
+    view.set_dossier(structured_dossier([cut]))
+    assert view.badge_texts() == ["Truncated answer"]
+    assert view.badges[0].toolTip() == "the answer was cut off at the output limit"
+
+
 # ---------------------------------------------------------------------------- no parsing in desktop
 
 _TEXT_METHODS = frozenset({"startswith", "endswith", "partition", "rpartition", "split", "removeprefix"})

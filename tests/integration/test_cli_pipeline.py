@@ -132,7 +132,10 @@ def test_budget_finalized_answer(desk: Desk) -> None:
 
 def test_no_usable_answer_fails(desk: Desk) -> None:
     desk.script([{"model": "agent", "turns": [{"error": "bad_request"}]}])
-    task = desk.cli_json("run", "Anything?")
+    code, out, err = desk.cli("run", "Anything?", "--json")
+    assert code == 5  # a failed task is not a success: the reason is on stderr and in --json
+    task = json.loads(out)
+    assert task["error"] and task["error"] in err
     assert task["status"] == "failed" and task["validation_outcome"] is None
     assert task["attempts"][0]["finish_reason"] == "llm_error"
     assert desk.rows("select count(*) from validations") == [(0,)]

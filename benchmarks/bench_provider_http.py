@@ -1,0 +1,165 @@
+"""Per-turn cost of a full agent turn over loopback HTTP against a bare litellm call, in one run.
+
+Both sides talk to the same loopback fake OpenAI-compatible server (tests/fakes/llm_server.py) on
+litellm's real HTTP path, configured the same way (litellm's OpenAI endpoint settings), with the same tool schema and a transcript that grows the same way, so
+the difference is what our loop adds per turn: the gateway, snapshots and event writes, tool
+dispatch. Measured non-streamed and streamed (the bare side assembles the stream with litellm's
+chunk builder; the loop side streams only when the gateway offers it). Aim: at most 1.3x.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._common import scratch_dir
+from core.agent import AgentLoop
+from core.config import load_settings
+from core.events import EventBus
+from core.llm import LLMGateway
+from core.runtime import RunContext
+from core.store import Store
+from core.tools.registry import ToolRegistry
+from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Reply
+
+TURNS_PER_RUN = 20
+RUNS = 5
+MODEL = "openai/bench-model"
+
+
+def noop(query: str) -> str:
+    """Return the query."""
+    return query
+
+
+def _responder(request: RecordedRequest) -> Reply:
+    if (request.body or {}).get("tools") and (request.body or {}).get("tool_choice") != "none":
+        return Reply.tools(("noop", {"query": f"q{len(request.messages)}"}))
+    return Reply.text("done")
+
+
+async def bench_loop(server: FakeLLMServer, *, stream: bool) -> float | None:
+    if stream and "stream" not in inspect.signature(LLMGateway.complete).parameters:
+        return None  # the gateway does not stream agent calls (yet): nothing to compare
+    folder = scratch_dir()
+    settings = load_settings(
+        db_url=f"sqlite+aiosqlite:///{folder / 'ws.sqlite3'}",
+        agent_model=MODEL,
+        max_tool_iterations=TURNS_PER_RUN - 1,
+    )
+    store = await Store.open(settings.db_url)
+    tools = ToolRegistry()
+    tools.register(noop)
+    gateway = LLMGateway(settings)
+    ctx = RunContext(store=store, gateway=gateway, tools=tools, settings=settings, bus=EventBus())
+    loop = AgentLoop(ctx)
+
+    async def one_run() -> None:
+        session = await store.create_session(task_id=None, kind="main")
+        out = await loop.run(
+            session_id=session.id,
+            history=[],
+            new_messages=[{"role": "user", "content": "go"}],
+            model=MODEL,
+        )
+        assert out.usable, out
+        assert out.iterations == TURNS_PER_RUN, out.iterations
+
+    await one_run()  # warm-up: imports, the HTTP client, provider lookups
+    started = time.perf_counter()
+    for _ in range(RUNS):
+        await one_run()
+    elapsed = time.perf_counter() - started
+    await store.close()
+    return RUNS * TURNS_PER_RUN / elapsed
+
+
+async def bench_bare(server: FakeLLMServer, *, stream: bool) -> float:
+    import litellm
+
+    schemas = ToolRegistry()
+    schemas.register(noop)
+    tools = schemas.schemas()
+
+    async def call(messages: list[dict[str, Any]]) -> Any:
+        if not stream:
+            return await litellm.acompletion(model=MODEL, messages=messages, tools=tools)
+        chunks = [
+            c
+            async for c in await litellm.acompletion(
+                model=MODEL,
+                messages=messages,
+                tools=tools,
+                stream=True,
+            )
+        ]
+        return litellm.stream_chunk_builder(chunks, messages=messages)
+
+    async def one_run() -> None:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+        for _ in range(TURNS_PER_RUN - 1):
+            response = await call(messages)
+            call_ = response.choices[0].message.tool_calls[0]
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": call_.id,
+                            "type": "function",
+                            "function": {"name": "noop", "arguments": call_.function.arguments},
+                        }
+                    ],
+                }
+            )
+            messages.append({"role": "tool", "tool_call_id": call_.id, "name": "noop", "content": "q"})
+        messages.append({"role": "user", "content": "answer now"})
+        final = await litellm.acompletion(model=MODEL, messages=messages)
+        assert final.choices[0].message.content == "done"
+
+    await one_run()
+    started = time.perf_counter()
+    for _ in range(RUNS):
+        await one_run()
+    return RUNS * TURNS_PER_RUN / (time.perf_counter() - started)
+
+
+def _line(label: str, rate: float) -> str:
+    return f"{label:<42} {rate:8.1f} turns/s ({1000 / rate:6.2f} ms/turn)"
+
+
+async def main() -> None:
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one access-log line per request otherwise
+    server = FakeLLMServer(models=["bench-model"]).start()
+    server.responder = _responder
+    # The gateway has no per-call endpoint yet: litellm's process-wide OpenAI settings point it here.
+    os.environ["OPENAI_API_BASE"] = server.openai_base
+    os.environ["OPENAI_API_KEY"] = "sk-bench"
+    try:
+        for stream in (False, True):
+            kind = "streamed" if stream else "non-streamed"
+            # Interleaved and best of two, so neither side pays for the other's warm-up or a busy moment.
+            bare = max([await bench_bare(server, stream=stream), await bench_bare(server, stream=stream)])
+            first = await bench_loop(server, stream=stream)
+            ours = None if first is None else max(first, await bench_loop(server, stream=stream) or 0.0)
+            print(_line(f"bare litellm.acompletion, {kind}:", bare))
+            if ours is None:
+                print(f"AgentLoop, {kind}: n/a (the gateway does not stream agent calls)")
+                continue
+            print(_line(f"AgentLoop full turn, {kind}:", ours))
+            print(f"cost ratio per turn, {kind} (ours / bare): {bare / ours:.2f}x  (aim <= 1.3x)")
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
