@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from core.config import Settings
 from core.errors import ConfigurationError
+from core.llm.cost import call_cost
 from core.llm.errors import (
     LLMBadRequest,
     LLMConnectionError,
@@ -30,6 +31,7 @@ from core.llm.errors import (
     ScriptError,
 )
 from core.llm.scripted import PROVIDER_NAME, load_script, request_text
+from core.llm.streaming import DeltaSink, stream_completion
 from core.secrets import KEY_SHAPES, secret_env_values
 
 _SCRIPTED_PREFIX = f"{PROVIDER_NAME}/"
@@ -45,6 +47,7 @@ class TokenUsage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    cost_usd: float = 0.0
 
 
 class LLMResponse(BaseModel):
@@ -65,6 +68,7 @@ class UsageRecord(BaseModel):
     ok: bool
     error_kind: str | None = None
     attempt: int
+    cost_usd: float = 0.0
 
 
 _litellm: Any = None
@@ -223,6 +227,8 @@ class LLMGateway:
         max_tokens: int | None = None,
         temperature: float | None = None,
         num_retries: int | None = None,
+        stream: bool = False,
+        on_delta: DeltaSink | None = None,
     ) -> LLMResponse:
         timeout = timeout_s if timeout_s is not None else self.settings.llm_timeout_s
         retries = num_retries if num_retries is not None else self.settings.llm_num_retries
@@ -247,7 +253,10 @@ class LLMGateway:
             attempt += 1
             started = time.perf_counter()
             try:
-                raw = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout)
+                call = (
+                    stream_completion(litellm, kwargs, on_delta) if stream else litellm.acompletion(**kwargs)
+                )
+                raw = await asyncio.wait_for(call, timeout)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -269,6 +278,10 @@ class LLMGateway:
                 raise error from None
             latency = time.perf_counter() - started
             response = self._parse(raw, model, provider, latency)
+            usage = response.usage
+            usage.cost_usd = call_cost(
+                litellm, model, usage.prompt_tokens, usage.completion_tokens, self.settings
+            )
             self._record(
                 UsageRecord(
                     model=model,
@@ -277,6 +290,7 @@ class LLMGateway:
                     latency_s=latency,
                     ok=True,
                     attempt=attempt,
+                    cost_usd=usage.cost_usd,
                 )
             )
             return response
