@@ -48,7 +48,14 @@ async def stream_completion(litellm: Any, kwargs: dict[str, Any], on_delta: Delt
     if not chunks:
         # The same shape as a non-streamed reply with no choices, so one check handles both.
         return litellm.ModelResponse(choices=[])
-    return litellm.stream_chunk_builder(chunks, messages=kwargs.get("messages"))
+    response = litellm.stream_chunk_builder(chunks, messages=kwargs.get("messages"))
+    for choice in getattr(response, "choices", None) or []:
+        message = getattr(choice, "message", None)
+        if message is not None and message.content == "":
+            # The builder joins zero text pieces into ""; an unstreamed reply says null, and the
+            # stored event must not depend on which way the answer came.
+            message.content = None
+    return response
 
 
 __all__ = ["DeltaSink", "stream_completion"]
