@@ -24,6 +24,7 @@ from core.bundle.opened import OpenedBundle
 from core.bundle.redact import Redactor
 from core.domain.evidence import TaskEvidencePacket
 from core.domain.records import AttemptRecord, FeedbackRecord, TaskRecord, ValidationRecord
+from core.domain.usage import USAGE_EVENT_KINDS, UsageTotals
 from core.evidence.render import render_packet
 from core.store import Store
 from core.tasks.dossier import TaskDossier, load_dossier
@@ -61,6 +62,7 @@ class AttemptView:
     citations: list[dict[str, Any]]
     evidence: list[EvidenceRow]
     evidence_note: str | None = None
+    usage: UsageTotals | None = None
 
 
 @dataclass
@@ -70,6 +72,7 @@ class ReportData:
     feedback: list[FeedbackRecord]
     source: str
     verification: list[str] | None = None  # bundle failures; None when read from a workspace
+    usage: UsageTotals | None = None
     generated_at: str = field(default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
     app_version: str = field(default_factory=app_version)
     preview_chars: int = PREVIEW_CHARS
@@ -104,6 +107,7 @@ def build_report_data(
     """Pure assembly from the dossier ``show`` and the desk read, so the page states each attempt's
     recorded outcome exactly as they do; the evidence index uses the ids the validator cited."""
     views = []
+    per_attempt = dossier.attempt_usage()
     for a in dossier.attempts:
         v = dossier.validation_for(a.index)
         citations = v.result.get("citations", []) if v is not None else []
@@ -115,10 +119,16 @@ def build_report_data(
                 citations=[c for c in citations if isinstance(c, dict)],
                 evidence=rows,
                 evidence_note=note,
+                usage=per_attempt.get(a.index),
             )
         )
     return ReportData(
-        task=dossier.task, attempts=views, feedback=dossier.feedback, source=source, verification=verification
+        task=dossier.task,
+        attempts=views,
+        feedback=dossier.feedback,
+        source=source,
+        verification=verification,
+        usage=dossier.usage(),
     )
 
 
@@ -182,7 +192,10 @@ async def write_report(
     """Write the audit page for one workspace task (``task_id`` may be a unique prefix), with secrets
     masked as in an export (``redact`` and ``environ`` as for ``export_bundle``)."""
     redactor = await asyncio.to_thread(Redactor.build, redact, environ)
-    dossier = await load_dossier(store, task_id, with_events=False)  # the page lists no events
+    dossier = await load_dossier(store, task_id, with_events=False)  # the page lists no events...
+    # ...but states what the calls used, which only the (small) call events record.
+    usage_events = await store.get_task_events(dossier.task.id, kinds=USAGE_EVENT_KINDS)
+    dossier = dossier.model_copy(update={"events": usage_events})
     data = build_report_data(_redacted(dossier, redactor), source=f"workspace {store.display_name}")
     return await _render_and_write(data, Path(out), redactor)
 

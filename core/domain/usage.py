@@ -14,6 +14,9 @@ from pydantic import BaseModel
 from core.domain.facts import EventKind
 from core.domain.records import AttemptRecord, EventRecord, ValidationRecord
 
+USAGE_EVENT_KINDS: tuple[str, ...] = (EventKind.RUN_STARTED, EventKind.LLM_RESPONSE_RECEIVED)
+"""The events per-attempt totals are read from: a reader may load just these, not the evidence."""
+
 
 class UsageTotals(BaseModel):
     """Tokens and cost of a set of calls (a run, an attempt, a task)."""
@@ -123,4 +126,12 @@ def task_usage(
     return totals
 
 
-__all__ = ["UsageTotals", "attempt_usage", "events_usage", "recorded_spend", "task_usage", "validation_usage"]
+__all__ = [
+    "USAGE_EVENT_KINDS",
+    "UsageTotals",
+    "attempt_usage",
+    "events_usage",
+    "recorded_spend",
+    "task_usage",
+    "validation_usage",
+]

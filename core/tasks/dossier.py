@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from core.domain import TaskEvidencePacket, ValidationOutcome
 from core.domain.facts import AttemptState
+from core.domain.usage import UsageTotals, attempt_usage, task_usage
 from core.store import (
     AttemptRecord,
     EventRecord,
@@ -46,6 +47,14 @@ class TaskDossier(BaseModel):
     def attempt_interrupted(attempt: AttemptRecord) -> bool:
         """The process running this attempt died; crash recovery ended it."""
         return attempt.state is AttemptState.INTERRUPTED
+
+    def usage(self) -> UsageTotals:
+        """Tokens and cost of every recorded call of the task (agent runs and validations)."""
+        return task_usage(self.attempts, self.validations, self.events)
+
+    def attempt_usage(self) -> dict[int, UsageTotals]:
+        """Tokens and cost per attempt index: its runs' calls plus its validations'."""
+        return attempt_usage(self.attempts, self.validations, self.events)
 
     def validation_for(self, attempt_index: int) -> ValidationRecord | None:
         """The attempt's last verdict (a re-validation replaces the earlier one)."""
