@@ -189,20 +189,20 @@ class Settings(BaseSettings):
         ge=0,
         title="Prompt price per million tokens (USD)",
         description="Used for models litellm has no price for (local or private ones); empty counts them as free.",
-        json_schema_extra=_desk(SettingsGroup.MODELS),
+        json_schema_extra=_desk(SettingsGroup.LIMITS),
     )
     llm_cost_per_mtok_out: float | None = Field(
         default=None,
         ge=0,
         title="Completion price per million tokens (USD)",
         description="Used for models litellm has no price for (local or private ones); empty counts them as free.",
-        json_schema_extra=_desk(SettingsGroup.MODELS),
+        json_schema_extra=_desk(SettingsGroup.LIMITS),
     )
     stream_agent: bool = Field(
         default=True,
         title="Stream the agent's answers",
         description="Show the agent's text in the desk as it is written; the stored record is the same either way.",
-        json_schema_extra=_desk(SettingsGroup.OTHER),
+        json_schema_extra=_desk(SettingsGroup.REVIEW),
     )
     llm_timeout_s: float = Field(
         default=120.0,

@@ -12,6 +12,8 @@ from pydantic import BaseModel
 from core.domain import TaskEvidencePacket, ValidationOutcome
 from core.domain.facts import AttemptState
 from core.domain.usage import UsageTotals, attempt_usage, task_usage
+from core.evidence.provisional import provisional_packet
+from core.evidence.render import next_evidence_number
 from core.store import (
     AttemptRecord,
     EventRecord,
@@ -37,6 +39,21 @@ class TaskDossier(BaseModel):
     def packet(self, attempt_index: int) -> TaskEvidencePacket | None:
         a = self.attempt(attempt_index)
         return TaskEvidencePacket.model_validate(a.packet) if a is not None and a.packet is not None else None
+
+    def evidence_packet(self, attempt_index: int) -> TaskEvidencePacket | None:
+        """The attempt's packet, or for one without (running, cancelled, crashed) its recorded events'.
+
+        Ids continue from the earlier attempts' packets, as the packet's would have.
+        """
+        recorded = self.packet(attempt_index)
+        attempt = self.attempt(attempt_index)
+        if recorded is not None or attempt is None:
+            return recorded
+        earlier = [
+            p for a in self.attempts if a.index < attempt_index and (p := self.packet(a.index)) is not None
+        ]
+        start = next_evidence_number(earlier) if earlier else 1
+        return provisional_packet(self.task.id, attempt, self.events, evidence_id_start=start)
 
     @staticmethod
     def attempt_force_accepted(attempt: AttemptRecord) -> bool:
