@@ -220,6 +220,7 @@ class AgentLoop:
         temperature: float | None,
     ) -> LLMResponse:
         snapshot = self._snapshot(state, model, tools, tool_choice, max_tokens, temperature)
+        on_delta = self._delta_sink(state)
         try:
             response = await self.gateway.complete(
                 model=model,
@@ -228,8 +229,8 @@ class AgentLoop:
                 tool_choice=tool_choice,
                 max_tokens=max_tokens,
                 temperature=temperature,
-                stream=self.settings.stream_agent,
-                on_delta=self._delta_sink(state),
+                stream=on_delta is not None,  # streaming is for showing text: only with someone to show it
+                on_delta=on_delta,
             )
         except LLMError as exc:
             self._enqueue(
