@@ -23,6 +23,7 @@ from core.config import Settings, load_settings, user_config_file
 from core.domain import FeedbackAction, TaskStatus
 from core.domain.labels import outcome_label
 from core.domain.records import TaskRecord
+from core.domain.usage import UsageTotals
 from core.errors import ConfigurationError, EvidenceDeskError, RefusedAction, StoreError
 from core.inputs import load_toml_file, read_input_text
 from core.version import app_version
@@ -523,6 +524,10 @@ async def task_dossier(store: Any, task_id: str) -> dict[str, Any]:
         "team": d.task.team_spec,
         "output_schema": d.task.output_schema,
     }
+    data["usage"] = d.usage().model_dump()
+    per_attempt = d.attempt_usage()
+    for a in data["attempts"]:
+        a["usage"] = per_attempt[a["index"]].model_dump()
     return data
 
 
@@ -531,10 +536,12 @@ def _print_dossier(data: dict[str, Any]) -> None:
     print(f"# Task {t['id']}\n{t['text']}\n")
     shown = outcome_label(t["validation_outcome"], t.get("latest_validation_status"))
     print(f"status {t['status']} · outcome {shown} · version {t['version']}")
+    print(f"usage {UsageTotals.model_validate(data['usage']).summary()}")
     for a in data["attempts"]:
         print(f"\n## Attempt {a['index']} ({a['trigger']}) — {a['state']}, finish {a['finish_reason']}")
         print(f"outcome {outcome_label(a['validation_outcome'], a['validation_status'])}")
         print(f"validation {a['validation_status'] or '-'} score {a['validation_score']}")
+        print(f"usage {UsageTotals.model_validate(a['usage']).summary()}")
         print(f"\n### Answer\n{a['final_output'] or '(no usable answer)'}")
         packet = a.get("packet") or {}
         runs: list[dict[str, Any]] = [packet["main_run"]] if packet.get("main_run") else []

@@ -193,6 +193,42 @@ class Settings(BaseSettings):
         description="A model that repeats the same shape error this many times in a row is not re-asked again.",
         json_schema_extra=_desk(SettingsGroup.LIMITS),
     )
+    max_task_cost_usd: float | None = Field(
+        default=None,
+        gt=0,
+        title="Cost budget per task (USD)",
+        description="When a task's model calls have cost this much, the agent stops calling tools and answers "
+        "from what it gathered. Empty for no budget.",
+        json_schema_extra=_desk(SettingsGroup.LIMITS),
+    )
+    max_task_tokens: int | None = Field(
+        default=None,
+        gt=0,
+        title="Token budget per task",
+        description="When a task's model calls have used this many tokens (prompt and completion), the agent "
+        "stops calling tools and answers from what it gathered. Empty for no budget.",
+        json_schema_extra=_desk(SettingsGroup.LIMITS),
+    )
+    llm_cost_per_mtok_in: float | None = Field(
+        default=None,
+        ge=0,
+        title="Prompt price per million tokens (USD)",
+        description="Used for models litellm has no price for (local or private ones); empty counts them as free.",
+        json_schema_extra=_desk(SettingsGroup.LIMITS),
+    )
+    llm_cost_per_mtok_out: float | None = Field(
+        default=None,
+        ge=0,
+        title="Completion price per million tokens (USD)",
+        description="Used for models litellm has no price for (local or private ones); empty counts them as free.",
+        json_schema_extra=_desk(SettingsGroup.LIMITS),
+    )
+    stream_agent: bool = Field(
+        default=True,
+        title="Stream the agent's answers",
+        description="Show the agent's text in the desk as it is written; the stored record is the same either way.",
+        json_schema_extra=_desk(SettingsGroup.REVIEW),
+    )
     llm_timeout_s: float = Field(
         default=120.0,
         gt=0,

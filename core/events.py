@@ -65,7 +65,31 @@ class RunProgress(_Notice):
     started_at: datetime | None = None
 
 
-BusEvent = TaskChanged | TasksChanged | RunProgress
+class TranscriptDelta(_Notice):
+    """A piece of a model's answer arrived while it streams; nothing stored changed yet.
+
+    The stored record gets the whole answer in one response event when the call ends; these only
+    let a view show the text as it is written. ``iteration`` starts a new paragraph in the view.
+    """
+
+    kind: Literal["transcript_delta"] = "transcript_delta"
+    task_id: str | None
+    run_id: str
+    iteration: int
+    text: str
+    node: str | None = None
+
+
+class EvidenceRecorded(_Notice):
+    """A run recorded tool results (evidence) for a task; a view showing the task re-reads it."""
+
+    kind: Literal["evidence_recorded"] = "evidence_recorded"
+    task_id: str
+    run_id: str
+    count: int
+
+
+BusEvent = TaskChanged | TasksChanged | RunProgress | TranscriptDelta | EvidenceRecorded
 
 Observer = Callable[[BusEvent], None]
 
@@ -84,6 +108,11 @@ class EventBus:
 
         return unsubscribe
 
+    @property
+    def has_observers(self) -> bool:
+        """Lets a publisher skip building notices nobody would see (streamed text pieces)."""
+        return bool(self._observers)
+
     def publish(self, event: BusEvent) -> None:
         for observer in list(self._observers):
             try:
@@ -92,4 +121,14 @@ class EventBus:
                 log.exception("event observer failed on %s", event.kind)
 
 
-__all__ = ["BusEvent", "EventBus", "Observer", "RunProgress", "TaskChange", "TaskChanged", "TasksChanged"]
+__all__ = [
+    "BusEvent",
+    "EventBus",
+    "EvidenceRecorded",
+    "Observer",
+    "RunProgress",
+    "TaskChange",
+    "TaskChanged",
+    "TasksChanged",
+    "TranscriptDelta",
+]

@@ -16,7 +16,15 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
-from core.events import BusEvent, EventBus, RunProgress, TaskChanged, TasksChanged
+from core.events import (
+    BusEvent,
+    EventBus,
+    EvidenceRecorded,
+    RunProgress,
+    TaskChanged,
+    TasksChanged,
+    TranscriptDelta,
+)
 
 
 class CoreBridge(QObject):
@@ -28,6 +36,12 @@ class CoreBridge(QObject):
 
     sig_run_progress = Signal(object)
     """A running attempt moved on: a ``core.events.RunProgress``."""
+
+    sig_transcript_delta = Signal(object)
+    """A piece of a running agent's answer arrived: a ``core.events.TranscriptDelta``."""
+
+    sig_evidence_recorded = Signal(object)
+    """A running attempt recorded tool results: a ``core.events.EvidenceRecorded``."""
 
     _sig_incoming = Signal(object)  # cross-thread hand-over only
 
@@ -73,3 +87,7 @@ class CoreBridge(QObject):
             self.sig_tasks_changed.emit(event)
         elif isinstance(event, RunProgress):
             self.sig_run_progress.emit(event)
+        elif isinstance(event, TranscriptDelta):
+            self.sig_transcript_delta.emit(event)
+        elif isinstance(event, EvidenceRecorded):
+            self.sig_evidence_recorded.emit(event)

@@ -14,6 +14,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from core.domain.facts import EventKind, FinishReason
+from core.domain.usage import UsageTotals, recorded_spend
+from core.events import EvidenceRecorded, TranscriptDelta
 from core.llm import LLMResponse
 from core.llm.errors import LLMBadRequest, LLMError
 from core.llm.gateway import provider_family
@@ -27,6 +29,10 @@ FINALIZATION_INSTRUCTION = (
 )
 TRUNCATED_MESSAGE = "the answer was cut off at the model's output token limit (finish_reason=length)"
 LENGTH_RETRY_FLOOR = 1024  # max_tokens for the retried turn when neither the call nor the usage says more
+BUDGET_FINALIZATION_INSTRUCTION = (
+    "The {budget} budget for this task is spent: no more tools can be called. Answer the task now "
+    "from the evidence already gathered above. Say plainly what you could not confirm or what is missing."
+)
 NO_ANSWER_MESSAGE = (
     "No usable answer was produced: the agent reached its tool budget and the final answer "
     "request failed or came back empty. The evidence gathered so far is kept for review."
@@ -94,6 +100,7 @@ class AgentLoop:
         self.gateway = ctx.gateway
         self.tools = ctx.tools
         self.settings = ctx.settings
+        self.bus = ctx.bus
         self.on_progress = on_progress
 
     async def run(
@@ -134,6 +141,7 @@ class AgentLoop:
             messages=[*history, *new_messages],
         )
         schemas = self.tools.schemas() if include_tools and budget > 0 else []
+        state.spent = await self._spent_before(task_id)
         await self._append(
             state,
             EventKind.RUN_STARTED,
@@ -202,6 +210,9 @@ class AgentLoop:
             tool_rounds += 1
             if tool_rounds >= budget:
                 return await self._finalize(state, model, schemas, max_tokens, temperature)
+            spent = self._budget_spent(state)
+            if spent is not None:
+                return await self._finalize(state, model, schemas, max_tokens, temperature, spent)
 
     async def _request(
         self,
@@ -284,14 +295,17 @@ class AgentLoop:
         max_tokens: int | None,
         temperature: float | None,
     ) -> LLMResponse:
+        on_delta = self._delta_sink(state)
         try:
-            return await self.gateway.complete(
+            response = await self.gateway.complete(
                 model=model,
                 messages=state.messages,
                 tools=tools or None,
                 tool_choice=tool_choice,
                 max_tokens=max_tokens,
                 temperature=temperature,
+                stream=on_delta is not None,  # streaming is for showing text: only with someone to show it
+                on_delta=on_delta,
             )
         except LLMError as exc:
             self._enqueue(
@@ -305,6 +319,8 @@ class AgentLoop:
                 ],
             )
             raise
+        state.spent.add(response.usage.model_dump())  # a dropped, cut-off turn was paid for too
+        return response
 
     def _length_retry_tokens(self, model: str, max_tokens: int | None, response: LLMResponse) -> int | None:
         """The larger ``max_tokens`` for retrying a turn cut off by the output limit; None when not allowed.
@@ -379,6 +395,8 @@ class AgentLoop:
                 )
             )
         self._enqueue(state, events)
+        if state.task_id is not None:
+            self.bus.publish(EvidenceRecorded(task_id=state.task_id, run_id=state.run_id, count=len(events)))
 
     async def _finalize(
         self,
@@ -387,14 +405,25 @@ class AgentLoop:
         schemas: list[dict[str, Any]],
         max_tokens: int | None,
         temperature: float | None,
+        spent_budget: str | None = None,
     ) -> _Finish:
-        """One last call with no tools offered: the model must answer from what it gathered."""
+        """One last call with no tools offered: the model must answer from what it gathered.
+
+        ``spent_budget`` names the task's cost or token budget when that, not the tool budget,
+        ended the loop.
+        """
         self._progress(state, "finalizing")
-        instruction = {"role": "user", "content": FINALIZATION_INSTRUCTION}
-        state.add(instruction)
-        await self._append(
-            state, EventKind.FINALIZATION_REQUESTED, {"iteration": state.iteration, "message": instruction}
+        text = (
+            FINALIZATION_INSTRUCTION
+            if spent_budget is None
+            else BUDGET_FINALIZATION_INSTRUCTION.format(budget=spent_budget)
         )
+        instruction = {"role": "user", "content": text}
+        state.add(instruction)
+        payload: dict[str, Any] = {"iteration": state.iteration, "message": instruction}
+        if spent_budget is not None:
+            payload["budget"] = spent_budget
+        await self._append(state, EventKind.FINALIZATION_REQUESTED, payload)
         state.iteration += 1
         try:
             try:
@@ -406,16 +435,22 @@ class AgentLoop:
                 response = await self._request(state, model, schemas, "none", max_tokens, temperature)
         except LLMError as exc:
             return _Finish(
-                FinishReason.MAX_TOOL_ITERATIONS_UNFINALIZED, NO_ANSWER_MESSAGE, f"finalization failed: {exc}"
+                FinishReason.MAX_TOOL_ITERATIONS_UNFINALIZED,
+                NO_ANSWER_MESSAGE,
+                f"finalization failed: {exc}",
+                budget=spent_budget,
             )
-        text = (response.content or "").strip()
-        if not text:
+        answer = (response.content or "").strip()
+        if not answer:
             return _Finish(
                 FinishReason.MAX_TOOL_ITERATIONS_UNFINALIZED,
                 NO_ANSWER_MESSAGE,
                 "finalization returned no answer",
+                budget=spent_budget,
             )
-        return _Finish(FinishReason.MAX_TOOL_ITERATIONS_FINALIZED, response.content or "", None)
+        return _Finish(
+            FinishReason.MAX_TOOL_ITERATIONS_FINALIZED, response.content or "", None, budget=spent_budget
+        )
 
     async def _finish(self, state: _RunState, finish: _Finish) -> None:
         warnings = _warnings_for(finish)
@@ -449,6 +484,43 @@ class AgentLoop:
         """Mid-run events are written behind the loop; run start and end are awaited."""
         self.store.enqueue_events(state.session_id, events, run_id=state.run_id, task_id=state.task_id)
 
+    async def _spent_before(self, task_id: str | None) -> UsageTotals:
+        """What the task spent in earlier runs; only read when a task budget is set."""
+        if task_id is None or (
+            self.settings.max_task_cost_usd is None and self.settings.max_task_tokens is None
+        ):
+            return UsageTotals()
+        await self.store.flush()
+        return recorded_spend(await self.store.get_task_events(task_id))
+
+    def _budget_spent(self, state: _RunState) -> str | None:
+        """Which task budget (cost or tokens) the calls so far have used up, if any."""
+        cost_cap, token_cap = self.settings.max_task_cost_usd, self.settings.max_task_tokens
+        if cost_cap is not None and state.spent.cost_usd >= cost_cap:
+            return "cost"
+        if token_cap is not None and state.spent.tokens >= token_cap:
+            return "token"
+        return None
+
+    def _delta_sink(self, state: _RunState) -> Callable[[str], None] | None:
+        """Publishes each streamed text piece; None when streaming is off or nobody listens."""
+        if not self.settings.stream_agent or not self.bus.has_observers:
+            return None
+        bus, task_id, run_id, node_id, iteration = (
+            self.bus,
+            state.task_id,
+            state.run_id,
+            state.node_id,
+            state.iteration,
+        )
+
+        def on_delta(text: str) -> None:
+            bus.publish(
+                TranscriptDelta(task_id=task_id, run_id=run_id, iteration=iteration, text=text, node=node_id)
+            )
+
+        return on_delta
+
     def _progress(self, state: _RunState, phase: str, current_tool: str | None = None) -> None:
         if self.on_progress is not None:
             self.on_progress(
@@ -472,6 +544,7 @@ class _RunState:
         "node_id",
         "run_id",
         "session_id",
+        "spent",
         "task_id",
     )
 
@@ -491,6 +564,7 @@ class _RunState:
         self.messages = messages
         self.iteration = 0
         self.last_content: str | None = None
+        self.spent = UsageTotals()
         self._message_chars = sum(_chars(m) for m in messages)
 
     def add(self, message: dict[str, Any]) -> None:
@@ -506,7 +580,7 @@ class _RunState:
 
 
 class _Finish:
-    __slots__ = ("error", "finish_reason", "output_text", "pending_tool_calls")
+    __slots__ = ("budget", "error", "finish_reason", "output_text", "pending_tool_calls")
 
     def __init__(
         self,
@@ -514,14 +588,23 @@ class _Finish:
         output_text: str,
         error: str | None,
         pending_tool_calls: bool = False,
+        *,
+        budget: str | None = None,
     ) -> None:
         self.finish_reason = finish_reason
         self.output_text = output_text
         self.error = error
         self.pending_tool_calls = pending_tool_calls
+        self.budget = budget  # "cost" or "token" when a task budget, not the tool budget, ended the loop
 
 
 def _warnings_for(finish: _Finish) -> list[str]:
+    if finish.budget is not None and finish.finish_reason is FinishReason.MAX_TOOL_ITERATIONS_FINALIZED:
+        return [
+            f"the task's {finish.budget} budget was reached; the answer was written from the evidence so far"
+        ]
+    if finish.budget is not None:
+        return [f"the task's {finish.budget} budget was reached and no final answer could be produced"]
     messages = {
         FinishReason.MAX_TOOL_ITERATIONS_FINALIZED: (
             "the tool budget was reached; the answer was written from the evidence gathered so far"

@@ -25,6 +25,7 @@ from core.bundle.redact import Redactor
 from core.domain.evidence import TaskEvidencePacket
 from core.domain.labels import outcome_label
 from core.domain.records import AttemptRecord, FeedbackRecord, TaskRecord, ValidationRecord
+from core.domain.usage import USAGE_EVENT_KINDS, UsageTotals
 from core.evidence.render import render_packet
 from core.store import Store
 from core.tasks.dossier import TaskDossier, load_dossier
@@ -65,6 +66,7 @@ class AttemptView:
     # Evidence id -> the attempt whose index lists it: a retry's verdict may cite an item an
     # earlier attempt gathered (ids are task-wide), and its link must reach that attempt's row.
     anchors: dict[str, int] = field(default_factory=dict)
+    usage: UsageTotals | None = None
 
 
 @dataclass
@@ -74,6 +76,7 @@ class ReportData:
     feedback: list[FeedbackRecord]
     source: str
     verification: list[str] | None = None  # bundle failures; None when read from a workspace
+    usage: UsageTotals | None = None
     generated_at: str = field(default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
     app_version: str = field(default_factory=app_version)
     preview_chars: int = PREVIEW_CHARS
@@ -109,6 +112,7 @@ def build_report_data(
     recorded outcome exactly as they do; the evidence index uses the ids the validator cited."""
     views = []
     seen: dict[str, int] = {}
+    per_attempt = dossier.attempt_usage()
     for a in sorted(dossier.attempts, key=lambda x: x.index):
         v = dossier.validation_for(a.index)
         citations = v.result.get("citations", []) if v is not None else []
@@ -122,10 +126,16 @@ def build_report_data(
                 evidence=rows,
                 evidence_note=note,
                 anchors=dict(seen),
+                usage=per_attempt.get(a.index),
             )
         )
     return ReportData(
-        task=dossier.task, attempts=views, feedback=dossier.feedback, source=source, verification=verification
+        task=dossier.task,
+        attempts=views,
+        feedback=dossier.feedback,
+        source=source,
+        verification=verification,
+        usage=dossier.usage(),
     )
 
 
@@ -190,7 +200,10 @@ async def write_report(
     """Write the audit page for one workspace task (``task_id`` may be a unique prefix), with secrets
     masked as in an export (``redact`` and ``environ`` as for ``export_bundle``)."""
     redactor = await asyncio.to_thread(Redactor.build, redact, environ)
-    dossier = await load_dossier(store, task_id, with_events=False)  # the page lists no events
+    dossier = await load_dossier(store, task_id, with_events=False)  # the page lists no events...
+    # ...but states what the calls used, which only the (small) call events record.
+    usage_events = await store.get_task_events(dossier.task.id, kinds=USAGE_EVENT_KINDS)
+    dossier = dossier.model_copy(update={"events": usage_events})
     data = build_report_data(_redacted(dossier, redactor), source=f"workspace {store.display_name}")
     return await _render_and_write(data, Path(out), redactor)
 

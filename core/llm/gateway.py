@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from core.config import Settings
 from core.errors import ConfigurationError
+from core.llm.cost import call_cost
 from core.llm.endpoints import EndpointResolver
 from core.llm.errors import (
     LLMBadRequest,
@@ -33,6 +34,7 @@ from core.llm.errors import (
     ScriptError,
 )
 from core.llm.scripted import PROVIDER_NAME, load_script, request_text
+from core.llm.streaming import DeltaSink, stream_completion
 from core.profiles import ModelRole
 from core.secrets import KEY_SHAPES, secret_env_values
 
@@ -49,6 +51,7 @@ class TokenUsage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    cost_usd: float = 0.0
 
 
 class LLMResponse(BaseModel):
@@ -69,6 +72,7 @@ class UsageRecord(BaseModel):
     ok: bool
     error_kind: str | None = None
     attempt: int
+    cost_usd: float = 0.0
 
 
 _litellm: Any = None
@@ -328,6 +332,8 @@ class LLMGateway:
         temperature: float | None = None,
         num_retries: int | None = None,
         role: ModelRole | None = None,
+        stream: bool = False,
+        on_delta: DeltaSink | None = None,
     ) -> LLMResponse:
         timeout = timeout_s if timeout_s is not None else self.settings.llm_timeout_s
         retries = num_retries if num_retries is not None else self.settings.llm_num_retries
@@ -358,7 +364,10 @@ class LLMGateway:
             try:
                 warm = provider in _WARMED_PROVIDERS or provider == PROVIDER_NAME
                 setup = 0.0 if warm else FIRST_CALL_SETUP_S
-                raw = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout + setup)
+                call = (
+                    stream_completion(litellm, kwargs, on_delta) if stream else litellm.acompletion(**kwargs)
+                )
+                raw = await asyncio.wait_for(call, timeout + setup)
                 _WARMED_PROVIDERS.add(provider)
             except asyncio.CancelledError:
                 raise
@@ -394,6 +403,11 @@ class LLMGateway:
                     )
                 )
                 raise
+            usage = response.usage
+            profile = None if model.startswith(_SCRIPTED_PREFIX) else self.endpoints.profile(model, role)
+            usage.cost_usd = call_cost(
+                litellm, model, usage.prompt_tokens, usage.completion_tokens, self.settings, profile
+            )
             self._record(
                 UsageRecord(
                     model=model,
@@ -402,6 +416,7 @@ class LLMGateway:
                     latency_s=latency,
                     ok=True,
                     attempt=attempt,
+                    cost_usd=usage.cost_usd,
                 )
             )
             return response

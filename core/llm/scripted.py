@@ -33,7 +33,7 @@ from core.errors import ConfigurationError
 from core.inputs import load_json_file
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Generator, Sequence
+    from collections.abc import AsyncIterator, Callable, Generator, Sequence
 
 PROVIDER_NAME = "scripted"
 
@@ -383,6 +383,54 @@ class _StartedWhenAwaited(Coroutine[Any, Any, Any]):
         self._start = None
 
 
+STREAM_PIECE_CHARS = 24
+"""Characters per streamed text piece: small enough that a desk shows text arriving."""
+
+
+async def stream_chunks(pending: Coroutine[Any, Any, Any]) -> AsyncIterator[dict[str, Any]]:
+    """The scripted answer as litellm ``GenericStreamingChunk`` dicts: text pieces, whole tool calls.
+
+    The answer (and any scripted error) is settled before the first chunk, exactly as a real
+    provider fails on the request rather than mid-stream; the last chunk carries the finish
+    reason and usage, like an OpenAI stream with ``include_usage``.
+    """
+    response = await pending
+    choice = response.choices[0]
+    message = choice.message
+    text = message.content or ""
+    calls = list(getattr(message, "tool_calls", None) or [])
+    pieces = [text[i : i + STREAM_PIECE_CHARS] for i in range(0, len(text), STREAM_PIECE_CHARS)]
+    empty: dict[str, Any] = {
+        "text": "",
+        "tool_use": None,
+        "is_finished": False,
+        "finish_reason": "",
+        "usage": None,
+    }
+    for piece in pieces:
+        yield {**empty, "text": piece, "index": 0}
+    for i, call in enumerate(calls):
+        tool_use = {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.function.name, "arguments": call.function.arguments},
+            "index": i,
+        }
+        yield {**empty, "tool_use": tool_use, "index": 0}
+    usage = response.usage
+    yield {
+        **empty,
+        "is_finished": True,
+        "finish_reason": choice.finish_reason,
+        "index": 0,
+        "usage": {
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "total_tokens": usage.total_tokens,
+        },
+    }
+
+
 _provider: Any = None
 _script_error_class: Any = None
 
@@ -435,6 +483,15 @@ def scripted_provider() -> Any:
                     optional_params = args[6]
                 params = dict(optional_params or {})
                 return _StartedWhenAwaited(lambda: answer(model, messages, api_base, params))
+
+            def astreaming(
+                self, model: str, messages: list[Any], api_base: str | None, *args: Any, **kwargs: Any
+            ) -> Any:  # an async iterator of chunks; litellm iterates what this returns
+                optional_params = kwargs.get("optional_params")
+                if optional_params is None and len(args) >= 7:
+                    optional_params = args[6]
+                params = dict(optional_params or {})
+                return stream_chunks(answer(model, messages, api_base, params))
 
         _provider = ScriptedLLM()
     return _provider

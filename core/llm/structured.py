@@ -494,6 +494,7 @@ async def _run_tier(
                 prompt_tokens=outcome.usage.prompt_tokens + response.usage.prompt_tokens,
                 completion_tokens=outcome.usage.completion_tokens + response.usage.completion_tokens,
                 total_tokens=outcome.usage.total_tokens + response.usage.total_tokens,
+                cost_usd=outcome.usage.cost_usd + response.usage.cost_usd,
             )
             raw = response.content or ""
         outcome.attempts += 1

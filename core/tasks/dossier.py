@@ -11,6 +11,9 @@ from pydantic import BaseModel
 
 from core.domain import TaskEvidencePacket, ValidationOutcome
 from core.domain.facts import AttemptState
+from core.domain.usage import UsageTotals, attempt_usage, task_usage
+from core.evidence.provisional import provisional_packet
+from core.evidence.render import next_evidence_number
 from core.store import (
     AttemptRecord,
     EventRecord,
@@ -37,6 +40,21 @@ class TaskDossier(BaseModel):
         a = self.attempt(attempt_index)
         return TaskEvidencePacket.model_validate(a.packet) if a is not None and a.packet is not None else None
 
+    def evidence_packet(self, attempt_index: int) -> TaskEvidencePacket | None:
+        """The attempt's packet, or for one without (running, cancelled, crashed) its recorded events'.
+
+        Ids continue from the earlier attempts' packets, as the packet's would have.
+        """
+        recorded = self.packet(attempt_index)
+        attempt = self.attempt(attempt_index)
+        if recorded is not None or attempt is None:
+            return recorded
+        earlier = [
+            p for a in self.attempts if a.index < attempt_index and (p := self.packet(a.index)) is not None
+        ]
+        start = next_evidence_number(earlier) if earlier else 1
+        return provisional_packet(self.task.id, attempt, self.events, evidence_id_start=start)
+
     @staticmethod
     def attempt_force_accepted(attempt: AttemptRecord) -> bool:
         """Delivered without the validator's endorsement."""
@@ -46,6 +64,14 @@ class TaskDossier(BaseModel):
     def attempt_interrupted(attempt: AttemptRecord) -> bool:
         """The process running this attempt died; crash recovery ended it."""
         return attempt.state is AttemptState.INTERRUPTED
+
+    def usage(self) -> UsageTotals:
+        """Tokens and cost of every recorded call of the task (agent runs and validations)."""
+        return task_usage(self.attempts, self.validations, self.events)
+
+    def attempt_usage(self) -> dict[int, UsageTotals]:
+        """Tokens and cost per attempt index: its runs' calls plus its validations'."""
+        return attempt_usage(self.attempts, self.validations, self.events)
 
     def validation_for(self, attempt_index: int) -> ValidationRecord | None:
         """The attempt's last verdict (a re-validation replaces the earlier one)."""

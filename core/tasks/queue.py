@@ -105,6 +105,9 @@ class TaskQueue:
         return RowUpdate(task=task, admitted=admitted, counts=await self.counts(flt))
 
     async def dossier(self, task_id: str) -> TaskDossier:
+        # A running attempt's events are written behind its loop; wait for them so a view that
+        # reloads on an "evidence recorded" notice sees what the notice announced.
+        await self._store.flush()
         return await load_dossier(self._store, task_id)
 
 

@@ -61,6 +61,7 @@ class Judgement(BaseModel):
     chunk_raw_responses: list[str] = Field(default_factory=list)
     prompt_tokens_used: int = 0
     completion_tokens_used: int = 0
+    cost_usd_used: float = 0.0
     error: str | None = None
     # Set when the provider refused the single-pass prompt as too long and the verdict was then
     # reached in chunks: the window we had assumed, the one re-measured, and the provider's words.
@@ -88,6 +89,7 @@ def add_usage(judgement: Judgement, outcome: StructuredOutcome[Any]) -> None:
     judgement.schema_retries += outcome.retries
     judgement.prompt_tokens_used += outcome.usage.prompt_tokens
     judgement.completion_tokens_used += outcome.usage.completion_tokens
+    judgement.cost_usd_used += outcome.usage.cost_usd
 
 
 def from_outcome(outcome: StructuredOutcome[Any], *, prompt: str, strategy: str) -> Judgement:

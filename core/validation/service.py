@@ -240,6 +240,7 @@ class ValidationService:
                 "usage": {
                     "prompt_tokens": judgement.prompt_tokens_used,
                     "completion_tokens": judgement.completion_tokens_used,
+                    "cost_usd": judgement.cost_usd_used,
                 },
                 "model_used": judgement.model_used or None,
                 "error": judgement.error,

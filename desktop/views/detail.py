@@ -31,6 +31,7 @@ from core.tasks.dossier import TaskDossier
 from core.validation.warnings import read_warnings
 from desktop.presentation import NOT_ENDORSED_COLOUR, STATUS_LABELS, label, outcome_text
 from desktop.views.evidence import EvidenceView
+from desktop.views.live import GATHERING_NOTE, WORKING_NOTE, is_live
 from desktop.views.validator import ValidatorView, warning_title
 
 __all__ = ["Badge", "TaskDetailView", "warning_badges"]
@@ -137,6 +138,7 @@ class TaskDetailView(QWidget):
         self._attempts: list[AttemptRecord] = []
         self._attempt_index: int | None = None
         self.badges: list[QLabel] = []
+        self._live: tuple[str, str] = ("", "")  # (task id, streamed text) while a run streams
 
         self._stack = QStackedWidget(self)
         self.empty_label = QLabel("Select a task", self)
@@ -156,6 +158,8 @@ class TaskDetailView(QWidget):
         self.task_text_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.status_label = QLabel(page)
         self.outcome_label = QLabel(page)
+        self.usage_label = QLabel(page)
+        self.usage_label.setTextFormat(Qt.TextFormat.PlainText)
         self.attempt_combo = QComboBox(page)
         self.attempt_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.attempt_combo.currentIndexChanged.connect(self._on_combo)
@@ -167,6 +171,8 @@ class TaskDetailView(QWidget):
         row.addWidget(self.outcome_label)
         row.addSpacing(16)
         row.addWidget(self.attempt_combo)
+        row.addSpacing(16)
+        row.addWidget(self.usage_label)
         row.addStretch(1)
         self._badge_row.addStretch(1)  # badges are inserted before this stretch
 
@@ -260,20 +266,48 @@ class TaskDetailView(QWidget):
         dossier = self._dossier
         assert dossier is not None
         self._attempt_index = attempt.index if attempt is not None else None
-        packet = dossier.packet(attempt.index) if attempt is not None else None
+        packet = dossier.evidence_packet(attempt.index) if attempt is not None else None
         validation = dossier.validation_for(attempt.index) if attempt is not None else None
         answer = (attempt.final_output if attempt is not None else None) or (
             packet.final_output if packet is not None else ""
         )
-        # With no answer, say why: the run's own warnings carry the provider's error, if there was one.
-        why = [f"> {w}" for w in (packet.main_run.warnings if packet and packet.main_run else [])]
-        self.answer_view.setMarkdown(
-            answer if answer.strip() else "\n\n".join(["*No answer was produced.*", *why])
-        )
+        if not answer.strip() and is_live(attempt):
+            self.answer_view.setPlainText(self._live_text(dossier.task.id) or WORKING_NOTE)
+        else:
+            # With no answer, say why: the run's own warnings carry the provider's error, if there was one.
+            why = [f"> {w}" for w in (packet.main_run.warnings if packet and packet.main_run else [])]
+            self.answer_view.setMarkdown(
+                answer if answer.strip() else "\n\n".join(["*No answer was produced.*", *why])
+            )
         shown = [a.index for a in self._attempts if attempt is not None and a.index <= attempt.index]
         self.evidence_view.set_packets([dossier.packet(i) for i in shown])  # attempts 1..N, by attempt
+        if is_live(attempt) and not self.evidence_view.current_evidence_id():
+            self.evidence_view.viewer.set_text(GATHERING_NOTE)
+        self._show_usage(dossier, attempt)
         self.validator_view.set_validation(validation)
         self._set_badges(warning_badges(dossier, attempt, validation, packet) if attempt is not None else [])
+
+    def show_live_text(self, task_id: str, text: str) -> None:
+        """A running task's streamed text (the shell relays it); shown until the attempt has an answer."""
+        self._live = (task_id, text)
+        attempt = next((a for a in self._attempts if a.index == self._attempt_index), None)
+        dossier = self._dossier
+        shown = dossier is not None and dossier.task.id == task_id
+        if shown and attempt is not None and is_live(attempt) and not (attempt.final_output or "").strip():
+            self.answer_view.setPlainText(text or WORKING_NOTE)
+
+    def _live_text(self, task_id: str) -> str:
+        return self._live[1] if self._live[0] == task_id else ""
+
+    def _show_usage(self, dossier: TaskDossier, attempt: AttemptRecord | None) -> None:
+        task = dossier.usage()
+        if attempt is None or len(self._attempts) < 2:
+            self.usage_label.setText(f"Usage: {task.summary()}")
+        else:
+            this = dossier.attempt_usage().get(attempt.index)
+            shown = this.summary() if this is not None else "-"
+            self.usage_label.setText(f"Usage: task {task.summary()}; this attempt {shown}")
+        self.usage_label.setToolTip(f"{task.calls} model calls recorded for this task (agent and validator)")
 
     def _set_badges(self, badges: list[Badge]) -> None:
         for old in self.badges:

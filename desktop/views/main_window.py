@@ -48,6 +48,7 @@ from desktop.dialogs.shortcuts import ShortcutSheet
 from desktop.models.queue_model import TaskQueueModel
 from desktop.ops import CoreOps
 from desktop.views.detail import TaskDetailView
+from desktop.views.live import connect_live
 from desktop.views.queue import QueueView
 from desktop.views.widgets import EmptyState, MessageBar, RunProgressStrip
 
@@ -250,6 +251,10 @@ class MainWindow(QMainWindow):
         self.empty_state.sig_load_demo.connect(self.load_demo)
         self._detail_reload = QTimer(self, singleShot=True, interval=150)
         self._detail_reload.timeout.connect(self._reload_detail)
+        self.live = connect_live(self, bridge, self.detail)  # streamed text, evidence as recorded
+
+    def reload_detail_soon(self) -> None:
+        self._detail_reload.start()
 
     def start(self) -> None:
         """Go live: first queue load, then the bridge replays what happened before we listened."""

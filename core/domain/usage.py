@@ -1,0 +1,137 @@
+"""Tokens and cost of a task's recorded calls, per attempt and in total.
+
+Sums of what each call recorded when it was made (its response event's ``usage``, a validation's
+``debug.usage``), so ``show``, the desk and the report agree and nothing is re-priced on reading.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from core.domain.facts import EventKind
+from core.domain.records import AttemptRecord, EventRecord, ValidationRecord
+
+USAGE_EVENT_KINDS: tuple[str, ...] = (EventKind.RUN_STARTED, EventKind.LLM_RESPONSE_RECEIVED)
+"""The events per-attempt totals are read from: a reader may load just these, not the evidence."""
+
+
+class UsageTotals(BaseModel):
+    """Tokens and cost of a set of calls (a run, an attempt, a task)."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, usage: dict[str, Any] | None, calls: int = 1) -> None:
+        usage = usage or {}
+        self.calls += calls
+        self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+        self.completion_tokens += int(usage.get("completion_tokens") or 0)
+        self.cost_usd += float(usage.get("cost_usd") or 0.0)
+
+    def plus(self, other: UsageTotals) -> UsageTotals:
+        return UsageTotals(
+            calls=self.calls + other.calls,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cost_usd=self.cost_usd + other.cost_usd,
+        )
+
+    def summary(self) -> str:
+        """One line for headers and reports: "1,234 tokens (1,000 in, 234 out) · $0.0012"."""
+        return (
+            f"{self.tokens:,} tokens ({self.prompt_tokens:,} in, {self.completion_tokens:,} out)"
+            f" · ${self.cost_usd:.4f}"
+        )
+
+
+def events_usage(events: Iterable[EventRecord]) -> UsageTotals:
+    """Sum of the agent's model calls recorded in ``events`` (one response event per call)."""
+    totals = UsageTotals()
+    for ev in events:
+        if ev.kind == EventKind.LLM_RESPONSE_RECEIVED:
+            usage = ev.payload.get("usage")
+            totals.add(usage if isinstance(usage, dict) else None)
+    return totals
+
+
+def validation_usage(validation: ValidationRecord) -> UsageTotals:
+    usage = validation.debug.get("usage")
+    calls = validation.debug.get("llm_calls")
+    totals = UsageTotals()
+    totals.add(usage if isinstance(usage, dict) else None, calls=calls if isinstance(calls, int) else 0)
+    return totals
+
+
+def attempt_usage(
+    attempts: Sequence[AttemptRecord], validations: Sequence[ValidationRecord], events: Sequence[EventRecord]
+) -> dict[int, UsageTotals]:
+    """Per attempt index: the agent's calls (every run the attempt started) plus its validations."""
+    run_attempt: dict[str, str] = {}
+    for ev in events:
+        if ev.kind == EventKind.RUN_STARTED and ev.run_id is not None:
+            attempt_id = ev.payload.get("attempt_id")
+            if isinstance(attempt_id, str):
+                run_attempt[ev.run_id] = attempt_id
+    by_id = {a.id: a.index for a in attempts}
+    totals = {a.index: UsageTotals() for a in attempts}
+    for ev in events:
+        if ev.kind != EventKind.LLM_RESPONSE_RECEIVED or ev.run_id is None:
+            continue
+        index = by_id.get(run_attempt.get(ev.run_id, ""))
+        if index is not None:
+            usage = ev.payload.get("usage")
+            totals[index].add(usage if isinstance(usage, dict) else None)
+    for v in validations:
+        if v.attempt_index in totals:
+            totals[v.attempt_index] = totals[v.attempt_index].plus(validation_usage(v))
+    return totals
+
+
+def recorded_spend(events: Iterable[EventRecord]) -> UsageTotals:
+    """What a task has spent so far, from its events alone: agent calls and validation snapshots.
+
+    The agent loop checks a task budget against this at the start of each run, so a retry or a
+    revision continues from what the earlier attempts used.
+    """
+    totals = UsageTotals()
+    for ev in events:
+        if ev.kind == EventKind.LLM_RESPONSE_RECEIVED:
+            usage = ev.payload.get("usage")
+            totals.add(usage if isinstance(usage, dict) else None)
+        elif ev.kind == EventKind.TASK_VALIDATION_SNAPSHOTTED:
+            usage = ev.payload.get("usage")
+            calls = ev.payload.get("llm_calls")
+            totals.add(
+                usage if isinstance(usage, dict) else None, calls=calls if isinstance(calls, int) else 0
+            )
+    return totals
+
+
+def task_usage(
+    attempts: Sequence[AttemptRecord], validations: Sequence[ValidationRecord], events: Sequence[EventRecord]
+) -> UsageTotals:
+    """Everything the task's recorded calls used: every run's calls and every validation's."""
+    totals = events_usage(events)
+    for v in validations:
+        totals = totals.plus(validation_usage(v))
+    return totals
+
+
+__all__ = [
+    "USAGE_EVENT_KINDS",
+    "UsageTotals",
+    "attempt_usage",
+    "events_usage",
+    "recorded_spend",
+    "task_usage",
+    "validation_usage",
+]
