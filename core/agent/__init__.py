@@ -4,14 +4,8 @@ Why a run stopped is a :class:`core.domain.facts.FinishReason`; its ``usable`` p
 whether the run's last text may be read as its answer.
 """
 
-from core.agent.loop import (
-    COMPACT_SNAPSHOT_KEYS,
-    FINALIZATION_INSTRUCTION,
-    NO_ANSWER_MESSAGE,
-    AgentLoop,
-    RunOutcome,
-    RunProgress,
-)
+from core.agent.loop import FINALIZATION_INSTRUCTION, NO_ANSWER_MESSAGE, AgentLoop
+from core.agent.outcome import COMPACT_SNAPSHOT_KEYS, RunOutcome, RunProgress
 
 __all__ = [
     "COMPACT_SNAPSHOT_KEYS",

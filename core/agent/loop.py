@@ -11,8 +11,12 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field
-
+from core.agent.outcome import (
+    RunOutcome,
+    RunProgress,
+    _chars,
+    scrub_secrets,
+)
 from core.domain.facts import EventKind, FinishReason
 from core.domain.usage import UsageTotals, recorded_spend
 from core.events import EvidenceRecorded, TranscriptDelta
@@ -37,59 +41,6 @@ NO_ANSWER_MESSAGE = (
     "No usable answer was produced: the agent reached its tool budget and the final answer "
     "request failed or came back empty. The evidence gathered so far is kept for review."
 )
-
-COMPACT_SNAPSHOT_KEYS = (
-    "iteration",
-    "provider",
-    "model",
-    "message_count",
-    "tool_names",
-    "message_chars",
-    "tool_schema_chars",
-    "max_tokens",
-    "temperature",
-    "thinking",
-)
-_SECRET_KEYS = frozenset(
-    {"api_key", "apikey", "authorization", "x-api-key", "api-key", "headers", "extra_headers"}
-)
-
-
-class RunProgress(BaseModel):
-    run_id: str
-    session_id: str
-    iteration: int
-    phase: str  # "llm" | "tools" | "finalizing" | "finished"
-    current_tool: str | None = None
-    node_id: str | None = None
-
-
-class RunOutcome(BaseModel):
-    run_id: str
-    session_id: str
-    output_text: str
-    finish_reason: FinishReason
-    iterations: int
-    error: str | None = None
-    pending_tool_calls: bool = False  # the last reply asked for tools that were not offered
-    messages: list[dict[str, Any]] = Field(default_factory=list)
-
-    @property
-    def usable(self) -> bool:
-        return self.finish_reason.usable and bool(self.output_text.strip())
-
-
-def scrub_secrets(value: Any) -> Any:
-    """Drop anything that looks like a credential before it can reach the event log."""
-    if isinstance(value, dict):
-        return {k: scrub_secrets(v) for k, v in value.items() if str(k).lower() not in _SECRET_KEYS}
-    if isinstance(value, list):
-        return [scrub_secrets(v) for v in value]
-    return value
-
-
-def _chars(obj: Any) -> int:
-    return len(json.dumps(obj, ensure_ascii=False, default=str))
 
 
 class AgentLoop:

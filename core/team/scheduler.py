@@ -17,7 +17,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from core.agent.loop import AgentLoop, RunOutcome, RunProgress
+from core.agent.loop import AgentLoop
+from core.agent.outcome import RunOutcome, RunProgress
 from core.domain.evidence import NodeRunResult, RunEvidence, TeamRunResult
 from core.domain.facts import EventKind, FinishReason, NodeStatus
 from core.evidence.builder import build_run_evidence

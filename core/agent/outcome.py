@@ -1,0 +1,70 @@
+"""What a run reports: its progress while it works, its outcome when it ends, and the snapshot rules.
+
+Kept apart from the loop so the records the team scheduler, the task service and the desk read
+have one small home, and the loop module holds only the steps.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from core.domain.facts import FinishReason
+
+COMPACT_SNAPSHOT_KEYS = (
+    "iteration",
+    "provider",
+    "model",
+    "message_count",
+    "tool_names",
+    "message_chars",
+    "tool_schema_chars",
+    "max_tokens",
+    "temperature",
+    "thinking",
+)
+_SECRET_KEYS = frozenset(
+    {"api_key", "apikey", "authorization", "x-api-key", "api-key", "headers", "extra_headers"}
+)
+
+
+class RunProgress(BaseModel):
+    run_id: str
+    session_id: str
+    iteration: int
+    phase: str  # "llm" | "tools" | "finalizing" | "finished"
+    current_tool: str | None = None
+    node_id: str | None = None
+
+
+class RunOutcome(BaseModel):
+    run_id: str
+    session_id: str
+    output_text: str
+    finish_reason: FinishReason
+    iterations: int
+    error: str | None = None
+    pending_tool_calls: bool = False  # the last reply asked for tools that were not offered
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+
+    @property
+    def usable(self) -> bool:
+        return self.finish_reason.usable and bool(self.output_text.strip())
+
+
+def scrub_secrets(value: Any) -> Any:
+    """Drop anything that looks like a credential before it can reach the event log."""
+    if isinstance(value, dict):
+        return {k: scrub_secrets(v) for k, v in value.items() if str(k).lower() not in _SECRET_KEYS}
+    if isinstance(value, list):
+        return [scrub_secrets(v) for v in value]
+    return value
+
+
+def _chars(obj: Any) -> int:
+    return len(json.dumps(obj, ensure_ascii=False, default=str))
+
+
+__all__ = ["COMPACT_SNAPSHOT_KEYS", "RunOutcome", "RunProgress", "scrub_secrets"]
