@@ -15,6 +15,7 @@ import pytest
 from core.config import Settings, load_settings
 from core.domain import TaskStatus
 from core.domain.facts import EventKind, FinishReason, WarningCode
+from core.errors import ConfigurationError
 from core.llm import LLMGateway, LLMTimeout
 from core.llm import gateway as gateway_module
 from core.tasks.service import TaskService
@@ -131,12 +132,12 @@ async def test_missing_key_is_a_configuration_error_with_no_request(
     ws = await Workspace.open(settings, gateway=gateway)
     try:
         service = TaskService(ws)
-        task = await service.run((await service.create("A question?")).id)
-        assert task.status is TaskStatus.FAILED
+        # Refused before anything is written or sent: no task to fail, no request, no retry.
+        with pytest.raises(ConfigurationError, match="no API key"):
+            await service.create("A question?")
         assert provider.requests == []
-        assert [(u.attempt, u.error_kind) for u in gateway.usage] == [(1, "configuration")]  # never retried
-        finished = await _events(ws, task.id, EventKind.RUN_FINISHED)
-        assert "no API key" in finished[0].payload["error"]
+        assert gateway.usage == []
+        assert await ws.store.list_tasks() == []
     finally:
         await ws.close()
 
@@ -240,6 +241,7 @@ async def test_ollama_unreadable_reply_is_not_a_connection_error(
     fake_llm: FakeLLMServer, sqlite_url: str, monkeypatch: pytest.MonkeyPatch, fault: Reply
 ) -> None:
     monkeypatch.setenv("OLLAMA_API_BASE", fake_llm.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-fake-key")  # the validator's key, checked before the run
     fake_llm.push(fault)
     ws, task_id = await _run(_settings(sqlite_url, agent_model="ollama_chat/fake-model"))
     try:
