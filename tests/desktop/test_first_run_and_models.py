@@ -189,3 +189,28 @@ def test_settings_detects_a_local_server_tests_it_and_the_desk_runs_a_task_on_it
     run(qloop, use())
     assert {r["model"] for r in seen} == {"tiny-local"}
     assert any("response_format" in r for r in seen) and any("tools" in r for r in seen)
+
+
+def test_the_banner_offers_settings_with_local_detection(
+    qloop: qasync.QEventLoop, qtbot: QtBot, sqlite_url: str, ui_state: QSettings
+) -> None:
+    launcher = DeskLauncher(sqlite_url, ui_state=ui_state)
+
+    async def scenario() -> None:
+        window = await launcher.open()
+        qtbot.addWidget(window)
+        banner = launcher.banner
+        assert isinstance(banner, FirstRunBanner)
+        detected: list[int] = []
+        banner.settings_button.click()
+        dialog = window.active_dialog
+        assert isinstance(dialog, SettingsDialog)
+        dialog.models_page.sig_detected.connect(detected.append)
+        assert dialog.tabs.currentWidget() is dialog.models_page
+        await wait_until(lambda: bool(detected), what="local detection to finish")
+        dialog.reject()
+        banner.replay_button.click()
+        assert banner.isHidden()
+        await launcher.close()
+
+    run(qloop, scenario())
