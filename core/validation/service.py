@@ -191,6 +191,8 @@ class ValidationService:
             # One budget for the whole verdict (seed 004's single timeoutSeconds): transport
             # retries, schema re-asks and every chunk share it, and each call may use only what
             # is left, so a hung judge holds a task for validator_timeout_s, not a multiple of it.
+            # Earlier verdicts are read before the budget starts: it bounds the judge, not the store.
+            feedback_text = await self._previous_feedback(task_id, attempt_index)
             budget_s = settings.validator_timeout_s
             deadline = asyncio.get_running_loop().time() + budget_s
             token = _DEADLINE.set(deadline)
@@ -205,6 +207,7 @@ class ValidationService:
                         task_id=task_id,
                         attempt_index=attempt_index,
                         warnings=warnings,
+                        feedback_text=feedback_text,
                     )
                 if judgement.error is not None and asyncio.get_running_loop().time() >= deadline:
                     judgement.error = judgement.result.issues[0] = _budget_message(budget_s, judgement.error)
@@ -294,6 +297,7 @@ class ValidationService:
         task_id: str,
         attempt_index: int,
         warnings: list[VerdictWarning],
+        feedback_text: str,
     ) -> Judgement:
         settings = self.settings
         model = settings.validator_model
@@ -327,7 +331,7 @@ class ValidationService:
             )[0],
             "history_count": history_count,
             "metadata_text": execution_metadata(packets),
-            "feedback_text": await self._previous_feedback(task_id, attempt_index),
+            "feedback_text": feedback_text,
             "final_answer": wrap_answer(packet.final_output),
             "attempt_index": attempt_index,
         }
