@@ -297,3 +297,17 @@ async def test_a_refused_key_is_an_authentication_error_not_retried(
         assert (await ws.store.get_task(task_id)).status is TaskStatus.FAILED
     finally:
         await ws.close()
+
+
+async def test_a_long_retry_after_is_reported_not_waited_for(
+    provider: FakeLLMServer, sqlite_url: str
+) -> None:
+    provider.push(Reply.rate_limited(retry_after_s=3600))
+    ws, task_id = await _run(_settings(sqlite_url))
+    try:
+        assert len(provider.chat_requests()) == 1
+        error = (await _events(ws, task_id, EventKind.RUN_FINISHED))[0].payload["error"]
+        assert "rate limited" in error and "wait 3600 s" in error
+        assert (await ws.store.get_task(task_id)).status is TaskStatus.FAILED
+    finally:
+        await ws.close()
