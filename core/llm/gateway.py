@@ -103,6 +103,7 @@ def _import_litellm() -> Any:
 # not the provider being slow, so the first call per provider family in the process gets this much
 # extra room on the outer guard; litellm's own ``timeout`` (httpx) still bounds its HTTP exchange.
 FIRST_CALL_SETUP_S = 30.0
+MAX_RETRY_AFTER_S = 120.0  # a longer Retry-After ends the call at once instead of holding the task
 _WARMED_PROVIDERS: set[str] = set()
 _WARM_MODULES = ("openai.resources", "openai.lib.streaming.chat", "litellm.llms.openai.openai")
 
@@ -384,10 +385,18 @@ class LLMGateway:
                         attempt=attempt,
                     )
                 )
+                wait = error.retry_after_s if isinstance(error, LLMRateLimited) else None
+                if wait is not None and wait > MAX_RETRY_AFTER_S:
+                    # Holding a task for many minutes helps nobody; say what the provider asked.
+                    raise LLMRateLimited(
+                        f"{error}; the provider asks to wait {wait:g} s (Retry-After), more than "
+                        f"{MAX_RETRY_AFTER_S:g} s, so it was not retried",
+                        model=model,
+                    ) from None
                 if error.transient and attempt <= retries:
                     delay = self.retry_backoff_s * 2 ** (attempt - 1)
-                    if isinstance(error, LLMRateLimited) and error.retry_after_s is not None:
-                        delay = max(delay, error.retry_after_s)  # the provider said when; sooner is refused
+                    if wait is not None:
+                        delay = max(delay, wait)  # the provider said when; sooner is refused
                     await asyncio.sleep(delay)
                     continue
                 if error.transient and attempt > 1:

@@ -285,3 +285,31 @@ async def test_a_slow_provider_times_out_on_its_first_call_too(
         await gateway.complete(model=AGENT, messages=[{"role": "user", "content": "hi"}])
     assert len(provider.chat_requests()) == 2
     assert [u.error_kind for u in gateway.usage] == ["timeout", "timeout"]
+
+
+async def test_a_refused_key_is_an_authentication_error_not_retried(
+    provider: FakeLLMServer, sqlite_url: str
+) -> None:
+    provider.push(Reply.unauthorized())
+    ws, task_id = await _run(_settings(sqlite_url))
+    try:
+        assert len(provider.chat_requests()) == 1
+        error = (await _events(ws, task_id, EventKind.RUN_FINISHED))[0].payload["error"]
+        assert "authentication failed" in error and "sk-test-fake-key" not in error
+        assert (await ws.store.get_task(task_id)).status is TaskStatus.FAILED
+    finally:
+        await ws.close()
+
+
+async def test_a_long_retry_after_is_reported_not_waited_for(
+    provider: FakeLLMServer, sqlite_url: str
+) -> None:
+    provider.push(Reply.rate_limited(retry_after_s=3600))
+    ws, task_id = await _run(_settings(sqlite_url))
+    try:
+        assert len(provider.chat_requests()) == 1
+        error = (await _events(ws, task_id, EventKind.RUN_FINISHED))[0].payload["error"]
+        assert "rate limited" in error and "wait 3600 s" in error
+        assert (await ws.store.get_task(task_id)).status is TaskStatus.FAILED
+    finally:
+        await ws.close()
