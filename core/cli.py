@@ -97,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--redact", action="append", default=[], metavar="PATTERN", help="regex to mask (repeatable)"
     )
+    from core.cli_review import add_review_commands
+
+    _COMMANDS.update(add_review_commands(sub, common))
     return parser
 
 
@@ -229,6 +232,8 @@ async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
+    from core.tasks.review import read_only_reason
+
     async def body(ws: Any) -> int:
         statuses = [TaskStatus(s) for s in args.status] or None
         tasks = await ws.store.list_tasks(statuses=statuses)
@@ -238,7 +243,10 @@ async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
         for t in tasks:
             score = f"{t.latest_score:.2f}" if t.latest_score is not None else "  - "
             outcome = t.validation_outcome.value if t.validation_outcome else "-"
-            print(f"{t.id[:12]}  {t.status.value:<17} {outcome:<14} {score}  v{t.version:<3} {t.title}")
+            marker = f"  [{read_only_reason(t)}]" if t.read_only else ""
+            print(
+                f"{t.id[:12]}  {t.status.value:<17} {outcome:<14} {score}  v{t.version:<3} {t.title}{marker}"
+            )
         return EXIT_OK
 
     return await _with_workspace(settings, body)
@@ -514,6 +522,7 @@ async def task_dossier(store: Any, task_id: str) -> dict[str, Any]:
         "text": d.task.text,
         "team": d.task.team_spec,
         "output_schema": d.task.output_schema,
+        "origin": d.task.origin,
     }
     return data
 
@@ -523,6 +532,8 @@ def _print_dossier(data: dict[str, Any]) -> None:
     print(f"# Task {t['id']}\n{t['text']}\n")
     shown = outcome_label(t["validation_outcome"], t.get("latest_validation_status"))
     print(f"status {t['status']} · outcome {shown} · version {t['version']}")
+    if t["read_only"]:
+        print(f"read-only: imported from {t['origin'] or 'a case bundle'}")
     for a in data["attempts"]:
         print(f"\n## Attempt {a['index']} ({a['trigger']}) — {a['state']}, finish {a['finish_reason']}")
         print(f"outcome {outcome_label(a['validation_outcome'], a['validation_status'])}")

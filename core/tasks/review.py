@@ -46,8 +46,17 @@ def read_only_reason(task: TaskRecord) -> str | None:
     """The one sentence every view shows for a task nobody may act on (None when it is writable)."""
     if is_writable(task):
         return None
-    source = f" {task.origin}" if task.origin else ""
-    return f"read-only: imported from case bundle{source}; decisions belong to the workspace that exported it"
+    return (
+        f"read-only: imported from {source_bundle(task)}; decisions belong to the workspace that exported it"
+    )
+
+
+def source_bundle(task: TaskRecord) -> str:
+    """Where an imported task came from, short enough for a list row ("case bundle 1f2e3d4c5b6a")."""
+    origin = task.origin or ""
+    if origin.startswith("bundle:"):
+        return f"case bundle {origin.removeprefix('bundle:')[:12]}"
+    return origin or "a case bundle"
 
 
 class ReviewService:
