@@ -64,6 +64,9 @@ class ReviewService:
         self.tasks = tasks
         self.store = tasks.store
         self.settings = tasks.settings
+        self.last_decided: str | None = None
+        """The task this service last decided on (not an undo): what the desk's Ctrl+Z takes back,
+        wherever the selection has moved since."""
 
     async def feedback(
         self,
@@ -208,6 +211,7 @@ class ReviewService:
             updated = await self.store.update_task(task.id, ending=(latest.id, ending), **update)
         else:
             updated = await self.store.update_task(task.id, **update)
+        self.last_decided = None if action == UNDO else task.id
         self.tasks.ws.bus.publish(
             TaskChanged(task_id=task.id, change=TaskChange.STATUS, status=target, version=updated.version)
         )
