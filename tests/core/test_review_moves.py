@@ -14,6 +14,9 @@ import pytest
 from core.domain import FeedbackAction, TaskStatus, ValidationOutcome
 from core.domain.facts import AttemptState, EventKind
 from core.errors import RefusedAction
+from core.tasks.dossier import load_dossier
+from core.tasks.history import EntryKind, case_history
+from core.tasks.history import decisions as history_decisions
 from core.tasks.policy import UNDO_WINDOW, ReadOnlyTask, undo_refusal
 from core.tasks.review import ReviewService, can_reopen
 from core.tasks.service import TaskService
@@ -182,6 +185,14 @@ async def test_undo_of_satisfied_restores_the_status_and_keeps_both_events(
         ("undo", "closed", "needs_review"),
     ]
     assert decisions[1].payload["undoes"]["event_id"] == decisions[0].id
+    timeline = case_history(await load_dossier(ws.store, task.id))
+    assert timeline[0].kind is EntryKind.CREATED
+    assert [h.summary for h in history_decisions(timeline)] == [
+        "satisfied: needs_review → closed",
+        "undo of satisfied: closed → needs_review",
+    ]
+    assert any(h.kind is EntryKind.VALIDATION and "insufficient_evidence" in h.summary for h in timeline)
+    assert [h.time for h in timeline] == sorted(h.time for h in timeline)
     with pytest.raises(RefusedAction, match="no decision to undo"):
         await review.undo(task.id)
     await ws.close()
