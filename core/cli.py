@@ -376,6 +376,7 @@ async def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
                 "entries_checked": report.entries_checked,
                 "events_checked": report.events_checked,
                 "bundle_id": report.bundle_id,
+                "packaging": report.packaging,
                 "signature": report.signature.status,
                 "signer": report.signature.fingerprint,
             }
