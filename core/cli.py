@@ -75,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", parents=[common], help="write tasks to a tamper-evident case bundle")
     p.add_argument("task_ids", nargs="+", metavar="TASK_ID")
     p.add_argument("-o", "--output", required=True, metavar="FILE")
+    p.add_argument("--include-paths", action="store_true", help="keep local paths and the login name")
     p.add_argument(
         "--redact", action="append", default=[], metavar="PATTERN", help="regex to mask (repeatable)"
     )
@@ -94,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("task_id")
     p.add_argument("-o", "--output", required=True, metavar="FILE.html")
     p.add_argument("--bundle", metavar="FILE", help="report from a case bundle instead of the workspace")
+    p.add_argument("--include-paths", action="store_true", help="keep local paths and the login name")
     p.add_argument(
         "--redact", action="append", default=[], metavar="PATTERN", help="regex to mask (repeatable)"
     )
@@ -329,12 +331,18 @@ async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     from core.bundle import export_bundle
+    from core.bundle.paths import scrub_for_settings
     from core.bundle.signing import workspace_signing_key
 
     async def body(ws: Any) -> int:
         key = await asyncio.to_thread(workspace_signing_key, settings.db_url)
         summary = await export_bundle(
-            ws.store, args.task_ids, Path(args.output), redact=args.redact, signing_key=key
+            ws.store,
+            args.task_ids,
+            Path(args.output),
+            redact=args.redact,
+            signing_key=key,
+            scrub=scrub_for_settings(settings, include_paths=args.include_paths),
         )
         if args.json:
             _emit(
@@ -425,7 +433,10 @@ async def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
     else:
 
         async def body(ws: Any) -> int:
-            await write_report(ws.store, args.task_id, out, redact=args.redact)
+            from core.bundle.paths import scrub_for_settings
+
+            scrub = scrub_for_settings(settings, include_paths=args.include_paths)
+            await write_report(ws.store, args.task_id, out, redact=args.redact, scrub=scrub)
             return EXIT_OK
 
         await _with_workspace(settings, body, recover=False)
