@@ -46,9 +46,8 @@ class HistoryView(QTreeWidget):
         self.setRootIsDecorated(False)
         self.setUniformRowHeights(True)
         self.setAlternatingRowColors(True)
-        self.setColumnWidth(0, 150)
-        self.setColumnWidth(1, 90)
-        self.setColumnWidth(2, 340)
+        for column, width in enumerate((128, 64, 270)):  # the note gets the rest
+            self.setColumnWidth(column, width)
 
     def set_dossier(self, dossier: TaskDossier | None) -> None:
         self.clear()
@@ -58,7 +57,7 @@ class HistoryView(QTreeWidget):
             extra = " · ".join(
                 x for x in (entry.note, f"prompt: {entry.prompt}" if entry.prompt else None) if x
             )
-            when = entry.time.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+            when = entry.time.astimezone().strftime("%Y-%m-%d %H:%M")
             item = QTreeWidgetItem([when, entry.actor, entry.summary, extra.replace("\n", " ")])
             for column, text in enumerate((when, entry.actor, entry.summary, extra)):
                 item.setToolTip(column, text)
