@@ -91,7 +91,11 @@ def attempt_to_show(dossier: TaskDossier) -> AttemptRecord | None:
 
 
 def failure_notice(dossier: TaskDossier) -> str:
-    """One line saying a later attempt failed and which answer is under review; "" when none did."""
+    """One line above the answer: a read-only task says where it came from; a failed revision says
+    which answer is under review; "" otherwise."""
+    why = read_only_reason(dossier.task)
+    if why is not None:
+        return why[0].upper() + why[1:]
     shown = attempt_to_show(dossier)
     latest = max(dossier.attempts, key=lambda a: a.index, default=None)
     if shown is None or latest is None or shown is latest:

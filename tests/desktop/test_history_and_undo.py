@@ -133,5 +133,8 @@ def test_read_only_tasks_disable_actions_and_say_why(
             assert not act.isEnabled()
             assert "read-only: imported from case bundle ab12ab12ab12" in act.toolTip()
         assert not desk.review_moves.act_undo.isEnabled() and not desk.review_moves.act_reopen.isEnabled()
+        assert desk.detail.failure_label.text().startswith(
+            "Read-only: imported from case bundle ab12ab12ab12"
+        )
 
     run(qloop, scenario())
