@@ -78,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", parents=[common], help="write tasks to a tamper-evident case bundle")
     p.add_argument("task_ids", nargs="+", metavar="TASK_ID")
     p.add_argument("-o", "--output", required=True, metavar="FILE")
+    p.add_argument("--include-paths", action="store_true", help="keep local paths and the login name")
     p.add_argument(
         "--redact", action="append", default=[], metavar="PATTERN", help="regex to mask (repeatable)"
     )
@@ -97,9 +98,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("task_id")
     p.add_argument("-o", "--output", required=True, metavar="FILE.html")
     p.add_argument("--bundle", metavar="FILE", help="report from a case bundle instead of the workspace")
+    p.add_argument("--include-paths", action="store_true", help="keep local paths and the login name")
     p.add_argument(
         "--redact", action="append", default=[], metavar="PATTERN", help="regex to mask (repeatable)"
     )
+    from core.cli_review import add_review_commands
+
+    _COMMANDS.update(add_review_commands(sub, common))
     return parser
 
 
@@ -236,6 +241,8 @@ async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
+    from core.tasks.review import read_only_reason
+
     async def body(ws: Any) -> int:
         statuses = [TaskStatus(s) for s in args.status] or None
         tasks = await ws.store.list_tasks(statuses=statuses)
@@ -245,7 +252,10 @@ async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
         for t in tasks:
             score = f"{t.latest_score:.2f}" if t.latest_score is not None else "  - "
             outcome = t.validation_outcome.value if t.validation_outcome else "-"
-            print(f"{t.id[:12]}  {t.status.value:<17} {outcome:<14} {score}  v{t.version:<3} {t.title}")
+            marker = f"  [{read_only_reason(t)}]" if t.read_only else ""
+            print(
+                f"{t.id[:12]}  {t.status.value:<17} {outcome:<14} {score}  v{t.version:<3} {t.title}{marker}"
+            )
         return EXIT_OK
 
     return await _with_workspace(settings, body)
@@ -328,12 +338,18 @@ async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     from core.bundle import export_bundle
+    from core.bundle.paths import scrub_for_settings
     from core.bundle.signing import workspace_signing_key
 
     async def body(ws: Any) -> int:
         key = await asyncio.to_thread(workspace_signing_key, settings.db_url)
         summary = await export_bundle(
-            ws.store, args.task_ids, Path(args.output), redact=args.redact, signing_key=key
+            ws.store,
+            args.task_ids,
+            Path(args.output),
+            redact=args.redact,
+            signing_key=key,
+            scrub=scrub_for_settings(settings, include_paths=args.include_paths),
         )
         if args.json:
             _emit(
@@ -375,6 +391,7 @@ async def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
                 "entries_checked": report.entries_checked,
                 "events_checked": report.events_checked,
                 "bundle_id": report.bundle_id,
+                "packaging": report.packaging,
                 "signature": report.signature.status,
                 "signer": report.signature.fingerprint,
             }
@@ -423,7 +440,10 @@ async def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
     else:
 
         async def body(ws: Any) -> int:
-            await write_report(ws.store, args.task_id, out, redact=args.redact)
+            from core.bundle.paths import scrub_for_settings
+
+            scrub = scrub_for_settings(settings, include_paths=args.include_paths)
+            await write_report(ws.store, args.task_id, out, redact=args.redact, scrub=scrub)
             return EXIT_OK
 
         await _with_workspace(settings, body, recover=False)
@@ -523,6 +543,7 @@ async def task_dossier(store: Any, task_id: str) -> dict[str, Any]:
         "text": d.task.text,
         "team": d.task.team_spec,
         "output_schema": d.task.output_schema,
+        "origin": d.task.origin,
     }
     data["usage"] = d.usage().model_dump()
     per_attempt = d.attempt_usage()
@@ -537,6 +558,8 @@ def _print_dossier(data: dict[str, Any]) -> None:
     shown = outcome_label(t["validation_outcome"], t.get("latest_validation_status"))
     print(f"status {t['status']} · outcome {shown} · version {t['version']}")
     print(f"usage {UsageTotals.model_validate(data['usage']).summary()}")
+    if t["read_only"]:
+        print(f"read-only: imported from {t['origin'] or 'a case bundle'}")
     for a in data["attempts"]:
         print(f"\n## Attempt {a['index']} ({a['trigger']}) — {a['state']}, finish {a['finish_reason']}")
         print(f"outcome {outcome_label(a['validation_outcome'], a['validation_status'])}")

@@ -59,7 +59,11 @@ def demo_settings(base: Settings) -> Settings:
 async def build_demo_workspace(
     ws: Workspace, *, on_task: Callable[[TaskRecord], None] | None = None
 ) -> list[TaskRecord]:
-    """Run the demo tasks into ``ws``'s store; returns them in their resting statuses."""
+    """Run the demo tasks into ``ws``'s store; returns them in their resting statuses.
+
+    Idempotent: a demo task already in the workspace (same title and text, not imported) is kept
+    as it is, so loading the demo twice never duplicates a task or undoes an analyst's work on it.
+    """
     settings = demo_settings(ws.settings)
     assert settings.corpus is not None
     corpus = open_corpus(settings.corpus)
@@ -75,7 +79,13 @@ async def build_demo_workspace(
     review = ReviewService(service)
     team_file = str(resource_path("demo", "teams", "briefing.json"))
     results: list[TaskRecord] = []
+    present = {(t.title, t.text): t for t in await ws.store.list_tasks() if not t.read_only}
     for title, text, team in DEMO_TASKS:
+        if (title, text) in present:
+            results.append(present[(title, text)])
+            if on_task is not None:
+                on_task(present[(title, text)])
+            continue
         task = await service.create(text, title=title, team=team_file if team else None)
         task = await service.run(task.id)
         if title == "Rosetta Stone":

@@ -27,6 +27,7 @@ from core.bundle.format import (
     sha256_hex,
     task_entry,
 )
+from core.bundle.paths import MachineScrub, machine_scrub
 from core.bundle.redact import Redactor
 from core.bundle.signing import fingerprint, signature_entry
 from core.store import Store
@@ -88,7 +89,7 @@ async def _collect(store: Store, task_ids: Sequence[str]) -> _Collected:
 
 
 def _build_entries(
-    data: _Collected, redactor: Redactor
+    data: _Collected, redactor: Redactor, scrub: MachineScrub
 ) -> tuple[dict[str, bytes], dict[str, dict[str, Any]], int]:
     entries: dict[str, bytes] = {}
     chains: dict[str, dict[str, Any]] = {}
@@ -96,13 +97,13 @@ def _build_entries(
     for task_id, files in data.tasks.items():
         for name, obj in files.items():
             entry = task_entry(task_id, name)
-            entries[entry] = (canonical(redactor.value(obj, entry)) + "\n").encode("utf-8")
+            entries[entry] = (canonical(redactor.value(scrub.value(obj), entry)) + "\n").encode("utf-8")
     for session_id, events in data.events.items():
         entry = events_entry(session_id)
         prev = genesis_hash(session_id)
         lines: list[str] = []
         for event in events:
-            clean = redactor.value(event, entry)
+            clean = redactor.value(scrub.value(event), entry)
             digest = event_hash(prev, clean)
             lines.append(canonical({**clean, "prev_hash": prev, "hash": digest}))
             prev = digest
@@ -119,9 +120,13 @@ def _build_entries(
 
 
 def _write(
-    data: _Collected, redactor: Redactor, out: Path, signing_key: Ed25519PrivateKey | None
+    data: _Collected,
+    redactor: Redactor,
+    out: Path,
+    signing_key: Ed25519PrivateKey | None,
+    scrub: MachineScrub,
 ) -> ExportSummary:
-    entries, chains, total_events = _build_entries(data, redactor)
+    entries, chains, total_events = _build_entries(data, redactor, scrub)
     redactions = redactor.summary()
     manifest: dict[str, Any] = {
         "format": FORMAT_NAME,
@@ -178,13 +183,15 @@ async def export_bundle(
     redact: Sequence[str] = (),
     environ: Mapping[str, str] | None = None,
     signing_key: Ed25519PrivateKey | None = None,
+    scrub: MachineScrub | None = None,
 ) -> ExportSummary:
     """Export tasks with their attempts, sessions, runs, every event, validations and feedback.
 
     ``redact`` holds regular expressions masked everywhere; secrets found in ``environ`` (default:
     the process environment, names ending in ``_API_KEY``, ``_TOKEN``, ``_SECRET``, plus the API keys
     in the OS keyring) and every known secret shape are always masked (``core.bundle.redact``). With ``signing_key`` (the workspace's, from ``workspace_signing_key``) the
-    manifest is signed. Raises ``BundleError`` (bad pattern, leftover match) or ``StoreError`` (unknown
+    manifest is signed. ``scrub`` rewrites machine paths and the login name (default: the home
+    folder and login; ``machine_scrub(include_paths=True)`` keeps them). Raises ``BundleError`` (bad pattern, leftover match) or ``StoreError`` (unknown
     task) before anything is written.
     """
     if not task_ids:
@@ -192,6 +199,7 @@ async def export_bundle(
     redactor = await asyncio.to_thread(Redactor.build, redact, environ)  # reads the keyring
     data = await _collect(store, task_ids)
     try:
-        return await asyncio.to_thread(_write, data, redactor, Path(out), signing_key)
+        scrub = scrub if scrub is not None else machine_scrub()
+        return await asyncio.to_thread(_write, data, redactor, Path(out), signing_key, scrub)
     except OSError as exc:
         raise BundleError(f"cannot write bundle {out}: {exc.strerror or exc}") from None

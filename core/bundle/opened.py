@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from core.bundle.format import EVENT_FIELDS, BundleError, events_entry, task_entry
-from core.bundle.verify import LoadedBundle, VerificationReport, load_bundle
+from core.bundle.verify import LoadedBundle, VerificationReport, load_bundle, plural
 from core.domain.records import (
     AttemptRecord,
     EventRecord,
@@ -98,7 +98,7 @@ class OpenedBundle:
             )
         problems = self.report.failures + self.load_problems
         return (
-            f"Case bundle {self.path.name} FAILED verification ({len(problems)} problems; first: "
+            f"Case bundle {self.path.name} FAILED verification ({plural(len(problems), 'problem')}; first: "
             f"{problems[0]}). Its content may have been altered: do not rely on it. {signed.capitalize()}."
         )
 

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from core.bundle.format import BundleError
 from core.bundle.opened import OpenedBundle
+from core.bundle.paths import MachineScrub, machine_scrub
 from core.bundle.redact import Redactor
 from core.domain.evidence import TaskEvidencePacket
 from core.domain.labels import outcome_label
@@ -167,9 +168,11 @@ def _write_text(out: Path, html: str) -> None:
         raise
 
 
-def _redacted(dossier: TaskDossier, redactor: Redactor) -> TaskDossier:
-    """The page is a way out of the workspace like a bundle: the same secrets are masked in it."""
-    return TaskDossier.model_validate(redactor.value(dossier.model_dump(mode="json"), "report"))
+def _redacted(dossier: TaskDossier, redactor: Redactor, scrub: MachineScrub | None = None) -> TaskDossier:
+    """The page is a way out of the workspace like a bundle: the same secrets are masked in it, and
+    the same machine paths and login name rewritten."""
+    data = dossier.model_dump(mode="json")
+    return TaskDossier.model_validate(redactor.value((scrub or machine_scrub()).value(data), "report"))
 
 
 async def _render_and_write(data: ReportData, out: Path, redactor: Redactor) -> Path:
@@ -196,6 +199,7 @@ async def write_report(
     *,
     redact: Sequence[str] = (),
     environ: Mapping[str, str] | None = None,
+    scrub: MachineScrub | None = None,
 ) -> Path:
     """Write the audit page for one workspace task (``task_id`` may be a unique prefix), with secrets
     masked as in an export (``redact`` and ``environ`` as for ``export_bundle``)."""
@@ -204,7 +208,9 @@ async def write_report(
     # ...but states what the calls used, which only the (small) call events record.
     usage_events = await store.get_task_events(dossier.task.id, kinds=USAGE_EVENT_KINDS)
     dossier = dossier.model_copy(update={"events": usage_events})
-    data = build_report_data(_redacted(dossier, redactor), source=f"workspace {store.display_name}")
+    scrub = scrub or machine_scrub()
+    source = scrub.text(f"workspace {store.display_name}")
+    data = build_report_data(_redacted(dossier, redactor, scrub), source=source)
     return await _render_and_write(data, Path(out), redactor)
 
 

@@ -31,7 +31,7 @@ from core.bundle.signing import SignatureCheck, check_signature
 from core.bundle.zipread import DEFAULT_LIMITS, ZipLimits, read_capped, unsafe_name
 from core.inputs import loads_json
 
-__all__ = ["LoadedBundle", "VerificationReport", "ZipLimits", "load_bundle", "verify_bundle"]
+__all__ = ["LoadedBundle", "VerificationReport", "ZipLimits", "load_bundle", "plural", "verify_bundle"]
 
 MAX_FAILURES_PER_ENTRY = 20
 
@@ -49,6 +49,9 @@ class VerificationReport:
     events_checked: int = 0
     bundle_id: str | None = None
     signature: SignatureCheck = field(default_factory=lambda: SignatureCheck("unsigned"))
+    packaging: list[str] = field(default_factory=list)
+    """What re-packing changed that the manifest does not cover (directory entries, timestamps,
+    member order): reported after the failures, never counted as one."""
     _ranks: list[int] = field(default_factory=list, repr=False)
 
     @property
@@ -68,16 +71,22 @@ class VerificationReport:
 
     def summary(self) -> str:
         signature = f"  signature: {self.signature.describe()}"
+        noise = f"  packaging (not failures): {'; '.join(self.packaging)}\n" if self.packaging else ""
         if self.ok:
             return (
                 f"{self.path.name}: OK ({self.entries_checked} entries, {self.events_checked} events, "
-                f"bundle {self.bundle_id})\n{signature}"
+                f"bundle {self.bundle_id})\n{noise}{signature}"
             )
         return (
-            f"{self.path.name}: FAILED ({len(self.failures)} problems)\n"
+            f"{self.path.name}: FAILED ({plural(len(self.failures), 'problem')})\n"
             + "\n".join(f"  - {f}" for f in self.failures)
-            + f"\n{signature}"
+            + f"\n{noise}{signature}"
         )
+
+
+def plural(n: int, noun: str) -> str:
+    """ "1 problem", "2 problems": the count and the noun agree in every message."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 @dataclass
@@ -98,14 +107,19 @@ def _members(
         report.add(f"{report.path.name}: holds {len(infos):,} entries, over the {limits.max_entries:,} limit")
         return {}
     members: dict[str, zipfile.ZipInfo] = {}
+    folders = 0
     for info in infos:
         why = unsafe_name(info.filename)
         if why is not None:
             report.add(f"{info.filename}: unsafe name, it {why} (zip-slip); refused")
             continue
         if info.is_dir() and info.file_size == 0:
+            folders += 1
             continue
         members[info.filename] = info  # the last of duplicates, as zipfile itself reads
+    if folders:
+        # Timestamps, extra fields and member order are never read: only names and bytes are hashed.
+        report.packaging.append(f"{folders} directory {'entry' if folders == 1 else 'entries'} ignored")
     for name, n in Counter(i.filename for i in infos).items():
         if n > 1:
             report.add(f"{name}: appears {n} times in the archive (entries were added after export)")

@@ -7,7 +7,8 @@ docs without running anything.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -113,6 +114,52 @@ def interruption(attempt: AttemptRecord | None) -> tuple[Trigger, ValidationOutc
     return Trigger.INTERRUPTED_UNUSABLE, None
 
 
+def revision_fallback(
+    origin: TaskStatus | None, earlier: Sequence[AttemptRecord]
+) -> tuple[Trigger, ValidationOutcome | None] | None:
+    """Where a revision or retry that produced no answer sends its task, or None (then ``failed``).
+
+    The task already holds a usable answer from an earlier attempt: losing it because the next
+    attempt hit a provider error would be a dead end (issue 15), so the task goes back to review
+    with that answer and its outcome, and the failed attempt stays on record. Only an answer the
+    validator accepted returns to ``awaiting_feedback``; anything else rests in ``needs_review``.
+    """
+    usable = [a for a in earlier if (a.final_output or "").strip()]
+    if not usable:
+        return None
+    outcome = usable[-1].validation_outcome or ValidationOutcome.FORCE_ACCEPTED
+    if origin is TaskStatus.AWAITING_FEEDBACK and outcome is ValidationOutcome.ACCEPTED:
+        return Trigger.REVISION_FAILED_TO_FEEDBACK, outcome
+    return Trigger.REVISION_FAILED_TO_REVIEW, outcome
+
+
+def reopen_trigger(attempts: Sequence[AttemptRecord]) -> Trigger:
+    """A reopened task waits where its answer puts it: review, failed (none usable) or open (never ran)."""
+    if not attempts:
+        return Trigger.REOPEN_UNRUN
+    if any((a.final_output or "").strip() for a in attempts):
+        return Trigger.REOPEN
+    return Trigger.REOPEN_UNUSABLE
+
+
+# Long enough to notice a slip and come back to it, short enough that an undo never rewrites a
+# decision others have long since relied on. The version check is the real guard.
+UNDO_WINDOW = timedelta(minutes=10)
+
+
+def undo_refusal(decided_at: datetime, version_after: int, task: TaskRecord, now: datetime) -> str | None:
+    """Why the last decision can no longer be undone, or None when it can."""
+    if task.version != version_after:
+        return (
+            f"task {task.id[:8]} changed after that decision (version {version_after}, now "
+            f"{task.version}, status {task.status.value}); reopen or decide again instead"
+        )
+    if now - decided_at > UNDO_WINDOW:
+        minutes = int(UNDO_WINDOW.total_seconds() // 60)
+        return f"the last decision on task {task.id[:8]} is older than {minutes} minutes; reopen it instead"
+    return None
+
+
 def attempt_ending(
     attempt: AttemptRecord,
     state: AttemptState,
@@ -137,6 +184,7 @@ def attempt_ending(
 
 
 __all__ = [
+    "UNDO_WINDOW",
     "Decision",
     "ReadOnlyTask",
     "attempt_ending",
@@ -144,5 +192,8 @@ __all__ = [
     "ensure_writable",
     "interruption",
     "is_writable",
+    "reopen_trigger",
     "requires_user_action",
+    "revision_fallback",
+    "undo_refusal",
 ]

@@ -19,8 +19,8 @@ from core.domain.status import TaskStatus
 from core.errors import VersionConflict
 from core.events import TasksChanged
 from core.store import NewEvent
-from core.tasks.policy import attempt_ending, interruption, is_writable
-from core.tasks.state_machine import next_status
+from core.tasks.policy import attempt_ending, interruption, is_writable, revision_fallback
+from core.tasks.state_machine import Trigger, next_status
 from core.workspace import Workspace
 
 STALE_AFTER = timedelta(minutes=10)
@@ -41,8 +41,12 @@ async def recover_interrupted(workspace: Workspace) -> list[TaskRecord]:
             continue  # imported evidence is never rewritten; live runners are left alone
         # The attempt the task claimed, by index: a crash between the claim and the attempt's
         # record leaves none, and an earlier attempt's answer must not stand in for it.
-        attempt = _current_attempt(task, await store.list_attempts(task.id))
+        attempts = await store.list_attempts(task.id)
+        attempt = _current_attempt(task, attempts)
         trigger, outcome = interruption(attempt)
+        if trigger is Trigger.INTERRUPTED_UNUSABLE:  # a crashed revision: no dead end either
+            earlier = [a for a in attempts if attempt is None or a.index < attempt.index]
+            trigger, outcome = revision_fallback(TaskStatus.NEEDS_REVIEW, earlier) or (trigger, outcome)
         target = next_status(task.status, trigger)
         for run in await store.list_runs(task_id=task.id):
             if run.state == "running":

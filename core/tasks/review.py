@@ -1,12 +1,15 @@
-"""ReviewService: the analyst's word on a task, which is final.
+"""ReviewService: the analyst's word on a task, which is final until the analyst takes it back.
 
 Each action names the task version the analyst was looking at; if the task changed since, the
 action fails with a conflict and changes nothing, so two analysts never silently overwrite each
-other. What a status allows comes from the state machine, never from the caller.
+other. What a status allows comes from the state machine, never from the caller. A decision can be
+reopened (closed or abandoned tasks) or undone (the last one, briefly, if nobody acted since); both
+are new events and feedback rows: nothing already recorded is edited or erased.
 """
 
 from __future__ import annotations
 
+import getpass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,15 +19,16 @@ from core.errors import RefusedAction, VersionConflict
 from core.events import TaskChange, TaskChanged
 from core.profiles import roles_for_task
 from core.store import NewEvent, TaskRecord
-from core.tasks.policy import attempt_ending, ensure_writable, is_writable
-from core.tasks.service import TaskService, reviewer_name
-from core.tasks.state_machine import IllegalTransition, Trigger, can, next_status
+from core.tasks.policy import attempt_ending, ensure_writable, is_writable, reopen_trigger, undo_refusal
+from core.tasks.service import TaskService
+from core.tasks.state_machine import IllegalTransition, Trigger, can, next_status, undo_trigger
 
 _TRIGGERS = {
     FeedbackAction.SATISFIED: Trigger.FEEDBACK_SATISFIED,
     FeedbackAction.REVISE: Trigger.FEEDBACK_REVISE,
     FeedbackAction.ABANDON: Trigger.FEEDBACK_ABANDON,
 }
+REOPEN, UNDO = "reopen", "undo"  # feedback actions beyond S/R/A, stored in the same records
 
 
 def allowed_actions(task: TaskRecord) -> set[FeedbackAction]:
@@ -34,11 +38,47 @@ def allowed_actions(task: TaskRecord) -> set[FeedbackAction]:
     return {action for action, trigger in _TRIGGERS.items() if can(task.status, trigger)}
 
 
+def can_reopen(task: TaskRecord) -> bool:
+    return is_writable(task) and any(
+        can(task.status, t) for t in (Trigger.REOPEN, Trigger.REOPEN_UNUSABLE, Trigger.REOPEN_UNRUN)
+    )
+
+
+def read_only_reason(task: TaskRecord) -> str | None:
+    """The one sentence every view shows for a task nobody may act on (None when it is writable)."""
+    if is_writable(task):
+        return None
+    return (
+        f"read-only: imported from {source_bundle(task)}; decisions belong to the workspace that exported it"
+    )
+
+
+def source_bundle(task: TaskRecord) -> str:
+    """Where an imported task came from, short enough for a list row ("case bundle 1f2e3d4c5b6a")."""
+    origin = task.origin or ""
+    if origin.startswith("bundle:"):
+        return f"case bundle {origin.removeprefix('bundle:')[:12]}"
+    return origin or "a case bundle"
+
+
+def reviewer_name(configured: str | None) -> str:
+    """Who decided: the configured name, else the OS account (decisions are never anonymous)."""
+    if configured:
+        return configured
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "analyst"
+
+
 class ReviewService:
     def __init__(self, tasks: TaskService) -> None:
         self.tasks = tasks
         self.store = tasks.store
         self.settings = tasks.settings
+        self.last_decided: str | None = None
+        """The task this service last decided on (not an undo): what the desk's Ctrl+Z takes back,
+        wherever the selection has moved since."""
 
     async def feedback(
         self,
@@ -51,13 +91,7 @@ class ReviewService:
     ) -> TaskRecord:
         """Record the analyst's action. ``revise`` leaves the task in needs_revision: the caller
         starts the new attempt (``TaskService.run``/``start``) so it decides where it runs."""
-        task = await self.store.get_task(task_id)
-        ensure_writable(task)
-        if task.version != expected_version:
-            raise VersionConflict(
-                f"task {task.id[:8]} changed since it was read (version {expected_version}, now "
-                f"{task.version}, status {task.status.value}); reload and try again"
-            )
+        task = await self._writable(task_id, expected_version)
         trigger = _TRIGGERS[action]
         if not can(task.status, trigger):
             raise IllegalTransition(task.status, trigger)
@@ -68,25 +102,104 @@ class ReviewService:
         if action is FeedbackAction.ABANDON and self.tasks.is_running_here(task.id):
             await self.tasks.cancel(task.id)
             task = await self.store.get_task(task.id)
+        fields: dict[str, Any] = {"runner": None}
+        if action is FeedbackAction.REVISE:
+            fields["revision_requested_by"] = RevisionRequester.ANALYST
+        return await self._decide(task, trigger, action.value, prompt=prompt, note=note, **fields)
+
+    async def reopen(self, task_id: str, *, reason: str, expected_version: int | None = None) -> TaskRecord:
+        """Bring a closed or abandoned task back; the reason is kept as the decision's note."""
+        if not reason.strip():
+            raise RefusedAction("reopening a task needs a reason")
+        task = await self._writable(task_id, expected_version)
+        trigger = reopen_trigger(await self.store.list_attempts(task.id))
+        if not can(task.status, trigger):
+            raise IllegalTransition(task.status, trigger)
+        return await self._decide(task, trigger, REOPEN, note=reason.strip())
+
+    async def undo(
+        self, task_id: str, *, expected_version: int | None = None, note: str | None = None
+    ) -> TaskRecord:
+        """Take back the last decision: the task returns to the status it had before it.
+
+        Refused once anyone (a run, another analyst) moved the task after that decision, or after
+        ``UNDO_WINDOW``. The undo is its own event naming the decision it reverses.
+        """
+        task = await self._writable(task_id, expected_version)
+        events = await self.store.get_task_events(task.id, kinds=[EventKind.ANALYST_FEEDBACK_RECORDED])
+        last = events[-1] if events else None
+        if last is None or last.payload.get("action") == UNDO:
+            raise RefusedAction(f"task {task.id[:8]} has no decision to undo")
+        p = last.payload
+        if "version_after" not in p:
+            raise RefusedAction(f"the last decision on task {task.id[:8]} predates undo; reopen it instead")
+        decided_at = datetime.fromisoformat(str(p["time"])) if p.get("time") else last.created_at
+        refusal = undo_refusal(decided_at, int(p["version_after"]), task, datetime.now(UTC))
+        if refusal is not None:
+            raise RefusedAction(refusal)
+        before = TaskStatus(str(p["from"]))
+        if before.is_execution_active:
+            raise RefusedAction(f"that {p.get('action')} stopped a run, which cannot be restarted by undo")
+        trigger = undo_trigger(before)
+        if not can(task.status, trigger):
+            raise IllegalTransition(task.status, trigger)
+        requested = p.get("revision_requested_by_before")
+        return await self._decide(
+            task,
+            trigger,
+            UNDO,
+            note=note,
+            undoes={"event_id": last.id, "action": p.get("action"), "reviewer": p.get("reviewer")},
+            revision_requested_by=RevisionRequester(requested) if requested else None,
+        )
+
+    async def _writable(self, task_id: str, expected_version: int | None) -> TaskRecord:
+        task = await self.store.get_task(task_id)
+        ensure_writable(task)
+        if expected_version is not None and task.version != expected_version:
+            raise VersionConflict(
+                f"task {task.id[:8]} changed since it was read (version {expected_version}, now "
+                f"{task.version}, status {task.status.value}); reload and try again"
+            )
+        return task
+
+    async def _decide(
+        self,
+        task: TaskRecord,
+        trigger: Trigger,
+        action: str,
+        *,
+        prompt: str | None = None,
+        note: str | None = None,
+        undoes: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> TaskRecord:
+        """One analyst move: status, event and feedback row in one transaction.
+
+        The event carries the version the move produces and what it replaced, so ``undo`` can
+        check that nobody acted since and put back exactly what was there.
+        """
         target = next_status(task.status, trigger)
         reviewer = reviewer_name(self.settings.reviewer)
         now = datetime.now(UTC)
         assert task.main_session_id is not None
+        requested = task.revision_requested_by
         event = NewEvent(
             kind=EventKind.ANALYST_FEEDBACK_RECORDED,
             payload={
                 "reviewer": reviewer,
                 "time": now.isoformat(),
-                "action": action.value,
+                "action": action,
                 "prompt": prompt,
                 "note": note,
                 "from": task.status.value,
                 "to": target.value,
+                "trigger": trigger.value,
+                "version_after": task.version + 1,
+                "revision_requested_by_before": requested.value if requested else None,
+                **({"undoes": undoes} if undoes is not None else {}),
             },
         )
-        fields: dict[str, Any] = {"status": target, "runner": None}
-        if action is FeedbackAction.REVISE:
-            fields["revision_requested_by"] = RevisionRequester.ANALYST
         attempts = await self.store.list_attempts(task.id)
         latest = attempts[-1] if attempts else None
         update: dict[str, Any] = {
@@ -94,7 +207,7 @@ class ReviewService:
             "event": (task.main_session_id, event),
             "feedback": {
                 "attempt_id": latest.id if latest else None,
-                "action": action.value,
+                "action": action,
                 "prompt": prompt,
                 "note": note,
                 "reviewer": reviewer,
@@ -102,19 +215,29 @@ class ReviewService:
                 "to_status": target.value,
                 "created_at": now,
             },
+            "status": target,
             **fields,
         }
-        if latest is not None and latest.state is AttemptState.RUNNING:
+        if latest is not None and latest.state is AttemptState.RUNNING and target is TaskStatus.ABANDONED:
             # Abandoning a run that lives in another process (or in none): the attempt ends here,
             # with the task's move; that runner's next write finds the task abandoned and stops.
             ending = attempt_ending(latest, AttemptState.CANCELLED, latest.validation_outcome)
             updated = await self.store.update_task(task.id, ending=(latest.id, ending), **update)
         else:
             updated = await self.store.update_task(task.id, **update)
+        self.last_decided = None if action == UNDO else task.id
         self.tasks.ws.bus.publish(
             TaskChanged(task_id=task.id, change=TaskChange.STATUS, status=target, version=updated.version)
         )
         return updated
 
 
-__all__ = ["ReviewService", "TaskStatus", "allowed_actions"]
+__all__ = [
+    "REOPEN",
+    "UNDO",
+    "ReviewService",
+    "TaskStatus",
+    "allowed_actions",
+    "can_reopen",
+    "read_only_reason",
+]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import getpass
 import logging
 import os
 from collections.abc import Callable
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from core.agent import AgentLoop, RunOutcome, RunProgress
-from core.domain import FeedbackAction, TaskStatus, TeamRunResult
+from core.domain import FeedbackAction, TaskStatus, TeamRunResult, ValidationOutcome
 from core.domain.facts import AttemptState, EventKind, FinishReason, RevisionRequester
 from core.errors import ConfigurationError, RefusedAction, VersionConflict
 from core.events import RunProgress as RunProgressNotice
@@ -28,7 +27,7 @@ from core.evidence import session_messages
 from core.llm.structured import SchemaFailure, complete_structured
 from core.profiles import roles_for_task
 from core.store import AttemptRecord, NewEvent, TaskRecord
-from core.tasks.policy import attempt_ending, decide, ensure_writable, interruption
+from core.tasks.policy import attempt_ending, decide, ensure_writable, interruption, revision_fallback
 from core.tasks.prompts import (
     AGENT_SYSTEM_PROMPT,
     analyst_revision_message,
@@ -45,6 +44,7 @@ from core.workspace import Workspace
 log = logging.getLogger(__name__)
 
 HEARTBEAT_S = 30.0
+Fallback = tuple[Trigger, ValidationOutcome | None] | None
 
 
 class RunAbandoned(RefusedAction):
@@ -56,15 +56,6 @@ def check_output_schema(schema: dict[str, Any]) -> None:
     from core.llm.structured import validate_schema
 
     validate_schema(schema)
-
-
-def reviewer_name(configured: str | None) -> str:
-    if configured:
-        return configured
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "analyst"
 
 
 class TaskService:
@@ -185,6 +176,7 @@ class TaskService:
         """One attempt: run, validate, move. Returns the task and, for a retry, the next prompt."""
         assert task.main_session_id is not None
         index = task.attempt_count + 1
+        fallback = await self._fallback(task)
         # Claim the task first (compare-and-set on its version): a second runner is refused here,
         # before it writes anything.
         task = await self._move(
@@ -200,7 +192,7 @@ class TaskService:
         attempt: AttemptRecord | None = None
         try:
             attempt = await self.store.create_attempt(task.id, index, trigger=trigger_name, prompt=prompt)
-            return await self._attempt_body(task, attempt, prompt, validations_before)
+            return await self._attempt_body(task, attempt, prompt, validations_before, fallback)
         except asyncio.CancelledError:
             await asyncio.shield(self._cancel_attempt(attempt))
             raise
@@ -208,8 +200,18 @@ class TaskService:
             await self._cancel_attempt(attempt)
             raise
         except Exception as exc:
-            await self._fail_run(task.id, attempt, exc)
+            await self._fail_run(task.id, attempt, exc, fallback)
             raise
+
+    async def _fallback(self, task: TaskRecord) -> Fallback:
+        """Where this attempt goes if it ends with no answer: back to review when the task holds one."""
+        if task.status is not TaskStatus.NEEDS_REVISION:
+            return None
+        origin = TaskStatus.NEEDS_REVIEW  # a validator's retry: the rejected answer awaits review
+        if task.revision_requested_by == RevisionRequester.ANALYST:
+            asked = await self.store.get_task_events(task.id, kinds=[EventKind.ANALYST_FEEDBACK_RECORDED])
+            origin = TaskStatus(str(asked[-1].payload.get("from"))) if asked else origin
+        return revision_fallback(origin, await self.store.list_attempts(task.id))
 
     async def _cancel_attempt(self, attempt: AttemptRecord | None) -> None:
         """Cancelled here (abandon, shutdown): the attempt records it; whoever cancelled moves the task
@@ -222,7 +224,9 @@ class TaskService:
                 latest.id, **attempt_ending(latest, AttemptState.CANCELLED, latest.validation_outcome)
             )
 
-    async def _fail_run(self, task_id: str, attempt: AttemptRecord | None, exc: Exception) -> None:
+    async def _fail_run(
+        self, task_id: str, attempt: AttemptRecord | None, exc: Exception, fallback: Fallback = None
+    ) -> None:
         """An unexpected error must not leave the task looking busy: move it on, say why, keep evidence."""
         log.error("task %s: run failed: %s", task_id, exc, exc_info=exc)
         try:
@@ -234,6 +238,8 @@ class TaskService:
                     await self.store.update_attempt(latest.id, **ending)
                 return
             trigger, outcome = interruption(latest)
+            if trigger is Trigger.INTERRUPTED_UNUSABLE and fallback is not None:
+                trigger, outcome = fallback
             await self._move(
                 task,
                 trigger,
@@ -246,7 +252,12 @@ class TaskService:
             log.exception("task %s: could not record the failed run", task_id)
 
     async def _attempt_body(
-        self, task: TaskRecord, attempt: AttemptRecord, prompt: str, validations_before: int
+        self,
+        task: TaskRecord,
+        attempt: AttemptRecord,
+        prompt: str,
+        validations_before: int,
+        fallback: Fallback = None,
     ) -> tuple[TaskRecord, str | None]:
         assert task.main_session_id is not None
         session_id = task.main_session_id
@@ -283,13 +294,15 @@ class TaskService:
             packet=packet.model_dump(mode="json"),
         )
         if not final_output.strip():
+            trigger, kept = fallback or (Trigger.NO_USABLE_ANSWER, None)
+            back = "; the earlier answer is back for review" if fallback else ""
             task = await self._move(
                 task,
-                Trigger.NO_USABLE_ANSWER,
-                reason=f"no usable answer ({outcome.finish_reason})",
+                trigger,
+                reason=f"attempt {index} produced no usable answer ({outcome.finish_reason}){back}",
                 ending=(attempt, AttemptState.FINISHED),
                 runner=None,
-                validation_outcome=None,
+                validation_outcome=kept,
             )
             return task, None
 
@@ -576,4 +589,4 @@ def _value(v: Any) -> Any:
     return v.value if hasattr(v, "value") else v
 
 
-__all__ = ["RunAbandoned", "TaskService", "check_output_schema", "reviewer_name"]
+__all__ = ["RunAbandoned", "TaskService", "check_output_schema"]

@@ -29,13 +29,48 @@ class Trigger(StrEnum):
     FEEDBACK_SATISFIED = "feedback_satisfied"
     FEEDBACK_REVISE = "feedback_revise"
     FEEDBACK_ABANDON = "feedback_abandon"
+    # A revision or retry that produced no answer: back to the review status the task came from,
+    # still holding the earlier answer (issue 15: a failed revision is never a dead end).
+    REVISION_FAILED_TO_REVIEW = "revision_failed_to_review"
+    REVISION_FAILED_TO_FEEDBACK = "revision_failed_to_feedback"
+    # Reopening a closed or abandoned task: where it lands depends on the answer it holds.
+    REOPEN = "reopen"
+    REOPEN_UNUSABLE = "reopen_unusable"
+    REOPEN_UNRUN = "reopen_unrun"
+    # Undoing the analyst's last move: the inverse of one decision edge, named by its target.
+    UNDO_TO_OPEN = "undo_to_open"
+    UNDO_TO_AWAITING_FEEDBACK = "undo_to_awaiting_feedback"
+    UNDO_TO_NEEDS_REVIEW = "undo_to_needs_review"
+    UNDO_TO_NEEDS_REVISION = "undo_to_needs_revision"
+    UNDO_TO_FAILED = "undo_to_failed"
+    UNDO_TO_CLOSED = "undo_to_closed"
+    UNDO_TO_ABANDONED = "undo_to_abandoned"
 
     @property
     def is_analyst_feedback(self) -> bool:
-        return self in (Trigger.FEEDBACK_SATISFIED, Trigger.FEEDBACK_REVISE, Trigger.FEEDBACK_ABANDON)
+        """A move only an analyst makes (a decision, a reopen or an undo), never a run or a verdict."""
+        return self in _ANALYST
 
+    @property
+    def is_decision(self) -> bool:
+        """A move that can be undone: satisfied, revise, abandon, reopen."""
+        return self in _DECISIONS
+
+    @property
+    def is_undo(self) -> bool:
+        return self.value.startswith("undo_to_")
+
+
+_REOPEN = (Trigger.REOPEN, Trigger.REOPEN_UNUSABLE, Trigger.REOPEN_UNRUN)
+_DECISIONS = frozenset(
+    {Trigger.FEEDBACK_SATISFIED, Trigger.FEEDBACK_REVISE, Trigger.FEEDBACK_ABANDON, *_REOPEN}
+)
+_ANALYST = _DECISIONS | {t for t in Trigger if t.value.startswith("undo_to_")}
 
 _OPEN_STATUSES = [s for s in TaskStatus if s.is_open]
+# Statuses a decision can be undone back to: resting ones. An abandon that stopped a run is not
+# undone into a run that no longer exists (reopen it instead).
+_RESTING = [s for s in TaskStatus if not s.is_execution_active]
 
 TRANSITIONS: dict[tuple[TaskStatus, Trigger], TaskStatus] = {
     (S.OPEN, Trigger.START): S.RUNNING,
@@ -56,7 +91,30 @@ TRANSITIONS: dict[tuple[TaskStatus, Trigger], TaskStatus] = {
     (S.AWAITING_FEEDBACK, Trigger.FEEDBACK_REVISE): S.NEEDS_REVISION,
     (S.NEEDS_REVIEW, Trigger.FEEDBACK_REVISE): S.NEEDS_REVISION,
     **{(s, Trigger.FEEDBACK_ABANDON): S.ABANDONED for s in _OPEN_STATUSES},
+    # No dead ends: a task that never had a usable answer can still be revised or abandoned.
+    (S.FAILED, Trigger.FEEDBACK_REVISE): S.NEEDS_REVISION,
+    (S.FAILED, Trigger.FEEDBACK_ABANDON): S.ABANDONED,
+    **{(s, Trigger.REVISION_FAILED_TO_REVIEW): S.NEEDS_REVIEW for s in (S.RUNNING, S.VALIDATING)},
+    **{(s, Trigger.REVISION_FAILED_TO_FEEDBACK): S.AWAITING_FEEDBACK for s in (S.RUNNING, S.VALIDATING)},
+    **{(s, Trigger.REOPEN): S.NEEDS_REVIEW for s in (S.CLOSED, S.ABANDONED)},
+    **{(s, Trigger.REOPEN_UNUSABLE): S.FAILED for s in (S.CLOSED, S.ABANDONED)},
+    (S.ABANDONED, Trigger.REOPEN_UNRUN): S.OPEN,
 }
+
+
+def undo_trigger(target: TaskStatus) -> Trigger:
+    """The undo move that returns a task to ``target``."""
+    return Trigger(f"undo_to_{target.value}")
+
+
+# Every decision edge gets its inverse, so an undo is never a move the table has not seen.
+TRANSITIONS.update(
+    {
+        (dst, undo_trigger(src)): src
+        for (src, trigger), dst in list(TRANSITIONS.items())
+        if trigger.is_decision and src in _RESTING
+    }
+)
 
 
 class IllegalTransition(RefusedAction):

@@ -36,14 +36,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from pydantic import BaseModel, Field
-
+from core.tools.corpus_models import DocumentPage, RefreshStats, SearchHit, content_hash, corpus_url
 from core.tools.text import PASSAGE_CHARS, html_to_text, markdown_title, split_passages
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
-SCHEMA_VERSION = 2  # 2: documents split into passages
+SCHEMA_VERSION = 3  # 2: documents split into passages; 3: each document's content hash
 SUPPORTED_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".html", ".htm"})
 MAX_QUERY_TERMS = 64
 SNIPPET_TOKENS = 24
@@ -83,37 +82,6 @@ def _file_kind(mode: int) -> str:
         if test(mode):
             return name
     return "not a regular file"
-
-
-class RefreshStats(BaseModel):
-    added: int = 0
-    updated: int = 0
-    removed: int = 0
-    unchanged: int = 0
-    skipped: int = 0
-    warnings: list[str] = Field(default_factory=list)
-    rebuilt: bool = False
-
-
-class SearchHit(BaseModel):
-    document_id: str
-    title: str
-    path: str
-    snippet: str
-    score: float  # bm25: lower is better; kept so callers can show or compare relevance
-    offset: int = 0  # character offset of the best-matching passage, for read_document
-    length: int = 0  # that passage's length in characters
-
-
-class DocumentPage(BaseModel):
-    document_id: str
-    title: str
-    path: str
-    url: str
-    text: str
-    offset: int
-    total_length: int
-    next_offset: int | None
 
 
 # ---------------------------------------------------------------------------------------------- text
@@ -208,7 +176,8 @@ class Corpus:
                         title TEXT NOT NULL,
                         mtime_ns INTEGER NOT NULL,
                         size INTEGER NOT NULL,
-                        length INTEGER NOT NULL
+                        length INTEGER NOT NULL,
+                        sha256 TEXT NOT NULL
                     );
                     CREATE TABLE IF NOT EXISTS passages (
                         rowid INTEGER PRIMARY KEY,
@@ -440,8 +409,8 @@ class Corpus:
                         continue
                     if previous is None:
                         cur = conn.execute(
-                            "INSERT INTO docs (doc_id, title, mtime_ns, size, length) VALUES (?, ?, ?, ?, ?)",
-                            (doc_id, title, mtime_ns, size, len(text)),
+                            "INSERT INTO docs (doc_id, title, mtime_ns, size, length, sha256) VALUES (?, ?, ?, ?, ?, ?)",
+                            (doc_id, title, mtime_ns, size, len(text), content_hash(text)),
                         )
                         assert cur.lastrowid is not None
                         rowid = cur.lastrowid
@@ -449,8 +418,8 @@ class Corpus:
                     else:
                         rowid = previous[0]
                         conn.execute(
-                            "UPDATE docs SET title = ?, mtime_ns = ?, size = ?, length = ? WHERE rowid = ?",
-                            (title, mtime_ns, size, len(text), rowid),
+                            "UPDATE docs SET title = ?, mtime_ns = ?, size = ?, length = ?, sha256 = ? WHERE rowid = ?",
+                            (title, mtime_ns, size, len(text), content_hash(text), rowid),
                         )
                         _delete_passages(conn, rowid)
                         stats.updated += 1
@@ -503,12 +472,12 @@ class Corpus:
         match = fts_query(query)
 
         def work(conn: sqlite3.Connection) -> list[SearchHit]:
-            best: list[tuple[int, str, str, int, int, float]] = []
+            best: list[tuple[int, str, str, int, int, float, str]] = []
             seen: set[str] = set()
             ranked = conn.execute(
                 """
                 SELECT fts.rowid, docs.doc_id, docs.title, passages.start, passages.length,
-                       bm25(fts, 4.0, 1.0) AS score
+                       bm25(fts, 4.0, 1.0) AS score, docs.sha256
                 FROM fts
                 JOIN passages ON passages.rowid = fts.rowid
                 JOIN docs ON docs.rowid = passages.doc
@@ -517,16 +486,16 @@ class Corpus:
                 """,
                 (match,),
             )
-            for rowid, doc_id, title, start, length, score in ranked:
+            for rowid, doc_id, title, start, length, score, sha in ranked:
                 if doc_id in seen:
                     continue
                 seen.add(doc_id)
-                best.append((rowid, doc_id, title, start, length, score))
+                best.append((rowid, doc_id, title, start, length, score, sha))
                 if len(best) == limit:
                     break
             ranked.close()
             hits: list[SearchHit] = []
-            for rowid, doc_id, title, start, length, score in best:
+            for rowid, doc_id, title, start, length, score, sha in best:
                 row = conn.execute(
                     f"SELECT snippet(fts, 1, '«', '»', ' … ', {SNIPPET_TOKENS}) FROM fts "
                     "WHERE fts MATCH ? AND rowid = ?",
@@ -536,11 +505,12 @@ class Corpus:
                     SearchHit(
                         document_id=doc_id,
                         title=title,
-                        path=str(self.folder / doc_id),
+                        path=doc_id,  # relative to the corpus root: no machine path in shared evidence
                         snippet=str(row[0]) if row else "",
                         score=score,
                         offset=start,
                         length=length,
+                        sha256=sha,
                     )
                 )
             return hits
@@ -559,13 +529,15 @@ class Corpus:
         if length < 1:
             raise ValueError(f"length must be >= 1, got {length}")
 
+        digest = [""]
+
         def work(conn: sqlite3.Connection) -> tuple[str, int, str]:
             row = conn.execute(
-                "SELECT rowid, title, length FROM docs WHERE doc_id = ?", (document_id,)
+                "SELECT rowid, title, length, sha256 FROM docs WHERE doc_id = ?", (document_id,)
             ).fetchone()
             if row is None:
-                raise DocumentNotFoundError(f"no document with id {document_id!r} in corpus {self.folder}")
-            doc, title, total = int(row[0]), str(row[1]), int(row[2])
+                raise DocumentNotFoundError(f"no document with id {document_id!r} in the corpus")
+            doc, title, total, digest[0] = int(row[0]), str(row[1]), int(row[2]), str(row[3])
             if offset > total:
                 raise ValueError(f"offset {offset} is past the end of {document_id!r} (total_length {total})")
             end = min(offset + length, total)
@@ -585,12 +557,12 @@ class Corpus:
 
         title, total, text = self._with_index(work)
         end = offset + len(text)
-        path = self.folder / document_id
         return DocumentPage(
             document_id=document_id,
             title=title,
-            path=str(path),
-            url=path.as_uri(),
+            path=document_id,
+            url=corpus_url(document_id),
+            sha256=digest[0],
             text=text,
             offset=offset,
             total_length=total,

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QSizePolicy,
     QSplitter,
     QStackedWidget,
+    QTabWidget,
     QTextBrowser,
     QVBoxLayout,
     QWidget,
@@ -31,6 +32,7 @@ from core.tasks.dossier import TaskDossier
 from core.validation.warnings import read_warnings
 from desktop.presentation import NOT_ENDORSED_COLOUR, STATUS_LABELS, label, outcome_text
 from desktop.views.evidence import EvidenceView
+from desktop.views.history import HistoryView, attempt_to_show, failure_notice
 from desktop.views.live import GATHERING_NOTE, WORKING_NOTE, is_live
 from desktop.views.validator import ValidatorView, warning_title
 
@@ -197,7 +199,16 @@ class TaskDetailView(QWidget):
         layout.addWidget(self.task_text_label)
         layout.addLayout(row)
         layout.addLayout(self._badge_row)
-        layout.addWidget(body, 1)
+        self.failure_label = QLabel(page)  # a failed revision: which answer is back for review
+        self.failure_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.failure_label.setStyleSheet(f"color: {NOT_ENDORSED_COLOUR};")
+        self.failure_label.hide()
+        layout.addWidget(self.failure_label)
+        self.history_view = HistoryView(page)
+        self.tabs = QTabWidget(page)
+        self.tabs.addTab(body, "Answer and evidence")
+        self.tabs.addTab(self.history_view, "History")
+        layout.addWidget(self.tabs, 1)
         self._stack.addWidget(page)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
@@ -244,7 +255,15 @@ class TaskDetailView(QWidget):
         self.attempt_combo.setCurrentIndex(max(n - 1, 0))
         self.attempt_combo.blockSignals(False)
         self._stack.setCurrentIndex(1)
-        self._show(self._attempts[-1] if self._attempts else None)
+        self.history_view.set_dossier(dossier)
+        self.failure_label.setText(failure_notice(dossier))
+        self.failure_label.setVisible(bool(self.failure_label.text()))
+        shown = attempt_to_show(dossier)
+        if shown is not None and shown is not self._attempts[-1]:
+            self.attempt_combo.blockSignals(True)
+            self.attempt_combo.setCurrentIndex(self._attempts.index(shown))
+            self.attempt_combo.blockSignals(False)
+        self._show(shown)
 
     def select_attempt(self, index: int) -> None:
         """Show the attempt whose ``AttemptRecord.index`` is ``index``."""

@@ -48,6 +48,7 @@ from desktop.dialogs.shortcuts import ShortcutSheet
 from desktop.models.queue_model import TaskQueueModel
 from desktop.ops import CoreOps
 from desktop.views.detail import TaskDetailView
+from desktop.views.history import ReviewMoves
 from desktop.views.live import connect_live
 from desktop.views.queue import QueueView
 from desktop.views.widgets import EmptyState, MessageBar, RunProgressStrip
@@ -213,6 +214,7 @@ class MainWindow(QMainWindow):
             self.act_filter,
         ):
             review_menu.addAction(review_act)
+        self.review_moves = ReviewMoves(self, review_menu)  # undo, reopen, decisions with notes
         help_menu = menus.addMenu("&Help")
         help_menu.addAction(self.act_help)
         help_menu.addAction(self.act_about)
@@ -358,6 +360,7 @@ class MainWindow(QMainWindow):
         self.act_satisfied.setEnabled(FeedbackAction.SATISFIED in allowed)
         self.act_revise.setEnabled(FeedbackAction.REVISE in allowed)
         self.act_abandon.setEnabled(FeedbackAction.ABANDON in allowed)
+        self.review_moves.update(self._current)
 
     # ------------------------------------------------------------------ core events
     def _on_task_changed(self, change: TaskChanged) -> None:

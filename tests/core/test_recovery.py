@@ -80,10 +80,12 @@ async def test_a_stale_runner_on_another_host_is_taken_over(
     await ws.close()
 
 
-async def test_a_missing_attempt_record_fails_the_task_and_leaves_earlier_attempts_alone(
+async def test_a_missing_attempt_record_returns_the_earlier_answer_and_leaves_its_attempt_alone(
     make_settings: ScriptFactory, db_url: str
 ) -> None:
-    """Killed between claiming attempt 2 and writing its record: attempt 1's answer must not stand in."""
+    """Killed between claiming attempt 2 and writing its record: attempt 1's record is not rewritten to
+    stand in for attempt 2, but its answer is what the task goes back to review with (issue 15: a
+    crashed revision is no dead end)."""
     ws = await open_ws(make_settings, db_url)
     task_id = await crashed_task(ws)
     [first] = await ws.store.list_attempts(task_id)
@@ -93,7 +95,7 @@ async def test_a_missing_attempt_record_fails_the_task_and_leaves_earlier_attemp
     )
     await ws.store.update_task(task_id, attempt_count=2)
     [recovered] = await recover_interrupted(ws)
-    assert (recovered.status, recovered.validation_outcome) == (TaskStatus.FAILED, None)
+    assert (recovered.status, recovered.validation_outcome) == (TaskStatus.NEEDS_REVIEW, FORCE)
     [first] = await ws.store.list_attempts(task_id)
     assert (first.state, first.validation_outcome, first.final_output) == (
         AttemptState.FINISHED,

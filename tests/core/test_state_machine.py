@@ -17,6 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from core.domain import TaskStatus
 from core.errors import RefusedAction
 from core.tasks import TRANSITIONS, IllegalTransition, Trigger, allowed_triggers, can, next_status
+from core.tasks.state_machine import undo_trigger
 
 S = TaskStatus
 T = Trigger
@@ -24,6 +25,9 @@ T = Trigger
 TERMINAL = {S.FAILED, S.CLOSED, S.ABANDONED}
 REVIEW = {S.NEEDS_REVIEW, S.AWAITING_FEEDBACK}
 FEEDBACK = {T.FEEDBACK_SATISFIED, T.FEEDBACK_REVISE, T.FEEDBACK_ABANDON}
+REOPEN = {T.REOPEN, T.REOPEN_UNUSABLE, T.REOPEN_UNRUN}
+UNDO = {t for t in Trigger if t.value.startswith("undo_to_")}
+ANALYST = FEEDBACK | REOPEN | UNDO
 
 HYPO = settings(
     max_examples=200,
@@ -54,7 +58,8 @@ class TaskLifecycle(RuleBasedStateMachine):
         if can(before, trigger):
             after = next_status(before, trigger)
             assert after == TRANSITIONS[(before, trigger)]
-            assert before not in TERMINAL, f"terminal {before} left via {trigger}"
+            if before in TERMINAL:
+                assert trigger.is_analyst_feedback, f"terminal {before} left via non-analyst {trigger}"
             if before in REVIEW and after != before:
                 assert trigger.is_analyst_feedback, f"{before} left via non-feedback {trigger}"
             self.moves.append((before, trigger, after))
@@ -115,12 +120,64 @@ def test_illegal_trigger_raises_and_names_both_ends(status: TaskStatus, trigger:
 
 
 @pytest.mark.parametrize("terminal", sorted(TERMINAL))
-def test_terminal_statuses_are_absorbing(terminal: TaskStatus) -> None:
-    assert allowed_triggers(terminal) == set()
+def test_terminal_statuses_are_left_only_by_the_analyst(terminal: TaskStatus) -> None:
+    """No run, verdict or recovery ever moves a finished task; only an analyst's decision does."""
+    allowed = allowed_triggers(terminal)
+    assert allowed, f"{terminal} is a dead end"
+    assert all(t.is_analyst_feedback for t in allowed), allowed
     for t in Trigger:
-        assert not can(terminal, t)
-        with pytest.raises(IllegalTransition, match=r"allowed from '.*': nothing"):
-            next_status(terminal, t)
+        if not t.is_analyst_feedback:
+            assert not can(terminal, t)
+
+
+def test_no_dead_ends_failed_can_be_revised_or_abandoned() -> None:
+    assert next_status(S.FAILED, T.FEEDBACK_REVISE) is S.NEEDS_REVISION
+    assert next_status(S.FAILED, T.FEEDBACK_ABANDON) is S.ABANDONED
+    assert not can(S.FAILED, T.FEEDBACK_SATISFIED)  # nothing usable to be satisfied with
+    assert walk(S.FAILED, T.FEEDBACK_REVISE, T.START) is S.RUNNING
+
+
+@pytest.mark.parametrize("src", [S.CLOSED, S.ABANDONED])
+def test_closed_and_abandoned_reopen_by_what_they_hold(src: TaskStatus) -> None:
+    assert next_status(src, T.REOPEN) is S.NEEDS_REVIEW
+    assert next_status(src, T.REOPEN_UNUSABLE) is S.FAILED
+    assert can(src, T.REOPEN_UNRUN) == (src is S.ABANDONED)  # only an abandoned task may never have run
+
+
+@pytest.mark.parametrize("src", [S.RUNNING, S.VALIDATING])
+def test_a_failed_revision_returns_to_review(src: TaskStatus) -> None:
+    assert next_status(src, T.REVISION_FAILED_TO_REVIEW) is S.NEEDS_REVIEW
+    assert next_status(src, T.REVISION_FAILED_TO_FEEDBACK) is S.AWAITING_FEEDBACK
+    # the whole loop: reviewed answer, revise, the new attempt fails, the answer is reviewable again
+    for origin in REVIEW:
+        back = walk(origin, T.FEEDBACK_REVISE, T.START, T.REVISION_FAILED_TO_REVIEW)
+        assert back is S.NEEDS_REVIEW and can(back, T.FEEDBACK_SATISFIED)
+
+
+def test_every_decision_has_its_undo_and_undo_is_exact() -> None:
+    """Undo is the inverse of one decision edge, from and to resting statuses only."""
+    decisions = [(src, t, dst) for (src, t), dst in TRANSITIONS.items() if t.is_decision]
+    assert {t for _, t, _ in decisions} == FEEDBACK | REOPEN
+    for src, t, dst in decisions:
+        if src.is_execution_active:  # abandoning a run: the run cannot be brought back by undo
+            assert src.value not in {u.value.removeprefix("undo_to_") for u in UNDO}
+            continue
+        assert next_status(dst, undo_trigger(src)) is src, (src, t, dst)
+    for (src, t), dst in TRANSITIONS.items():
+        if t.is_undo:
+            assert any(d == src and s == dst for s, _, d in decisions), (src, t, dst)
+            assert not t.is_decision
+
+
+@HYPO
+@given(status=statuses, data=st.data())
+def test_decide_then_undo_round_trips(status: TaskStatus, data: st.DataObject) -> None:
+    decisions = sorted(t for t in allowed_triggers(status) if t.is_decision)
+    if not decisions or status.is_execution_active:
+        return
+    decision = data.draw(st.sampled_from(decisions))
+    after = next_status(status, decision)
+    assert next_status(after, undo_trigger(status)) is status
 
 
 def test_review_statuses_are_left_only_by_analyst_feedback() -> None:
@@ -129,11 +186,12 @@ def test_review_statuses_are_left_only_by_analyst_feedback() -> None:
             assert trig.is_analyst_feedback, (src, trig, dst)
     # and every feedback trigger is really offered there: the analyst is never stuck
     for status in REVIEW:
-        assert allowed_triggers(status) == FEEDBACK
+        assert FEEDBACK <= allowed_triggers(status) <= FEEDBACK | UNDO
 
 
-def test_is_analyst_feedback_is_exactly_the_feedback_triggers() -> None:
-    assert {t for t in Trigger if t.is_analyst_feedback} == FEEDBACK
+def test_is_analyst_feedback_is_exactly_the_analyst_moves() -> None:
+    assert {t for t in Trigger if t.is_analyst_feedback} == ANALYST
+    assert {t for t in Trigger if t.is_decision} == FEEDBACK | REOPEN
 
 
 def test_no_status_requiring_user_action_is_execution_active() -> None:
@@ -153,9 +211,10 @@ def test_every_status_is_reachable_from_open() -> None:
     assert seen == set(TaskStatus)
 
 
-def test_no_transition_targets_open() -> None:
-    """``open`` is only ever a birth status; a retry goes through needs_revision, not back to open."""
-    assert S.OPEN not in TRANSITIONS.values()
+def test_only_reopen_and_undo_target_open() -> None:
+    """A retry goes through needs_revision, never back to open; only a task that never ran is reopened there."""
+    into_open = {t for (_, t), dst in TRANSITIONS.items() if dst is S.OPEN}
+    assert into_open == {T.REOPEN_UNRUN, T.UNDO_TO_OPEN}
 
 
 def test_illegal_transition_with_explicit_target_names_it() -> None:
@@ -169,7 +228,8 @@ def test_illegal_message_lists_allowed_triggers() -> None:
         next_status(S.NEEDS_REVIEW, T.START)
     assert str(info.value) == (
         "cannot move a task from 'needs_review' to 'running' (start); "
-        "allowed from 'needs_review': feedback_abandon, feedback_revise, feedback_satisfied"
+        "allowed from 'needs_review': feedback_abandon, feedback_revise, feedback_satisfied, "
+        "undo_to_abandoned, undo_to_closed"
     )
 
 
@@ -279,9 +339,9 @@ def test_interrupted_runs(src: TaskStatus) -> None:
     assert next_status(src, T.INTERRUPTED_UNUSABLE) is S.FAILED
 
 
-def test_abandon_is_possible_from_every_open_status_only() -> None:
+def test_abandon_is_possible_from_every_open_status_and_failed() -> None:
     for s in TaskStatus:
-        assert can(s, T.FEEDBACK_ABANDON) == s.is_open, s
+        assert can(s, T.FEEDBACK_ABANDON) == (s.is_open or s is S.FAILED), s
         if s.is_open:
             assert next_status(s, T.FEEDBACK_ABANDON) is S.ABANDONED
 
@@ -309,4 +369,7 @@ def test_verdicts_only_while_validating() -> None:
 
 def test_transition_table_size_is_pinned() -> None:
     """A new edge must come with a test above; this count makes forgetting one fail loudly."""
-    assert len(TRANSITIONS) == 17 + len([s for s in TaskStatus if s.is_open])
+    decisions_and_failures = 17 + len([s for s in TaskStatus if s.is_open])
+    no_dead_ends = 2 + 4 + 5  # failed: revise/abandon; revision failed x2 x2; reopen x5
+    undos = 15  # the inverse of every decision edge between resting statuses
+    assert len(TRANSITIONS) == decisions_and_failures + no_dead_ends + undos

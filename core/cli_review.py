@@ -1,0 +1,70 @@
+"""Command-line moves that take a decision back: ``reopen`` and ``undo``.
+
+Kept out of ``core/cli.py`` (which holds the original commands) so each area's commands live in
+one small module; ``core/cli.py`` only adds these parsers and handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from core.config import Settings
+
+Handler = Callable[[argparse.Namespace, Settings], Coroutine[Any, Any, int]]
+
+
+def add_review_commands(sub: Any, common: argparse.ArgumentParser) -> dict[str, Handler]:
+    """Add ``reopen`` and ``undo`` to the command line; returns their handlers by name."""
+    p = sub.add_parser("reopen", parents=[common], help="reopen a closed or abandoned task, with a reason")
+    p.add_argument("task_id")
+    p.add_argument("--reason", required=True, help="why the task is reopened (kept as the decision's note)")
+    p.add_argument("--version", dest="expected_version", type=int, help="task version you reviewed")
+    p = sub.add_parser(
+        "undo", parents=[common], help="undo the last decision on a task, if no one acted since"
+    )
+    p.add_argument("task_id")
+    p.add_argument("--note", help="a note kept with the undo")
+    p.add_argument("--version", dest="expected_version", type=int, help="task version you reviewed")
+    return {"reopen": cmd_reopen, "undo": cmd_undo}
+
+
+async def cmd_reopen(args: argparse.Namespace, settings: Settings) -> int:
+    from core.cli import _print_task_summary, _with_workspace
+
+    async def body(ws: Any) -> int:
+        from core.tasks.review import ReviewService
+        from core.tasks.service import TaskService
+
+        review = ReviewService(TaskService(ws))
+        task = await ws.store.get_task(args.task_id)
+        task = await review.reopen(task.id, reason=args.reason, expected_version=args.expected_version)
+        if not args.json:
+            print(f"reopened {task.id[:12]} -> {task.status.value}", file=sys.stderr)
+        await _print_task_summary(ws, task, args.json)
+        return 0
+
+    return await _with_workspace(settings, body)
+
+
+async def cmd_undo(args: argparse.Namespace, settings: Settings) -> int:
+    from core.cli import _print_task_summary, _with_workspace
+
+    async def body(ws: Any) -> int:
+        from core.tasks.review import ReviewService
+        from core.tasks.service import TaskService
+
+        review = ReviewService(TaskService(ws))
+        task = await ws.store.get_task(args.task_id)
+        task = await review.undo(task.id, expected_version=args.expected_version, note=args.note)
+        if not args.json:
+            print(f"undone: {task.id[:12]} is back in {task.status.value}", file=sys.stderr)
+        await _print_task_summary(ws, task, args.json)
+        return 0
+
+    return await _with_workspace(settings, body)
+
+
+__all__ = ["add_review_commands"]
