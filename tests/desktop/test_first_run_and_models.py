@@ -115,6 +115,17 @@ def _local_server(server: HTTPServer) -> list[dict[str, Any]]:
             ],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
         }
+        if body.get("stream"):  # the desk streams agent calls: answer as a server would, in SSE pieces
+            chunk = {
+                "id": "c1",
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": body["model"],
+                "choices": [{"index": 0, "delta": {"role": "assistant", "content": content}}],
+            }
+            end = {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+            pieces = [f"data: {json.dumps(chunk)}\n\n", f"data: {json.dumps(end)}\n\n", "data: [DONE]\n\n"]
+            return Response(pieces, content_type="text/event-stream")
         return Response(json.dumps(answer), content_type="application/json")
 
     server.expect_request("/v1/models").respond_with_json(
