@@ -19,6 +19,7 @@ from core.llm import LLMGateway
 from core.llm.scripted import load_script
 from core.runtime import RunContext
 from core.store import Store
+from core.store.watch import ChangeWatcher
 from core.tools.builtin import build_default_registry
 from core.tools.corpus import Corpus
 from core.tools.registry import ToolRegistry
@@ -94,6 +95,12 @@ class Workspace:
     def display_name(self) -> str:
         """The workspace as people name it: a file path, or a database URL without its password."""
         return self.store.display_name
+
+    async def watch_changes(self) -> ChangeWatcher:
+        """Announce other processes' task writes on this workspace's bus until the watcher closes."""
+        watcher = ChangeWatcher(self.store, self.bus)
+        await watcher.start()
+        return watcher
 
     @staticmethod
     def warm_up_models() -> None:

@@ -48,6 +48,7 @@ from desktop.dialogs.shortcuts import ShortcutSheet
 from desktop.models.queue_model import TaskQueueModel
 from desktop.ops import CoreOps
 from desktop.views.detail import TaskDetailView
+from desktop.views.live import LiveWorkspace
 from desktop.views.queue import QueueView
 from desktop.views.widgets import EmptyState, MessageBar, RunProgressStrip
 
@@ -108,6 +109,7 @@ class MainWindow(QMainWindow):
         self.workspace = services.workspace
         self.ui_state = ui_state or QSettings("evidence-desk", "desk")
         self._demo_builder = demo_builder
+        self.live = LiveWorkspace(services.workspace, services.ops, self)
         self._current: TaskRecord | None = None
         self._dossier: TaskDossier | None = None
         self._select_when_listed: str | None = None
@@ -255,6 +257,7 @@ class MainWindow(QMainWindow):
         """Go live: first queue load, then the bridge replays what happened before we listened."""
         self.model.refresh()
         self.services.bridge.start_delivery()
+        self.live.start()  # other processes' writes arrive as bus notices from now on
         self.queue.tree.setFocus(Qt.FocusReason.OtherFocusReason)  # S/R/A/J/K work from the first key
 
     # ------------------------------------------------------------------ state persistence
@@ -282,6 +285,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         self.save_state()
         self.services.bridge.close()
+        self.live.stop()
         super().closeEvent(event)
 
     # ------------------------------------------------------------------ messages
