@@ -94,3 +94,47 @@ def _listed(window: MainWindow) -> list[TaskRecord]:
     """Every task row the queue holds, across its groups."""
     ids = [i for look in GROUPS for i in window.model.group_task_ids(look.key)]
     return [t for t in (window.model.task(i) for i in ids) if t is not None]
+
+
+def test_two_desks_on_postgresql_see_each_others_decisions(
+    qloop: qasync.QEventLoop, qtbot: QtBot, tmp_path: Path, pg_url: str, desk_settings: Settings
+) -> None:
+    settings = desk_settings.model_copy(update={"db_url": pg_url})
+    first = run(qloop, Workspace.open(settings))
+    second = run(qloop, Workspace.open(settings))  # its own engine: another desk's connections
+    windows: list[MainWindow] = []
+    for n, ws in enumerate((first, second)):
+        ui = QSettings(str(tmp_path / f"desk-{n}.ini"), QSettings.Format.IniFormat)
+        window = MainWindow(DeskServices.for_workspace(ws), ui_state=ui)
+        qtbot.addWidget(window)
+        window.show()
+        windows.append(window)
+    one, two = windows
+
+    async def scenario() -> None:
+        task = await add_task(first, "decide me REVIEWME", TaskStatus.NEEDS_REVIEW)
+        await go_live(one)
+        await go_live(two)
+        shown = wait_signal(one.sig_dossier_shown)
+        assert one.queue.select_task(task.id)
+        await shown
+        one.satisfied()
+        await wait_until(
+            lambda: (listed := two.model.task(task.id)) is not None and listed.status is TaskStatus.CLOSED,
+            timeout=APPEAR_S,
+            what="desk one's decision in desk two",
+        )
+        made = await two.workspace.store.create_task("from desk two", title="Second desk's task")
+        await wait_until(
+            lambda: one.model.task(made.id) is not None, timeout=APPEAR_S, what="desk two's task in desk one"
+        )
+
+    try:
+        run(qloop, scenario())
+    finally:
+        for window in windows:
+            run(qloop, window.ops.wait_idle())
+            run(qloop, window.live.close())
+            window.services.bridge.close()
+        run(qloop, first.close())
+        run(qloop, second.close())
