@@ -8,6 +8,7 @@ for the task version on screen; the desk never re-derives it from the status.
 
 from __future__ import annotations
 
+import html
 import inspect
 import logging
 from collections.abc import Callable
@@ -451,11 +452,12 @@ class MainWindow(QMainWindow):
         running = task.status.is_execution_active
         dialog = ConfirmDialog(
             "Abandon task",
-            f"Abandon <b>{task.title}</b>?"
+            "Abandon this task?"
             + (" Its run is cancelled first." if running else "")
             + " The task and its evidence stay in the workspace.",
             "Abandon",
             self,
+            subject=task.title,
         )
         dialog.accepted.connect(lambda: self._send_abandon(task))
         self._open(dialog)
@@ -572,7 +574,7 @@ class MainWindow(QMainWindow):
         box.setWindowTitle("About Evidence Desk")
         box.setText(
             f"<b>Evidence Desk {app_version()}</b><br>Review LLM answers against their evidence."
-            f"<br><br>Workspace: {self.workspace.display_name}"
+            f"<br><br>Workspace: {html.escape(self.workspace.display_name)}"
         )
         self._open(box)
 

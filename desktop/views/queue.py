@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLineEdit,
-    QStyledItemDelegate,
     QStyleOptionViewItem,
     QTreeView,
     QVBoxLayout,
@@ -31,14 +30,28 @@ from desktop.models.queue_model import (
     GROUP_KEY_ROLE,
     STATUS_ROLE,
     TASK_ID_ROLE,
+    TASK_ROLE,
     TaskQueueModel,
 )
 from desktop.presentation import NEEDS_REVIEW_TEXT, OUTCOME_FILTER_LABELS, STATUS_COLOURS, STATUS_LABELS
+from desktop.widgets.plain import PlainToolTipDelegate
 
 Index = QModelIndex | QPersistentModelIndex
 
 
-class StatusBadgeDelegate(QStyledItemDelegate):
+class TaskRowDelegate(PlainToolTipDelegate):
+    """Plain-text tooltips for task rows; the title's tooltip is the full title, then the task."""
+
+    def tooltip_text(self, index: Index) -> str:
+        """The full title first: the column elides it in the middle at narrow widths."""
+        text = super().tooltip_text(index)
+        task = index.data(TASK_ROLE)
+        if index.column() == COL_TITLE and task is not None:
+            return f"{task.title}\n\n{text}" if text and text != task.title else task.title
+        return text
+
+
+class StatusBadgeDelegate(TaskRowDelegate):
     """Paints the status as a coloured pill so statuses read at a glance."""
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: Index) -> None:
@@ -95,7 +108,9 @@ class QueueView(QWidget):
         self.tree.setAlternatingRowColors(False)
         self.tree.setSelectionMode(QTreeView.SelectionMode.SingleSelection)
         self.tree.setSelectionBehavior(QTreeView.SelectionBehavior.SelectRows)
+        self.tree.setItemDelegate(TaskRowDelegate(self.tree))
         self.tree.setItemDelegateForColumn(COL_STATUS, StatusBadgeDelegate(self.tree))
+        self.tree.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # similar titles differ at the end
         self.tree.header().setSortIndicator(COL_UPDATED, Qt.SortOrder.DescendingOrder)
         self.tree.setSortingEnabled(True)
         header = self.tree.header()

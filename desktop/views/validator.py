@@ -10,7 +10,6 @@ from pydantic import ValidationError
 from PySide6.QtCore import QMimeData, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
-    QLabel,
     QPlainTextEdit,
     QSplitter,
     QTabWidget,
@@ -27,6 +26,7 @@ from core.domain.records import ValidationRecord
 from core.domain.validation import Citation, CitationCheck, ValidationResult
 from core.validation.warnings import read_warnings
 from desktop.presentation import VERDICT_COLOURS, label
+from desktop.widgets.plain import plain_label, plain_tooltip
 from desktop.widgets.text_viewer import JsonHighlighter, TextViewer, monospace_font, pretty_json
 
 __all__ = ["CitationList", "ValidatorView", "format_raw_response", "warning_line", "warning_title"]
@@ -114,7 +114,8 @@ class CitationList(QTreeWidget):
             item = QTreeWidgetItem([text, c.evidence_id, str(c.verdict), c.claim])
             item.setForeground(0, QColor(colour))
             item.setData(0, Qt.ItemDataRole.UserRole, row)
-            item.setToolTip(3, f"{c.claim}\n\nQuote: “{c.quote}”")
+            item.setToolTip(3, plain_tooltip(f"{c.claim}\n\nQuote: “{c.quote}”"))
+            item.setToolTip(1, plain_tooltip(c.evidence_id))
             self.addTopLevelItem(item)
         for column in range(3):
             self.resizeColumnToContents(column)
@@ -176,7 +177,7 @@ class ValidatorView(QWidget):
         self.verdict_view = QTextBrowser(self)
         self.verdict_view.setOpenLinks(False)
         self.citations = CitationList(self)
-        self.citations_label = QLabel("Citations", self)
+        self.citations_label = plain_label("Citations", self)
         self.raw_view = RedactingTextEdit(self)
         self.raw_view.setReadOnly(True)
         self.raw_view.setFont(monospace_font())

@@ -17,6 +17,7 @@ class MessageBar(QFrame):
         super().__init__(parent)
         self.setObjectName("MessageBar")
         self.label = QLabel()
+        self.label.setTextFormat(Qt.TextFormat.PlainText)  # messages quote titles and errors
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         close = QPushButton("✕")
