@@ -75,9 +75,6 @@ def warning_badges(
     if validation is None:
         return badges
     warnings = read_warnings(validation.debug)
-    for w in warnings:
-        if w.code is WarningCode.SAME_FAMILY_VALIDATOR:
-            badges.append(Badge(warning_title(w.code), "warning", w.message))
     chunked = [w for w in warnings if w.code is WarningCode.CHUNKED_VALIDATION]
     if chunked or validation.debug.get("strategy") == "chunked":
         count = validation.debug.get("chunk_count")

@@ -50,7 +50,9 @@ from desktop.models.queue_model import TaskQueueModel
 from desktop.ops import CoreOps
 from desktop.views.detail import TaskDetailView
 from desktop.views.live import LiveWorkspace
+from desktop.views.navigation import add_navigation_actions, advance_to
 from desktop.views.queue import QueueView
+from desktop.views.status import WorkspaceStatus
 from desktop.views.widgets import EmptyState, MessageBar, RunProgressStrip
 
 log = logging.getLogger(__name__)
@@ -146,9 +148,10 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.splitter)
         self.busy_label = QLabel()
         self.statusBar().addPermanentWidget(self.busy_label)
-        self.statusBar().showMessage(f"Workspace: {self.workspace.display_name}")
+        self.workspace_status = WorkspaceStatus(self.statusBar(), self.workspace)
 
         self._build_actions()
+        self.nav_actions = add_navigation_actions(self, self.detail)  # [ ] N P Alt+1..3
         self._connect()
         self._restore_state()
         self._update_actions()
@@ -297,7 +300,8 @@ class MainWindow(QMainWindow):
         self.busy_label.setText("Working…" if pending else "")
 
     def show_error(self, message: str) -> None:
-        self.message_bar.show_message(message, error=True)
+        """Errors concern the task on screen and go when the analyst moves to another."""
+        self.message_bar.show_message(message, error=True, task_id=self.queue.selected_task_id)
 
     def show_info(self, message: str) -> None:
         self.message_bar.show_message(message)
@@ -308,6 +312,7 @@ class MainWindow(QMainWindow):
         return self._current
 
     def _on_selected(self, task_id: str | None) -> None:
+        self.message_bar.set_current_task(task_id)
         if task_id is None:
             self._current = None
             self._dossier = None
@@ -412,10 +417,11 @@ class MainWindow(QMainWindow):
         task = self._current
         if task is None or not self.act_satisfied.isEnabled():
             return
+        upcoming = self.queue.next_needing_decision(task.id)
         self.ops.run(
             self.services.review.feedback(task.id, FeedbackAction.SATISFIED, expected_version=task.version),
             what="Closing the task",
-            on_done=lambda _t: self.show_info(f"Closed: {task.title}"),
+            on_done=lambda _t: self._decided(task, f"Closed: {task.title}", upcoming),
             on_error=self._refused(task.id),
         )
 
@@ -443,7 +449,13 @@ class MainWindow(QMainWindow):
             self._watch_run(task.id)
             return updated
 
-        self.ops.run(revise_and_run(), what="Sending the revision", on_error=self._refused(task.id))
+        upcoming = self.queue.next_needing_decision(task.id)
+        self.ops.run(
+            revise_and_run(),
+            what="Sending the revision",
+            on_done=lambda _t: self._decided(task, f"Revision sent: {task.title}", upcoming),
+            on_error=self._refused(task.id),
+        )
 
     def abandon(self) -> None:
         task = self._current
@@ -463,13 +475,20 @@ class MainWindow(QMainWindow):
         self._open(dialog)
 
     def _send_abandon(self, task: TaskRecord) -> None:
+        upcoming = self.queue.next_needing_decision(task.id)
         current = self._current if self._current is not None and self._current.id == task.id else task
         self.ops.run(
             self.services.review.feedback(task.id, FeedbackAction.ABANDON, expected_version=current.version),
             what="Abandoning the task",
-            on_done=lambda _t: self.show_info(f"Abandoned: {task.title}"),
+            on_done=lambda _t: self._decided(task, f"Abandoned: {task.title}", upcoming),
             on_error=self._refused(task.id),
         )
+
+    def _decided(self, task: TaskRecord, message: str, upcoming: str | None) -> None:
+        """After a decision: say so, and (Settings: auto_advance) select the next task needing one."""
+        self.show_info(message)
+        if self.workspace.settings.auto_advance and self.queue.selected_task_id == task.id:
+            advance_to(self.queue, task.id, upcoming)
 
     def _watch_run(self, task_id: str) -> None:
         """Start the run in this process; its errors are reported like any other operation's."""
@@ -532,7 +551,7 @@ class MainWindow(QMainWindow):
         self._open(SettingsDialog(self.services.workspace.settings, self))
 
     def show_shortcuts(self) -> None:
-        self._open(ShortcutSheet(self))
+        self._open(ShortcutSheet(self.actions(), self))
 
     def open_case_bundle(self, path: str | None = None) -> None:
         """File → Open case bundle: a read-only window, with a banner when verification fails."""

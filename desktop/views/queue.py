@@ -81,6 +81,48 @@ class StatusBadgeDelegate(TaskRowDelegate):
         painter.restore()
 
 
+class QueueTree(QTreeView):
+    """The queue's tree; type-ahead searches task titles only and never lands on a group header.
+
+    Qt's own ``keyboardSearch`` matches any row's text, so typing "n" jumped to the "Needs
+    review" header, which deselected the task and disabled S, R and A.
+    """
+
+    def keyboardSearch(self, search: str) -> None:
+        """QAbstractItemView.keyboardSearch: the next task whose title starts with ``search``."""
+        model = self.model()
+        if not search or model is None:
+            return
+        tasks: list[QModelIndex] = []
+        for gi in range(model.rowCount()):
+            group = model.index(gi, 0)
+            if self.isExpanded(group):
+                tasks.extend(model.index(r, COL_TITLE, group) for r in range(model.rowCount(group)))
+        if not tasks:
+            return
+        current = self.currentIndex()
+        start = next(
+            (
+                i
+                for i, idx in enumerate(tasks)
+                if current.isValid() and idx.row() == current.row() and idx.parent() == current.parent()
+            ),
+            -1,
+        )
+        # A one-letter search moves on from the current row; a longer one may stay on it.
+        first = start + 1 if len(search) == 1 else max(start, 0)
+        needle = search.casefold()
+        for offset in range(len(tasks)):
+            idx = tasks[(first + offset) % len(tasks)]
+            if str(idx.data() or "").casefold().startswith(needle):
+                self.selectionModel().setCurrentIndex(
+                    idx.siblingAtColumn(0),
+                    QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows,
+                )
+                self.scrollTo(idx)
+                return
+
+
 class QueueView(QWidget):
     sig_task_selected = Signal(object)
     """The selected task changed: its id, or None when nothing is selected."""
@@ -93,6 +135,9 @@ class QueueView(QWidget):
 
         self.filter_edit = QLineEdit(placeholderText="Filter tasks  ( / )")
         self.filter_edit.setClearButtonEnabled(True)
+        # Only a click or / and Ctrl+F put the cursor here: a J typed after focus wandered in
+        # (say, when the empty state's button disappeared) must move the selection, not filter.
+        self.filter_edit.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         self.status_combo = QComboBox()
         self.status_combo.addItem("All statuses", None)
         for status in TaskStatus:
@@ -101,7 +146,7 @@ class QueueView(QWidget):
         for choice, label in OUTCOME_FILTER_LABELS.items():
             self.outcome_combo.addItem(label, choice)
 
-        self.tree = QTreeView()
+        self.tree = QueueTree()
         self.tree.setObjectName("TaskQueue")
         self.tree.setModel(model)
         self.tree.setUniformRowHeights(True)
@@ -206,6 +251,23 @@ class QueueView(QWidget):
         else:
             target = rows[max(0, min(len(rows) - 1, positions[0] + step))]
         self.select_task(target.data(TASK_ID_ROLE))
+
+    def next_needing_decision(self, after_id: str) -> str | None:
+        """The task after ``after_id`` in queue order that waits for the analyst (wrapping round)."""
+        rows = self._visible_task_indexes()
+        ids = [idx.data(TASK_ID_ROLE) for idx in rows]
+        start = ids.index(after_id) if after_id in ids else -1
+        for offset in range(1, len(ids) + 1):
+            idx = rows[(start + offset) % len(rows)]
+            task = idx.data(TASK_ROLE)
+            if (
+                task is not None
+                and task.id != after_id
+                and task.status.requires_user_action
+                and not task.read_only
+            ):
+                return str(task.id)
+        return None
 
     def _visible_task_indexes(self) -> list[QModelIndex]:
         out: list[QModelIndex] = []

@@ -317,11 +317,13 @@ def test_badges_for_warnings(qtbot: QtBot) -> None:
     for text in (
         "Force-accepted",
         "Interrupted run",
-        "Same-family validator",
         "Chunked validation (3 chunks)",
         "Unverified citations (2)",
     ):
         assert text in badges
+    # True of the whole configuration: said once in the status bar, not on every task.
+    assert "Same-family validator" not in badges
+    assert "Same-family validator" in view.validator_view.verdict_view.toPlainText()
     assert all(label.isVisibleTo(view) for label in view.badges)
     view.select_attempt(1)
     assert view.badge_texts() == []
