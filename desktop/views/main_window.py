@@ -275,7 +275,7 @@ class MainWindow(QMainWindow):
         if isinstance(splitter, QByteArray) and not splitter.isEmpty():
             self.splitter.restoreState(splitter)
         else:
-            self.splitter.setSizes([560, 840])
+            self.splitter.setSizes([640, 760])  # room for readable titles at the default size
         header = self.ui_state.value("queue/header")
         if isinstance(header, QByteArray) and not header.isEmpty():
             self.queue.tree.header().restoreState(header)

@@ -7,13 +7,23 @@ place; live updates move rows with ``beginMoveRows`` and need nothing from here.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPersistentModelIndex, QRect, Qt, QTimer, Signal
+from PySide6.QtCore import (
+    QItemSelectionModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    QPoint,
+    QRect,
+    Qt,
+    QTimer,
+    Signal,
+)
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLineEdit,
+    QMenu,
     QStyleOptionViewItem,
     QTreeView,
     QVBoxLayout,
@@ -23,6 +33,7 @@ from PySide6.QtWidgets import (
 from core.domain import TaskStatus
 from core.domain.queue import OutcomeFilter, QueueFilter
 from desktop.models.queue_model import (
+    COL_CATEGORY,
     COL_STATUS,
     COL_TITLE,
     COL_UPDATED,
@@ -37,6 +48,8 @@ from desktop.presentation import NEEDS_REVIEW_TEXT, OUTCOME_FILTER_LABELS, STATU
 from desktop.widgets.plain import PlainToolTipDelegate
 
 Index = QModelIndex | QPersistentModelIndex
+DEFAULT_WIDTHS = (0, 112, 88, 44, 72, 30, 62)  # title, status, outcome, score, category, attempts, updated
+HIDDEN_BY_DEFAULT = (COL_CATEGORY,)
 
 
 class TaskRowDelegate(PlainToolTipDelegate):
@@ -161,10 +174,17 @@ class QueueView(QWidget):
         header = self.tree.header()
         header.setStretchLastSection(False)
         header.setSectionResizeMode(COL_TITLE, QHeaderView.ResizeMode.Stretch)
-        for col, width in enumerate([0, 134, 102, 44, 72, 34, 62]):
+        # The title is what tells two tasks apart: the other columns stay narrow and the category
+        # (also in the verdict) starts hidden, so at the default window size a title keeps ~40
+        # characters. The header's context menu shows or hides any column.
+        for col, width in enumerate(DEFAULT_WIDTHS):
             if col != COL_TITLE:
                 header.resizeSection(col, width)
         header.setMinimumSectionSize(30)
+        for col in HIDDEN_BY_DEFAULT:
+            header.setSectionHidden(col, True)
+        header.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        header.customContextMenuRequested.connect(self._column_menu)
 
         bar = QHBoxLayout()
         bar.setContentsMargins(0, 0, 0, 0)
@@ -202,6 +222,18 @@ class QueueView(QWidget):
         self.tree.expanded.connect(self._schedule_rows_check)
         model.sig_refreshed.connect(self._schedule_rows_check)
         model.sig_page_loaded.connect(self._schedule_rows_check)
+
+    def _column_menu(self, pos: QPoint) -> None:
+        header = self.tree.header()
+        menu = QMenu(self)
+        for col, (name, _sort) in enumerate(COLUMNS):
+            if col == COL_TITLE:
+                continue
+            act = menu.addAction(name)
+            act.setCheckable(True)
+            act.setChecked(not header.isSectionHidden(col))
+            act.toggled.connect(lambda on, c=col: header.setSectionHidden(c, not on))
+        menu.popup(header.mapToGlobal(pos))
 
     # ------------------------------------------------------------------ filter
     def current_filter(self) -> QueueFilter:
