@@ -18,7 +18,6 @@ from core.workspace import Workspace
 from desktop.dialogs.new_task import NewTaskDialog
 from desktop.dialogs.revise import ReviseDialog
 from desktop.dialogs.shortcuts import ShortcutSheet
-from desktop.models.queue_model import TASK_ID_ROLE
 from desktop.views.detail import TaskDetailView
 from desktop.views.main_window import DeskServices, MainWindow
 from desktop.views.navigation import add_navigation_actions, evidence_ids
@@ -32,7 +31,8 @@ def make_window(services: DeskServices, qtbot: QtBot, ui_state: QSettings, **kwa
     window = MainWindow(services, ui_state=ui_state, **kwargs)
     qtbot.addWidget(window)
     window.show()
-    window.activateWindow()
+    with qtbot.waitActive(window):
+        window.activateWindow()
     return window
 
 
@@ -77,7 +77,7 @@ def test_j_after_loading_the_demo_selects_the_first_task(
         assert not window.queue.filter_edit.hasFocus()
         key_to_focus(window, Qt.Key.Key_J)
         await wait_until(lambda: window.queue.selected_task_id is not None, what="J to select a task")
-        first = window.model.index(0, 0, window.model.group_index("needs_review")).data(TASK_ID_ROLE)
+        first = window.model.group_task_ids("needs_review")[0]
         assert first in made and window.queue.selected_task_id == first
         assert window.queue.filter_edit.text() == ""  # nothing was typed into the filter
         assert window.model.group_count("needs_review") == 3
