@@ -48,7 +48,7 @@ from desktop.presentation import NEEDS_REVIEW_TEXT, OUTCOME_FILTER_LABELS, STATU
 from desktop.widgets.plain import PlainToolTipDelegate
 
 Index = QModelIndex | QPersistentModelIndex
-DEFAULT_WIDTHS = (0, 112, 88, 44, 72, 30, 62)  # title, status, outcome, score, category, attempts, updated
+DEFAULT_WIDTHS = (0, 112, 110, 44, 72, 30, 62)  # title, status, outcome, score, category, attempts, updated
 HIDDEN_BY_DEFAULT = (COL_CATEGORY,)
 
 
