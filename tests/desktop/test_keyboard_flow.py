@@ -13,6 +13,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QVBoxLayout, QWidget
 from pytestqt.qtbot import QtBot
 
+from core.config import Settings
 from core.domain import TaskStatus
 from core.workspace import Workspace
 from desktop.dialogs.new_task import NewTaskDialog
@@ -208,3 +209,33 @@ def test_new_task_dialog_tab_moves_focus_and_ctrl_enter_submits(qtbot: QtBot) ->
     assert dialog.focusWidget() is dialog.title_edit
     with qtbot.waitSignal(dialog.accepted, timeout=5000):
         QTest.keyClick(dialog.title_edit, Qt.Key.Key_Enter, Qt.KeyboardModifier.ControlModifier)
+
+
+def test_with_auto_advance_off_the_selection_stays_on_the_decided_task(
+    qloop: qasync.QEventLoop, qtbot: QtBot, ui_state: QSettings, desk_settings: Settings
+) -> None:
+    settings = desk_settings.model_copy(update={"auto_advance": False})
+    workspace = run(qloop, Workspace.open(settings))
+    services = DeskServices.for_workspace(workspace)
+    window = make_window(services, qtbot, ui_state)
+
+    async def scenario() -> None:
+        for n in range(2):
+            await add_task(workspace, f"task {n}", S.NEEDS_REVIEW, title=f"Task {n}")
+        await go(window)
+        first = window.model.group_task_ids("needs_review")[0]
+        shown = wait_signal(window.sig_dossier_shown)
+        assert window.queue.select_task(first)
+        await shown
+        window.satisfied()
+        await wait_until(lambda: window.model.group_count("closed") == 1, what="the task to close")
+        await services.ops.wait_idle()
+        assert window.queue.selected_task_id == first
+
+    try:
+        run(qloop, scenario())
+    finally:
+        run(qloop, services.ops.wait_idle())
+        run(qloop, window.live.close())
+        services.bridge.close()
+        run(qloop, workspace.close())
