@@ -384,13 +384,22 @@ class MainWindow(QMainWindow):
         empty = (
             self.model.total_count == 0 and self.model.filter.text == "" and self.model.filter.status is None
         )
+        leaving = self.empty_state.isVisible() and not empty
         self.empty_state.setVisible(empty and self.model.filter.outcome == "any")
         self.detail.setVisible(not self.empty_state.isVisible())
+        if leaving:
+            self._focus_queue_after_empty_state()
+
+    def _focus_queue_after_empty_state(self) -> None:
+        """The empty state's buttons are gone: keys go to the queue (J selects), not wherever Qt chose."""
+        if not self.queue.filter_edit.hasFocus():
+            self.queue.tree.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def _after_task_updated(self, task_id: str) -> None:
         if self.empty_state.isVisible() and self.model.total_count > 0:
             self.empty_state.hide()
             self.detail.show()
+            self._focus_queue_after_empty_state()
         if task_id == self._select_when_listed and self.queue.select_task(task_id):
             self._select_when_listed = None
         elif task_id == self.queue.selected_task_id:

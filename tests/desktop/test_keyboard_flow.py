@@ -10,7 +10,7 @@ import qasync
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QKeySequence
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 from pytestqt.qtbot import QtBot
 
 from core.config import Settings
@@ -53,7 +53,7 @@ async def go(window: MainWindow) -> None:
 
 def key_to_focus(window: MainWindow, key: Qt.Key) -> None:
     """A key as the analyst types it: to whatever has focus (the window if nothing does)."""
-    target = QApplication.focusWidget() or window
+    target = window.focusWidget() or window
     QTest.keyClick(target, key)
 
 
@@ -75,7 +75,9 @@ def test_j_after_loading_the_demo_selects_the_first_task(
         await wait_until(
             lambda: window.model.total_count == 3 and not window.empty_state.isVisible(), what="demo"
         )
-        assert not window.queue.filter_edit.hasFocus()
+        assert window.focusWidget() is window.queue.tree  # not the filter, not a vanished button
+        window.activateWindow()  # shortcuts need the active window; another test's may have taken it
+        await wait_until(window.isActiveWindow, what="the desk to be the active window")
         key_to_focus(window, Qt.Key.Key_J)
         await wait_until(lambda: window.queue.selected_task_id is not None, what="J to select a task")
         first = window.model.group_task_ids("needs_review")[0]
