@@ -292,6 +292,12 @@ class Settings(BaseSettings):
         description="Recorded with each review decision; empty means your login name.",
         json_schema_extra=_desk(SettingsGroup.REVIEW),
     )
+    auto_advance: bool = Field(
+        default=True,
+        title="Move to the next task after a decision",
+        description="After Satisfied, Revise or Abandon, the desk selects the next task that needs a decision.",
+        json_schema_extra=_desk(SettingsGroup.REVIEW),
+    )
     fetch_url_enabled: bool = Field(
         default=False,
         title="Let the agent fetch web pages",

@@ -14,11 +14,13 @@ from pathlib import Path
 import platformdirs
 
 from core.config import APP_NAME, Settings
+from core.domain.facts import VerdictWarning, WarningCode
 from core.events import EventBus
 from core.llm import LLMGateway
 from core.llm.scripted import load_script
 from core.runtime import RunContext
 from core.store import Store
+from core.store.watch import ChangeWatcher
 from core.tools.builtin import build_default_registry
 from core.tools.corpus import Corpus
 from core.tools.registry import ToolRegistry
@@ -94,6 +96,27 @@ class Workspace:
     def display_name(self) -> str:
         """The workspace as people name it: a file path, or a database URL without its password."""
         return self.store.display_name
+
+    async def watch_changes(self) -> ChangeWatcher:
+        """Announce other processes' task writes on this workspace's bus until the watcher closes."""
+        watcher = ChangeWatcher(self.store, self.bus)
+        await watcher.start()
+        return watcher
+
+    def configuration_warnings(self) -> list[VerdictWarning]:
+        """Warnings true of every task this configuration runs (shown once, not per task)."""
+        from core.llm.families import model_family, same_family
+
+        s = self.settings
+        if same_family(s.validator_model, s.agent_model):
+            return [
+                VerdictWarning(
+                    code=WarningCode.SAME_FAMILY_VALIDATOR,
+                    message=f"validator {s.validator_model} and agent {s.agent_model} are both from the "
+                    f"{model_family(s.validator_model)} family; judges tend to favour answers from their own family",
+                )
+            ]
+        return []
 
     @staticmethod
     def warm_up_models() -> None:

@@ -215,6 +215,7 @@ def run_desk(args: list[str]) -> int:
             exit_code = 4
             label = boot.centralWidget()
             if isinstance(label, QLabel):
+                label.setTextFormat(Qt.TextFormat.PlainText)  # the message quotes paths and URLs
                 label.setText(
                     f"Evidence Desk could not open the workspace:\n\n{exc}\n\nClose this window to exit."
                 )

@@ -26,8 +26,7 @@ async def _capture(out: Path, db_url: str | None, size: tuple[int, int]) -> int:
     launcher = DeskLauncher(db_url, ui_state=state)
     try:
         window = await launcher.open()
-        window.resize(*size)
-        window.splitter.setSizes([int(size[0] * 0.52), int(size[0] * 0.48)])
+        window.resize(*size)  # the splitter keeps the window's own default layout
         window.show()
         for _ in range(500):
             if window.model.loaded_once:

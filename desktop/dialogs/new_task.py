@@ -15,7 +15,6 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QFormLayout,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
@@ -24,7 +23,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.dialogs.keys import keyboard_dialog
 from desktop.widgets.choose import choose_path
+from desktop.widgets.plain import plain_label
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ class NewTaskDialog(QDialog):
         browse = QPushButton("Browse…")
         browse.clicked.connect(self._browse)
         self.team_path.textEdited.connect(lambda _t: self.team_file.setChecked(True))
-        self.error_label = QLabel()
+        self.error_label = plain_label(parent=self)  # errors quote file names and task text
         self.error_label.setWordWrap(True)
         self.error_label.setStyleSheet("color: #c0392b;")
         self.error_label.hide()
@@ -78,6 +79,9 @@ class NewTaskDialog(QDialog):
         layout.addLayout(form)
         layout.addWidget(self.error_label)
         layout.addWidget(self.buttons)
+        self._shortcuts = keyboard_dialog(self, self._try_accept, self.text_edit)
+        self.text_edit.setFocus()
+        self.text_edit.setToolTip("Ctrl+Enter creates and runs the task")
 
     def _browse(self) -> None:
         def chosen(path: str) -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
-    QLabel,
     QLineEdit,
     QPlainTextEdit,
     QVBoxLayout,
     QWidget,
 )
+
+from desktop.dialogs.keys import keyboard_dialog
+from desktop.widgets.plain import plain_label
 
 
 class ReviseDialog(QDialog):
@@ -18,14 +20,20 @@ class ReviseDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("Revise")
         self.resize(560, 320)
-        intro = QLabel(
-            f"Ask for another attempt at <b>{_escape(task_title)}</b>. The prompt below is sent to the "
-            "agent; it starts from the validator's recommendation when there is one."
+        self.subject_label = plain_label(task_title, self)
+        self.subject_label.setWordWrap(True)
+        font = self.subject_label.font()
+        font.setBold(True)
+        self.subject_label.setFont(font)
+        intro = plain_label(
+            "Ask for another attempt at this task. The prompt below is sent to the agent; it starts "
+            "from the validator's recommendation when there is one. Ctrl+Enter sends it.",
+            self,
         )
         intro.setWordWrap(True)
         self.prompt_edit = QPlainTextEdit(recommended)
         self.note_edit = QLineEdit(placeholderText="optional note for the record")
-        self.error_label = QLabel()
+        self.error_label = plain_label(parent=self)
         self.error_label.setStyleSheet("color: #c0392b;")
         self.error_label.hide()
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
@@ -33,11 +41,14 @@ class ReviseDialog(QDialog):
         self.buttons.accepted.connect(self._try_accept)
         self.buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
+        layout.addWidget(self.subject_label)
         layout.addWidget(intro)
         layout.addWidget(self.prompt_edit, 1)
         layout.addWidget(self.note_edit)
         layout.addWidget(self.error_label)
         layout.addWidget(self.buttons)
+        self._shortcuts = keyboard_dialog(self, self._try_accept, self.prompt_edit)
+        self.prompt_edit.setFocus()
 
     @property
     def prompt(self) -> str:
@@ -53,7 +64,3 @@ class ReviseDialog(QDialog):
             self.error_label.show()
             return
         self.accept()
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
-    QLabel,
     QListWidget,
     QListWidgetItem,
     QMainWindow,
@@ -25,6 +24,7 @@ from core.bundle import OpenedBundle, open_bundle
 from core.bundle.signing import known_fingerprints
 from core.tasks.dossier import TaskDossier
 from desktop.views.detail import TaskDetailView
+from desktop.widgets.plain import plain_label, plain_tooltip
 
 OK_STYLE = "background:#dff3e4; color:#14532d; padding:8px; border-radius:4px;"
 FAIL_STYLE = "background:#fde2e1; color:#7f1d1d; padding:8px; border-radius:4px; font-weight:bold;"
@@ -41,13 +41,13 @@ class BundleWindow(QMainWindow):
         super().__init__()
         self.opened = opened
         self.setWindowTitle(f"Case bundle — {opened.path.name} (read-only)")
-        self.banner = QLabel(opened.banner())
+        self.banner = plain_label(opened.banner())  # names files from an untrusted bundle
         self.banner.setWordWrap(True)
         self.banner.setStyleSheet(OK_STYLE if opened.verified else FAIL_STYLE)
         self.banner.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         if not opened.verified:
             problems = opened.report.failures + opened.load_problems
-            self.banner.setToolTip("\n".join(problems[:50]))
+            self.banner.setToolTip(plain_tooltip("\n".join(problems[:50])))
         self.tasks = QListWidget()
         for bt in opened.tasks:
             item = QListWidgetItem(f"{bt.task.title}  [{bt.task.status.value}]")

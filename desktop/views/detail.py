@@ -6,10 +6,12 @@ loads data itself, so the shell decides when (and off which thread) a dossier is
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 from typing import Literal
 
 from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -35,9 +37,13 @@ from desktop.views.evidence import EvidenceView
 from desktop.views.history import HistoryView, attempt_to_show, failure_notice
 from desktop.views.live import GATHERING_NOTE, WORKING_NOTE, is_live
 from desktop.views.validator import ValidatorView, warning_title
+from desktop.widgets.plain import plain_label, plain_tooltip
 
 __all__ = ["Badge", "TaskDetailView", "warning_badges"]
 
+MARKDOWN_NO_HTML = (
+    QTextDocument.MarkdownFeature.MarkdownDialectGitHub | QTextDocument.MarkdownFeature.MarkdownNoHTML
+)
 Severity = Literal["info", "warning", "danger"]
 BADGE_COLOURS: dict[str, tuple[str, str]] = {  # background, text: explicit so both themes read them
     "info": ("#d6eaf8", "#1b4f72"),
@@ -72,9 +78,6 @@ def warning_badges(
     if validation is None:
         return badges
     warnings = read_warnings(validation.debug)
-    for w in warnings:
-        if w.code is WarningCode.SAME_FAMILY_VALIDATOR:
-            badges.append(Badge(warning_title(w.code), "warning", w.message))
     chunked = [w for w in warnings if w.code is WarningCode.CHUNKED_VALIDATION]
     if chunked or validation.debug.get("strategy") == "chunked":
         count = validation.debug.get("chunk_count")
@@ -113,9 +116,9 @@ class _LocalOnlyBrowser(QTextBrowser):
 
 def _badge_label(badge: Badge, parent: QWidget) -> QLabel:
     background, foreground = BADGE_COLOURS[badge.severity]
-    label = QLabel(badge.text, parent)
+    label = plain_label(badge.text, parent)
     label.setObjectName("badge")
-    label.setToolTip(badge.tooltip)
+    label.setToolTip(plain_tooltip(badge.tooltip))
     font = label.font()
     font.setBold(True)  # set on the widget, not in the style sheet, so the size hint counts it
     label.setFont(font)
@@ -149,13 +152,13 @@ class TaskDetailView(QWidget):
         self._stack.addWidget(self.empty_label)
 
         page = QWidget(self)
-        self.title_label = QLabel(page)
+        self.title_label = plain_label(parent=page)
         font = self.title_label.font()
         font.setPointSizeF(font.pointSizeF() * 1.3)
         font.setBold(True)
         self.title_label.setFont(font)
         self.title_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.task_text_label = QLabel(page)
+        self.task_text_label = plain_label(parent=page)
         self.task_text_label.setWordWrap(True)
         self.task_text_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.status_label = QLabel(page)
@@ -236,12 +239,13 @@ class TaskDetailView(QWidget):
         self.title_label.setText(task.title or task.id)
         text = task.text.strip()
         self.task_text_label.setText(text if len(text) <= 800 else text[:800] + " …")
-        self.task_text_label.setToolTip(text if len(text) > 800 else "")
-        self.status_label.setText(f"Status: <b>{STATUS_LABELS[task.status]}</b>")
+        self.task_text_label.setToolTip(plain_tooltip(text) if len(text) > 800 else "")
+        self.title_label.setToolTip(plain_tooltip(task.title) if task.title else "")
+        self.status_label.setText(f"Status: <b>{html.escape(STATUS_LABELS[task.status])}</b>")
         outcome = outcome_text(task.validation_outcome, task.latest_validation_status)
         endorsed = task.validation_outcome is not ValidationOutcome.FORCE_ACCEPTED
         colour = "palette(text)" if endorsed else NOT_ENDORSED_COLOUR
-        self.outcome_label.setText(f"Outcome: <b style='color:{colour}'>{outcome}</b>")
+        self.outcome_label.setText(f"Outcome: <b style='color:{colour}'>{html.escape(outcome)}</b>")
         self._attempts = sorted(dossier.attempts, key=lambda a: a.index)
         n = len(self._attempts)
         self.attempt_combo.blockSignals(True)
@@ -295,11 +299,15 @@ class TaskDetailView(QWidget):
         else:
             # With no answer, say why: the run's own warnings carry the provider's error, if there was one.
             why = [f"> {w}" for w in (packet.main_run.warnings if packet and packet.main_run else [])]
-            self.answer_view.setMarkdown(
-                answer if answer.strip() else "\n\n".join(["*No answer was produced.*", *why])
+            # Markdown, but any HTML in it stays text: an answer quotes web pages and models.
+            self.answer_view.document().setMarkdown(
+                answer if answer.strip() else "\n\n".join(["*No answer was produced.*", *why]),
+                MARKDOWN_NO_HTML,
             )
         shown = [a.index for a in self._attempts if attempt is not None and a.index <= attempt.index]
-        self.evidence_view.set_packets([dossier.evidence_packet(i) for i in shown])  # attempts 1..N, by attempt
+        self.evidence_view.set_packets(
+            [dossier.evidence_packet(i) for i in shown]
+        )  # attempts 1..N, by attempt
         if is_live(attempt) and not self.evidence_view.current_evidence_id():
             self.evidence_view.viewer.set_text(GATHERING_NOTE)
         self._show_usage(dossier, attempt)

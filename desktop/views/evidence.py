@@ -7,6 +7,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QSplitter, QTreeVi
 
 from core.domain.evidence import TaskEvidencePacket
 from desktop.models.evidence_model import EvidenceTreeModel
+from desktop.widgets.plain import PlainToolTipDelegate
 from desktop.widgets.text_viewer import TextViewer
 
 __all__ = ["EvidenceView"]
@@ -23,6 +24,7 @@ class EvidenceView(QWidget):
         self.model = EvidenceTreeModel(self)
         self.tree = QTreeView(self)
         self.tree.setModel(self.model)
+        self.tree.setItemDelegate(PlainToolTipDelegate(self.tree))  # tool output is text
         self.tree.setUniformRowHeights(True)
         self.tree.setAlternatingRowColors(True)
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)

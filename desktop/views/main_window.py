@@ -8,6 +8,7 @@ for the task version on screen; the desk never re-derives it from the status.
 
 from __future__ import annotations
 
+import html
 import inspect
 import logging
 from collections.abc import Callable
@@ -50,7 +51,10 @@ from desktop.ops import CoreOps
 from desktop.views.detail import TaskDetailView
 from desktop.views.history import ReviewMoves
 from desktop.views.live import connect_live
+from desktop.views.navigation import add_navigation_actions, advance_to
 from desktop.views.queue import QueueView
+from desktop.views.status import WorkspaceStatus
+from desktop.views.watching import LiveWorkspace
 from desktop.views.widgets import EmptyState, MessageBar, RunProgressStrip
 
 log = logging.getLogger(__name__)
@@ -110,6 +114,7 @@ class MainWindow(QMainWindow):
         self.workspace = services.workspace
         self.ui_state = ui_state or QSettings("evidence-desk", "desk")
         self._demo_builder = demo_builder
+        self.live = LiveWorkspace(services.workspace, services.ops, self)
         self._current: TaskRecord | None = None
         self._dossier: TaskDossier | None = None
         self._select_when_listed: str | None = None
@@ -145,9 +150,10 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.splitter)
         self.busy_label = QLabel()
         self.statusBar().addPermanentWidget(self.busy_label)
-        self.statusBar().showMessage(f"Workspace: {self.workspace.display_name}")
+        self.workspace_status = WorkspaceStatus(self.statusBar(), self.workspace)
 
         self._build_actions()
+        self.nav_actions = add_navigation_actions(self, self.detail)  # [ ] N P Alt+1..3
         self._connect()
         self._restore_state()
         self._update_actions()
@@ -253,7 +259,7 @@ class MainWindow(QMainWindow):
         self.empty_state.sig_load_demo.connect(self.load_demo)
         self._detail_reload = QTimer(self, singleShot=True, interval=150)
         self._detail_reload.timeout.connect(self._reload_detail)
-        self.live = connect_live(self, bridge, self.detail)  # streamed text, evidence as recorded
+        self.transcripts = connect_live(self, bridge, self.detail)  # streamed text, evidence as recorded
 
     def reload_detail_soon(self) -> None:
         self._detail_reload.start()
@@ -262,6 +268,7 @@ class MainWindow(QMainWindow):
         """Go live: first queue load, then the bridge replays what happened before we listened."""
         self.model.refresh()
         self.services.bridge.start_delivery()
+        self.live.start()  # other processes' writes arrive as bus notices from now on
         self.queue.tree.setFocus(Qt.FocusReason.OtherFocusReason)  # S/R/A/J/K work from the first key
 
     # ------------------------------------------------------------------ state persistence
@@ -275,7 +282,7 @@ class MainWindow(QMainWindow):
         if isinstance(splitter, QByteArray) and not splitter.isEmpty():
             self.splitter.restoreState(splitter)
         else:
-            self.splitter.setSizes([560, 840])
+            self.splitter.setSizes([640, 760])  # room for readable titles at the default size
         header = self.ui_state.value("queue/header")
         if isinstance(header, QByteArray) and not header.isEmpty():
             self.queue.tree.header().restoreState(header)
@@ -289,6 +296,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         self.save_state()
         self.services.bridge.close()
+        self.live.stop()
         super().closeEvent(event)
 
     # ------------------------------------------------------------------ messages
@@ -299,7 +307,8 @@ class MainWindow(QMainWindow):
         self.busy_label.setText("Working…" if pending else "")
 
     def show_error(self, message: str) -> None:
-        self.message_bar.show_message(message, error=True)
+        """Errors concern the task on screen and go when the analyst moves to another."""
+        self.message_bar.show_message(message, error=True, task_id=self.queue.selected_task_id)
 
     def show_info(self, message: str) -> None:
         self.message_bar.show_message(message)
@@ -310,6 +319,7 @@ class MainWindow(QMainWindow):
         return self._current
 
     def _on_selected(self, task_id: str | None) -> None:
+        self.message_bar.set_current_task(task_id)
         if task_id is None:
             self._current = None
             self._dossier = None
@@ -382,13 +392,22 @@ class MainWindow(QMainWindow):
         empty = (
             self.model.total_count == 0 and self.model.filter.text == "" and self.model.filter.status is None
         )
+        leaving = self.empty_state.isVisible() and not empty
         self.empty_state.setVisible(empty and self.model.filter.outcome == "any")
         self.detail.setVisible(not self.empty_state.isVisible())
+        if leaving:
+            self._focus_queue_after_empty_state()
+
+    def _focus_queue_after_empty_state(self) -> None:
+        """The empty state's buttons are gone: keys go to the queue (J selects), not wherever Qt chose."""
+        if not self.queue.filter_edit.hasFocus():
+            self.queue.tree.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def _after_task_updated(self, task_id: str) -> None:
         if self.empty_state.isVisible() and self.model.total_count > 0:
             self.empty_state.hide()
             self.detail.show()
+            self._focus_queue_after_empty_state()
         if task_id == self._select_when_listed and self.queue.select_task(task_id):
             self._select_when_listed = None
         elif task_id == self.queue.selected_task_id:
@@ -415,10 +434,11 @@ class MainWindow(QMainWindow):
         task = self._current
         if task is None or not self.act_satisfied.isEnabled():
             return
+        upcoming = self.queue.next_needing_decision(task.id)
         self.ops.run(
             self.services.review.feedback(task.id, FeedbackAction.SATISFIED, expected_version=task.version),
             what="Closing the task",
-            on_done=lambda _t: self.show_info(f"Closed: {task.title}"),
+            on_done=lambda _t: self._decided(task, f"Closed: {task.title}", upcoming),
             on_error=self._refused(task.id),
         )
 
@@ -446,7 +466,13 @@ class MainWindow(QMainWindow):
             self._watch_run(task.id)
             return updated
 
-        self.ops.run(revise_and_run(), what="Sending the revision", on_error=self._refused(task.id))
+        upcoming = self.queue.next_needing_decision(task.id)
+        self.ops.run(
+            revise_and_run(),
+            what="Sending the revision",
+            on_done=lambda _t: self._decided(task, f"Revision sent: {task.title}", upcoming),
+            on_error=self._refused(task.id),
+        )
 
     def abandon(self) -> None:
         task = self._current
@@ -455,23 +481,31 @@ class MainWindow(QMainWindow):
         running = task.status.is_execution_active
         dialog = ConfirmDialog(
             "Abandon task",
-            f"Abandon <b>{task.title}</b>?"
+            "Abandon this task?"
             + (" Its run is cancelled first." if running else "")
             + " The task and its evidence stay in the workspace.",
             "Abandon",
             self,
+            subject=task.title,
         )
         dialog.accepted.connect(lambda: self._send_abandon(task))
         self._open(dialog)
 
     def _send_abandon(self, task: TaskRecord) -> None:
+        upcoming = self.queue.next_needing_decision(task.id)
         current = self._current if self._current is not None and self._current.id == task.id else task
         self.ops.run(
             self.services.review.feedback(task.id, FeedbackAction.ABANDON, expected_version=current.version),
             what="Abandoning the task",
-            on_done=lambda _t: self.show_info(f"Abandoned: {task.title}"),
+            on_done=lambda _t: self._decided(task, f"Abandoned: {task.title}", upcoming),
             on_error=self._refused(task.id),
         )
+
+    def _decided(self, task: TaskRecord, message: str, upcoming: str | None) -> None:
+        """After a decision: say so, and (Settings: auto_advance) select the next task needing one."""
+        self.show_info(message)
+        if self.workspace.settings.auto_advance and self.queue.selected_task_id == task.id:
+            advance_to(self.queue, task.id, upcoming)
 
     def _watch_run(self, task_id: str) -> None:
         """Start the run in this process; its errors are reported like any other operation's."""
@@ -534,7 +568,7 @@ class MainWindow(QMainWindow):
         self._open(SettingsDialog(self.services.workspace.settings, self))
 
     def show_shortcuts(self) -> None:
-        self._open(ShortcutSheet(self))
+        self._open(ShortcutSheet(self.actions(), self))
 
     def open_case_bundle(self, path: str | None = None) -> None:
         """File → Open case bundle: a read-only window, with a banner when verification fails."""
@@ -576,7 +610,7 @@ class MainWindow(QMainWindow):
         box.setWindowTitle("About Evidence Desk")
         box.setText(
             f"<b>Evidence Desk {app_version()}</b><br>Review LLM answers against their evidence."
-            f"<br><br>Workspace: {self.workspace.display_name}"
+            f"<br><br>Workspace: {html.escape(self.workspace.display_name)}"
         )
         self._open(box)
 

@@ -7,14 +7,23 @@ place; live updates move rows with ``beginMoveRows`` and need nothing from here.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPersistentModelIndex, QRect, Qt, QTimer, Signal
+from PySide6.QtCore import (
+    QItemSelectionModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    QPoint,
+    QRect,
+    Qt,
+    QTimer,
+    Signal,
+)
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLineEdit,
-    QStyledItemDelegate,
+    QMenu,
     QStyleOptionViewItem,
     QTreeView,
     QVBoxLayout,
@@ -24,6 +33,7 @@ from PySide6.QtWidgets import (
 from core.domain import TaskStatus
 from core.domain.queue import OutcomeFilter, QueueFilter
 from desktop.models.queue_model import (
+    COL_CATEGORY,
     COL_STATUS,
     COL_TITLE,
     COL_UPDATED,
@@ -31,14 +41,30 @@ from desktop.models.queue_model import (
     GROUP_KEY_ROLE,
     STATUS_ROLE,
     TASK_ID_ROLE,
+    TASK_ROLE,
     TaskQueueModel,
 )
 from desktop.presentation import NEEDS_REVIEW_TEXT, OUTCOME_FILTER_LABELS, STATUS_COLOURS, STATUS_LABELS
+from desktop.widgets.plain import PlainToolTipDelegate
 
 Index = QModelIndex | QPersistentModelIndex
+DEFAULT_WIDTHS = (0, 112, 110, 44, 72, 30, 62)  # title, status, outcome, score, category, attempts, updated
+HIDDEN_BY_DEFAULT = (COL_CATEGORY,)
 
 
-class StatusBadgeDelegate(QStyledItemDelegate):
+class TaskRowDelegate(PlainToolTipDelegate):
+    """Plain-text tooltips for task rows; the title's tooltip is the full title, then the task."""
+
+    def tooltip_text(self, index: Index) -> str:
+        """The full title first: the column elides it in the middle at narrow widths."""
+        text = super().tooltip_text(index)
+        task = index.data(TASK_ROLE)
+        if index.column() == COL_TITLE and task is not None:
+            return f"{task.title}\n\n{text}" if text and text != task.title else task.title
+        return text
+
+
+class StatusBadgeDelegate(TaskRowDelegate):
     """Paints the status as a coloured pill so statuses read at a glance."""
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: Index) -> None:
@@ -68,6 +94,48 @@ class StatusBadgeDelegate(QStyledItemDelegate):
         painter.restore()
 
 
+class QueueTree(QTreeView):
+    """The queue's tree; type-ahead searches task titles only and never lands on a group header.
+
+    Qt's own ``keyboardSearch`` matches any row's text, so typing "n" jumped to the "Needs
+    review" header, which deselected the task and disabled S, R and A.
+    """
+
+    def keyboardSearch(self, search: str) -> None:
+        """QAbstractItemView.keyboardSearch: the next task whose title starts with ``search``."""
+        model = self.model()
+        if not search or model is None:
+            return
+        tasks: list[QModelIndex] = []
+        for gi in range(model.rowCount()):
+            group = model.index(gi, 0)
+            if self.isExpanded(group):
+                tasks.extend(model.index(r, COL_TITLE, group) for r in range(model.rowCount(group)))
+        if not tasks:
+            return
+        current = self.currentIndex()
+        start = next(
+            (
+                i
+                for i, idx in enumerate(tasks)
+                if current.isValid() and idx.row() == current.row() and idx.parent() == current.parent()
+            ),
+            -1,
+        )
+        # A one-letter search moves on from the current row; a longer one may stay on it.
+        first = start + 1 if len(search) == 1 else max(start, 0)
+        needle = search.casefold()
+        for offset in range(len(tasks)):
+            idx = tasks[(first + offset) % len(tasks)]
+            if str(idx.data() or "").casefold().startswith(needle):
+                self.selectionModel().setCurrentIndex(
+                    idx.siblingAtColumn(0),
+                    QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows,
+                )
+                self.scrollTo(idx)
+                return
+
+
 class QueueView(QWidget):
     sig_task_selected = Signal(object)
     """The selected task changed: its id, or None when nothing is selected."""
@@ -80,6 +148,9 @@ class QueueView(QWidget):
 
         self.filter_edit = QLineEdit(placeholderText="Filter tasks  ( / )")
         self.filter_edit.setClearButtonEnabled(True)
+        # Only a click or / and Ctrl+F put the cursor here: a J typed after focus wandered in
+        # (say, when the empty state's button disappeared) must move the selection, not filter.
+        self.filter_edit.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         self.status_combo = QComboBox()
         self.status_combo.addItem("All statuses", None)
         for status in TaskStatus:
@@ -88,23 +159,32 @@ class QueueView(QWidget):
         for choice, label in OUTCOME_FILTER_LABELS.items():
             self.outcome_combo.addItem(label, choice)
 
-        self.tree = QTreeView()
+        self.tree = QueueTree()
         self.tree.setObjectName("TaskQueue")
         self.tree.setModel(model)
         self.tree.setUniformRowHeights(True)
         self.tree.setAlternatingRowColors(False)
         self.tree.setSelectionMode(QTreeView.SelectionMode.SingleSelection)
         self.tree.setSelectionBehavior(QTreeView.SelectionBehavior.SelectRows)
+        self.tree.setItemDelegate(TaskRowDelegate(self.tree))
         self.tree.setItemDelegateForColumn(COL_STATUS, StatusBadgeDelegate(self.tree))
+        self.tree.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # similar titles differ at the end
         self.tree.header().setSortIndicator(COL_UPDATED, Qt.SortOrder.DescendingOrder)
         self.tree.setSortingEnabled(True)
         header = self.tree.header()
         header.setStretchLastSection(False)
         header.setSectionResizeMode(COL_TITLE, QHeaderView.ResizeMode.Stretch)
-        for col, width in enumerate([0, 134, 102, 44, 72, 34, 62]):
+        # The title is what tells two tasks apart: the other columns stay narrow and the category
+        # (also in the verdict) starts hidden, so at the default window size a title keeps ~40
+        # characters. The header's context menu shows or hides any column.
+        for col, width in enumerate(DEFAULT_WIDTHS):
             if col != COL_TITLE:
                 header.resizeSection(col, width)
         header.setMinimumSectionSize(30)
+        for col in HIDDEN_BY_DEFAULT:
+            header.setSectionHidden(col, True)
+        header.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        header.customContextMenuRequested.connect(self._column_menu)
 
         bar = QHBoxLayout()
         bar.setContentsMargins(0, 0, 0, 0)
@@ -142,6 +222,18 @@ class QueueView(QWidget):
         self.tree.expanded.connect(self._schedule_rows_check)
         model.sig_refreshed.connect(self._schedule_rows_check)
         model.sig_page_loaded.connect(self._schedule_rows_check)
+
+    def _column_menu(self, pos: QPoint) -> None:
+        header = self.tree.header()
+        menu = QMenu(self)
+        for col, (name, _sort) in enumerate(COLUMNS):
+            if col == COL_TITLE:
+                continue
+            act = menu.addAction(name)
+            act.setCheckable(True)
+            act.setChecked(not header.isSectionHidden(col))
+            act.toggled.connect(lambda on, c=col: header.setSectionHidden(c, not on))
+        menu.popup(header.mapToGlobal(pos))
 
     # ------------------------------------------------------------------ filter
     def current_filter(self) -> QueueFilter:
@@ -191,6 +283,23 @@ class QueueView(QWidget):
         else:
             target = rows[max(0, min(len(rows) - 1, positions[0] + step))]
         self.select_task(target.data(TASK_ID_ROLE))
+
+    def next_needing_decision(self, after_id: str) -> str | None:
+        """The task after ``after_id`` in queue order that waits for the analyst (wrapping round)."""
+        rows = self._visible_task_indexes()
+        ids = [idx.data(TASK_ID_ROLE) for idx in rows]
+        start = ids.index(after_id) if after_id in ids else -1
+        for offset in range(1, len(ids) + 1):
+            idx = rows[(start + offset) % len(rows)]
+            task = idx.data(TASK_ROLE)
+            if (
+                task is not None
+                and task.id != after_id
+                and task.status.requires_user_action
+                and not task.read_only
+            ):
+                return str(task.id)
+        return None
 
     def _visible_task_indexes(self) -> list[QModelIndex]:
         out: list[QModelIndex] = []

@@ -10,7 +10,8 @@ from pydantic import ValidationError
 from PySide6.QtCore import QMimeData, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
-    QLabel,
+    QCheckBox,
+    QHBoxLayout,
     QPlainTextEdit,
     QSplitter,
     QTabWidget,
@@ -27,9 +28,17 @@ from core.domain.records import ValidationRecord
 from core.domain.validation import Citation, CitationCheck, ValidationResult
 from core.validation.warnings import read_warnings
 from desktop.presentation import VERDICT_COLOURS, label
+from desktop.widgets.plain import plain_label, plain_tooltip
 from desktop.widgets.text_viewer import JsonHighlighter, TextViewer, monospace_font, pretty_json
 
-__all__ = ["CitationList", "ValidatorView", "format_raw_response", "warning_line", "warning_title"]
+__all__ = [
+    "CitationList",
+    "ValidatorView",
+    "format_raw_response",
+    "raw_differences",
+    "warning_line",
+    "warning_title",
+]
 
 CHECK_TEXT = {
     CitationCheck.VERIFIED: ("✓ verified", "#2e8b57"),
@@ -84,9 +93,51 @@ class RedactingTextEdit(QPlainTextEdit):
 
 
 def format_raw_response(raw: str) -> tuple[str, bool]:
-    """(text to show, is_json): JSON is pretty-printed, anything else is left exactly as received."""
+    """(pretty-printed text, is_json) for the pane's pretty view; non-JSON is left as received."""
     pretty = pretty_json(raw)
     return (pretty, True) if pretty is not None else (raw, False)
+
+
+def raw_differences(raw: str) -> list[str]:
+    """How the parsed verdict can differ from the text received, in the analyst's words.
+
+    A parser keeps the last of two duplicate keys, skips a Markdown fence and ignores prose
+    around the JSON; the raw pane shows every byte, and this says what the parse dropped so a
+    reply like ``{"status": "rejected", ..., "status": "accepted"}`` cannot pass unnoticed.
+    """
+    stripped = raw.strip()
+    if not stripped:
+        return []
+    found: list[str] = []
+    body = stripped
+    if body.startswith("```"):
+        found.append("the JSON is wrapped in a Markdown code fence")
+        body = body.split("\n", 1)[1] if "\n" in body else ""
+        body = body.rsplit("```", 1)[0].strip()
+    start = body.find("{")
+    if start < 0:
+        return found
+    duplicates: list[str] = []
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for key, _value in pairs:
+            if key in seen and key not in duplicates:
+                duplicates.append(key)
+            seen.add(key)
+        return dict(pairs)
+
+    try:
+        _value, end = json.JSONDecoder(object_pairs_hook=pairs_hook).raw_decode(body, start)
+    except ValueError:
+        return found
+    if body[:start].strip():
+        found.append("there is text before the JSON")
+    if body[end:].strip():
+        found.append("there is text after the JSON")
+    if duplicates:
+        found.insert(0, f"duplicate keys ({', '.join(duplicates)}): the parser kept the last value of each")
+    return found
 
 
 class CitationList(QTreeWidget):
@@ -115,7 +166,8 @@ class CitationList(QTreeWidget):
             item = QTreeWidgetItem([text, c.evidence_id, str(c.verdict), c.claim])
             item.setForeground(0, QColor(colour))
             item.setData(0, Qt.ItemDataRole.UserRole, row)
-            item.setToolTip(3, f"{c.claim}\n\nQuote: “{c.quote}”")
+            item.setToolTip(3, plain_tooltip(f"{c.claim}\n\nQuote: “{c.quote}”"))
+            item.setToolTip(1, plain_tooltip(c.evidence_id))
             self.addTopLevelItem(item)
         for column in range(3):
             self.resizeColumnToContents(column)
@@ -177,12 +229,33 @@ class ValidatorView(QWidget):
         self.verdict_view = QTextBrowser(self)
         self.verdict_view.setOpenLinks(False)
         self.citations = CitationList(self)
-        self.citations_label = QLabel("Citations", self)
+        self.citations_label = plain_label("Citations", self)
         self.raw_view = RedactingTextEdit(self)
         self.raw_view.setReadOnly(True)
         self.raw_view.setFont(monospace_font())
         self.raw_view.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         self._raw_highlighter: JsonHighlighter | None = None
+        self._raw = ""
+        self.raw_badge = plain_label(parent=self)
+        self.raw_badge.setObjectName("badge")
+        self.raw_badge.setWordWrap(True)
+        self.raw_badge.setStyleSheet(
+            "QLabel { background: #fdebd0; color: #7e5109; border-radius: 8px; padding: 2px 8px; }"
+        )
+        self.raw_badge.hide()
+        self.pretty_toggle = QCheckBox("Pretty-print", self)
+        self.pretty_toggle.setToolTip("Show the JSON indented; the raw view shows exactly what was received")
+        self.pretty_toggle.toggled.connect(lambda _on: self._render_raw())
+        raw_page = QWidget(self)
+        raw_bar = QHBoxLayout()
+        raw_bar.setContentsMargins(4, 2, 4, 2)
+        raw_bar.addWidget(self.raw_badge, 1)
+        raw_bar.addWidget(self.pretty_toggle)
+        raw_layout = QVBoxLayout(raw_page)
+        raw_layout.setContentsMargins(0, 0, 0, 0)
+        raw_layout.setSpacing(2)
+        raw_layout.addLayout(raw_bar)
+        raw_layout.addWidget(self.raw_view, 1)
         self.prompt_view = TextViewer(self)
         self.debug_view = QPlainTextEdit(self)
         self.debug_view.setReadOnly(True)
@@ -190,7 +263,7 @@ class ValidatorView(QWidget):
         self.debug_view.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self._debug_highlighter = JsonHighlighter(self.debug_view.document())
         self.tabs = QTabWidget(self)
-        self.tabs.addTab(self.raw_view, "Raw response")
+        self.tabs.addTab(raw_page, "Raw response")
         self.tabs.addTab(self.prompt_view, "Validation prompt")
         self.tabs.addTab(self.debug_view, "Debug")
         self.raw_is_json = False
@@ -204,8 +277,9 @@ class ValidatorView(QWidget):
         splitter = QSplitter(Qt.Orientation.Vertical, self)
         splitter.addWidget(top)
         splitter.addWidget(self.tabs)
-        splitter.setStretchFactor(0, 3)
-        splitter.setStretchFactor(1, 2)
+        splitter.setStretchFactor(0, 1)
+        splitter.setStretchFactor(1, 1)  # the raw reply gets as much room as the verdict
+        self.splitter = splitter
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(splitter)
@@ -252,7 +326,25 @@ class ValidatorView(QWidget):
         self.debug_view.setPlainText(_debug_text(record.debug))
 
     def _set_raw(self, raw: str) -> None:
-        text, self.raw_is_json = format_raw_response(raw)
+        self._raw = raw
+        differences = raw_differences(raw)
+        self.raw_badge.setText(
+            "⚠ The parsed verdict differs from this text: " + "; ".join(differences) if differences else ""
+        )
+        self.raw_badge.setVisible(bool(differences))
+        self._render_raw()
+
+    @property
+    def raw_differs(self) -> bool:
+        """The warning badge is up: the parse dropped or changed something of the raw text."""
+        return bool(self.raw_badge.text())
+
+    def _render_raw(self) -> None:
+        """The exact text received, or its pretty-printed form when the toggle is on."""
+        raw = self._raw
+        pretty, self.raw_is_json = format_raw_response(raw)
+        text = pretty if self.pretty_toggle.isChecked() else raw
+        self.pretty_toggle.setEnabled(self.raw_is_json)
         if self._raw_highlighter is not None:
             self._raw_highlighter.setDocument(None)
             self._raw_highlighter = None

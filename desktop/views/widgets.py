@@ -17,6 +17,7 @@ class MessageBar(QFrame):
         super().__init__(parent)
         self.setObjectName("MessageBar")
         self.label = QLabel()
+        self.label.setTextFormat(Qt.TextFormat.PlainText)  # messages quote titles and errors
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         close = QPushButton("✕")
@@ -29,12 +30,23 @@ class MessageBar(QFrame):
         row.addWidget(close)
         self._hide_timer = QTimer(self, singleShot=True)
         self._hide_timer.timeout.connect(self.hide)
+        self._task_id: str | None = None
         self.hide()
+
+    def set_current_task(self, task_id: str | None) -> None:
+        """The analyst moved to ``task_id``: a message about another task is no longer theirs."""
+        if self._task_id is not None and task_id != self._task_id:
+            self._task_id = None
+            self._hide_timer.stop()
+            self.label.clear()
+            self.hide()
 
     def text(self) -> str:
         return self.label.text() if self.isVisible() or self.label.text() else ""
 
-    def show_message(self, message: str, *, error: bool = False) -> None:
+    def show_message(self, message: str, *, error: bool = False, task_id: str | None = None) -> None:
+        """``task_id``: the message is about that task and goes when another one is selected."""
+        self._task_id = task_id
         self.setProperty("level", "error" if error else "info")
         self.style().unpolish(self)
         self.style().polish(self)

@@ -170,6 +170,7 @@ class TextViewer(QWidget):
         if monospace:
             self.edit.setFont(monospace_font())
         self.status = QLabel(self)
+        self.status.setTextFormat(Qt.TextFormat.PlainText)  # names evidence ids and quotes
         self.status.setWordWrap(True)
         self._load_all_button = QPushButton("Load all", self)
         self._load_all_button.clicked.connect(self.load_all)

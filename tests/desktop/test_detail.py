@@ -286,15 +286,19 @@ def test_clicking_a_citation_selects_evidence_and_highlights_quote(qtbot: QtBot)
     assert "not found in E3" in ev.viewer.status.text()
 
 
-def test_raw_response_pretty_printed_only_when_json(qtbot: QtBot) -> None:
+def test_raw_response_is_exact_and_pretty_printed_on_request(qtbot: QtBot) -> None:
     view = make_view(qtbot)
-    raw = view.validator_view.raw_view.toPlainText()
+    validator = view.validator_view
+    stored = make_dossier().validations[1].raw_response
+    assert validator.raw_view.toPlainText() == stored  # exactly what was received
+    assert validator.raw_is_json and validator.pretty_toggle.isEnabled()
+    validator.pretty_toggle.setChecked(True)
+    raw = validator.raw_view.toPlainText()
     assert raw.startswith('{\n  "status": "rejected"')
     assert json.loads(raw)["citations"][0]["evidence_id"] == "E1"
-    assert view.validator_view.raw_is_json
     view.select_attempt(1)
-    assert view.validator_view.raw_view.toPlainText() == "I think it is fine. Not JSON at all {"
-    assert not view.validator_view.raw_is_json
+    assert validator.raw_view.toPlainText() == "I think it is fine. Not JSON at all {"
+    assert not validator.raw_is_json and not validator.pretty_toggle.isEnabled()
 
 
 def test_validator_tabs_show_prompt_and_debug(qtbot: QtBot) -> None:
@@ -313,11 +317,13 @@ def test_badges_for_warnings(qtbot: QtBot) -> None:
     for text in (
         "Not endorsed",
         "Interrupted run",
-        "Same-family validator",
         "Chunked validation (3 chunks)",
         "Unverified citations (2)",
     ):
         assert text in badges
+    # True of the whole configuration: said once in the status bar, not on every task.
+    assert "Same-family validator" not in badges
+    assert "Same-family validator" in view.validator_view.verdict_view.toPlainText()
     assert all(label.isVisibleTo(view) for label in view.badges)
     view.select_attempt(1)
     assert view.badge_texts() == []
@@ -387,6 +393,7 @@ def test_detail_view_renders_to_an_image(qtbot: QtBot, tmp_path: Path) -> None:
 def test_json_highlighter_colours_tokens_not_their_insides(qtbot: QtBot) -> None:
     view = make_view(qtbot)
     view.show()
+    view.validator_view.pretty_toggle.setChecked(True)
     doc = view.validator_view.raw_view.document()
     hl = JsonHighlighter
 

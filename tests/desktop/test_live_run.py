@@ -117,7 +117,7 @@ def test_a_running_task_shows_its_streamed_text_and_evidence_as_recorded(
         )
         await wait_until(lambda: ANSWER in answer.toPlainText(), what="the recorded answer")
         assert FIRST not in answer.toPlainText()
-        assert desk.live.text(task_id) == ""  # the record holds the text now
+        assert desk.transcripts.text(task_id) == ""  # the record holds the text now
         # The header states what the task's calls used (scripted models are free).
         usage = desk.detail.usage_label.text()
         assert usage.startswith("Usage: ") and "tokens" in usage and usage.endswith("$0.0000")

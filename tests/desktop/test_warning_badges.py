@@ -13,6 +13,7 @@ from core.domain.facts import VerdictWarning, WarningCode
 from core.domain.records import TaskRecord, ValidationRecord
 from core.tasks.dossier import TaskDossier
 from desktop.views.detail import TaskDetailView
+from desktop.widgets.plain import plain_tooltip
 from tests.desktop.test_detail import NOW, attempt, packet, task_dict
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,7 +64,7 @@ def test_badges_come_from_codes_and_counts(qtbot: QtBot) -> None:
         "Context overflow",
     ]
     tooltips = {label.text(): label.toolTip() for label in view.badges}
-    assert tooltips["Unverified citations (2)"] == "two quotes are nowhere"
+    assert tooltips["Unverified citations (2)"] == plain_tooltip("two quotes are nowhere")
     verdict = view.validator_view.verdict_view.toPlainText()
     assert "Unverified citations (2 of 5): two quotes are nowhere" in verdict
     assert "Chunked validation (4): the evidence was split" in verdict

@@ -1,0 +1,212 @@
+"""Noticing other processes' writes to the workspace, and announcing them on the event bus.
+
+A desk only hears its own services on the bus. Another desk, the command line or a worker
+writes to the same database without telling anyone, so the watcher turns their task writes into
+the same typed notices (``TaskChanged``) the desk already turns into one-row refreshes.
+
+- **SQLite:** ``PRAGMA data_version`` on a dedicated connection changes whenever *another*
+  connection commits. Polling it costs one page-cache lookup, so the watcher asks about four
+  times a second, on its own single worker thread (never the GUI thread), and reads the rows
+  touched since its last look only when the number moved.
+- **PostgreSQL:** the ``tasks_notify`` trigger (migration ``0006_notify``) sends ``NOTIFY`` with
+  the task's id, status and version; the watcher ``LISTEN``s on one connection of its own.
+
+Either way a notice is published only for a task version the bus has not announced already, so
+the desk's own writes are not refreshed twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import sqlite3
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from core.domain.status import TaskStatus
+from core.events import BusEvent, EventBus, TaskChange, TaskChanged, TasksChanged
+from core.store import engine as engines
+from core.store.base import StoreBase
+
+log = logging.getLogger(__name__)
+
+NOTIFY_CHANNEL = "evidence_desk_tasks"
+POLL_INTERVAL = 0.25  # seconds between two data_version checks on SQLite
+# Rows written by another process may carry a timestamp a little older than one already seen
+# (its clock was read before its commit); each look re-reads this window and drops known versions.
+CLOCK_SLACK_SECONDS = 5
+# More changes than this in one look are announced as one TasksChanged (one queue reload).
+MAX_SINGLE_NOTICES = 50
+
+Row = tuple[str, str, int]  # task id, status, version
+
+
+class ChangeWatcher:
+    """Announces task writes made through other database connections; start once, close once."""
+
+    def __init__(self, store: StoreBase, bus: EventBus, *, interval: float = POLL_INTERVAL) -> None:
+        self._store = store
+        self._bus = bus
+        self._interval = interval
+        self._known: dict[str, int] = {}  # task id -> newest version announced on the bus
+        self._unsubscribe = bus.subscribe(self._on_bus)
+        self._task: asyncio.Task[None] | None = None
+        self._pg_conn: Any = None  # SQLAlchemy AsyncConnection held for LISTEN
+        self._pending: list[Row] = []
+        self._flush_scheduled = False
+        self.ready = asyncio.Event()
+        """Set once the watcher listens (tests create their outside write after it)."""
+
+    # ------------------------------------------------------------------ lifetime
+    async def start(self) -> None:
+        if self._task is not None:
+            return
+        if self._store.is_sqlite:
+            path = engines.sqlite_path(self._store.url)
+            if path is None:
+                self.ready.set()  # an in-memory database has no other writers
+                return
+            self._task = asyncio.get_running_loop().create_task(self._poll_sqlite(str(path)))
+        else:
+            await self._listen_pg()
+            self.ready.set()
+
+    def stop(self) -> asyncio.Task[None] | None:
+        """Stop announcing now (a window closing cannot await); returns what is still winding down."""
+        self._unsubscribe()
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+        conn, self._pg_conn = self._pg_conn, None
+        if conn is not None:
+            return asyncio.get_event_loop().create_task(self._close_pg(conn))
+        return task
+
+    async def close(self) -> None:
+        task = self.stop()
+        if task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _close_pg(self, conn: Any) -> None:
+        with contextlib.suppress(Exception):
+            raw = await conn.get_raw_connection()
+            await raw.driver_connection.remove_listener(NOTIFY_CHANNEL, self._on_notify)
+        with contextlib.suppress(Exception):
+            await conn.close()
+
+    # ------------------------------------------------------------------ SQLite
+    async def _poll_sqlite(self, path: str) -> None:
+        loop = asyncio.get_running_loop()
+        # One thread owns the connection: every call, including close, runs there in order.
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evidence-desk-watch")
+        conn: sqlite3.Connection | None = None
+        try:
+            conn = await loop.run_in_executor(executor, _open_sqlite, path, self._store.busy_timeout)
+            version, mark = await loop.run_in_executor(executor, _sqlite_start, conn)
+            self.ready.set()
+            while True:
+                await asyncio.sleep(self._interval)
+                try:
+                    now = await loop.run_in_executor(executor, _data_version, conn)
+                    if now == version:
+                        continue
+                    rows, new_mark = await loop.run_in_executor(executor, _sqlite_changed, conn, mark)
+                except sqlite3.Error as exc:  # a locked or vanished file: try again next tick
+                    log.warning("workspace watch: %s", exc)
+                    continue
+                version, mark = now, new_mark or mark
+                self._announce(rows)
+        finally:
+            if conn is not None:
+                executor.submit(conn.close)
+            executor.shutdown(wait=False)
+
+    # ------------------------------------------------------------------ PostgreSQL
+    async def _listen_pg(self) -> None:
+        conn = await self._store.engine.connect()
+        try:
+            raw = await conn.get_raw_connection()
+            driver: Any = raw.driver_connection  # asyncpg's Connection
+            await driver.add_listener(NOTIFY_CHANNEL, self._on_notify)
+        except BaseException:
+            await conn.close()
+            raise
+        self._pg_conn = conn
+
+    def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        """asyncpg's listener callback, called on the loop; notices arrive in commit order."""
+        try:
+            data = json.loads(payload)
+            row: Row = (str(data["id"]), str(data["status"]), int(data["version"]))
+        except (ValueError, KeyError, TypeError):
+            log.warning("workspace watch: unreadable notification %r", payload[:200])
+            return
+        self._pending.append(row)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        rows, self._pending = self._pending, []
+        self._announce(rows)
+
+    # ------------------------------------------------------------------ announcing
+    def _on_bus(self, event: BusEvent) -> None:
+        if isinstance(event, TaskChanged) and event.version > self._known.get(event.task_id, 0):
+            self._known[event.task_id] = event.version
+
+    def _announce(self, rows: Iterable[Row]) -> None:
+        fresh: dict[str, Row] = {}
+        for row in rows:
+            task_id, _status, version = row
+            newest = max(self._known.get(task_id, 0), fresh[task_id][2] if task_id in fresh else 0)
+            if version > newest:
+                fresh[task_id] = row
+        if not fresh:
+            return
+        if len(fresh) > MAX_SINGLE_NOTICES:
+            for task_id, (_id, _status, version) in fresh.items():
+                self._known[task_id] = version
+            self._bus.publish(TasksChanged(task_ids=tuple(fresh)))
+            return
+        for task_id, status, version in fresh.values():
+            try:
+                known_status = TaskStatus(status)
+            except ValueError:
+                continue
+            change = TaskChange.CREATED if version == 1 else TaskChange.STATUS
+            self._bus.publish(
+                TaskChanged(task_id=task_id, change=change, status=known_status, version=version)
+            )
+
+
+def _open_sqlite(path: str, busy_timeout: float) -> sqlite3.Connection:
+    return sqlite3.connect(path, timeout=busy_timeout, check_same_thread=False, isolation_level=None)
+
+
+def _data_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA data_version").fetchone()[0])
+
+
+def _sqlite_start(conn: sqlite3.Connection) -> tuple[int, str]:
+    mark = conn.execute("SELECT max(updated_at) FROM tasks").fetchone()[0]
+    return _data_version(conn), str(mark or "")
+
+
+def _sqlite_changed(conn: sqlite3.Connection, mark: str) -> tuple[list[Row], str]:
+    """Tasks written since ``mark`` (less the clock slack), and the new mark."""
+    rows = conn.execute(
+        "SELECT id, status, version, updated_at FROM tasks "
+        f"WHERE updated_at >= datetime(?, '-{CLOCK_SLACK_SECONDS} seconds') ORDER BY updated_at",
+        (mark or "1970-01-01",),
+    ).fetchall()
+    new_mark = str(rows[-1][3]) if rows else mark
+    return [(str(r[0]), str(r[1]), int(r[2])) for r in rows], new_mark
+
+
+__all__ = ["NOTIFY_CHANNEL", "ChangeWatcher"]
