@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from functools import cmp_to_key
 from typing import Any
 
-from sqlalchemy import and_, func, literal, literal_column, or_, select, true, union_all
+from sqlalchemy import Boolean, and_, func, literal, literal_column, or_, select, true, union_all
 from sqlalchemy import text as sql_text
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -67,12 +67,12 @@ def _text_clause(store: StoreBase, needle: str) -> ColumnElement[bool]:
         # The trigram index answers the substring question without scanning every task; a
         # phrase query matches the text exactly as typed.
         phrase = '"' + needle.replace('"', '""') + '"'
-        return and_(
-            true(),
-            sql_text(
-                "tasks.id IN (SELECT task_id FROM tasks_fts WHERE tasks_fts MATCH :task_search)"
-            ).bindparams(task_search=phrase),
+        hits = (
+            select(literal_column("task_id"))
+            .select_from(sql_text("tasks_fts"))
+            .where(sql_text("tasks_fts MATCH :task_search").bindparams(task_search=phrase))
         )
+        return TaskRow.id.in_(hits)
     if store.is_sqlite:
         # SQLite's LIKE ignores ASCII case, as the trigram index does.
         pattern = "%" + like_escape(needle) + "%"
@@ -86,10 +86,8 @@ def _text_clause(store: StoreBase, needle: str) -> ColumnElement[bool]:
     # Each typed word as a word prefix, in order: the GIN index finds the candidates, the
     # recheck keeps only tasks where the text appears exactly as typed.
     query = " <-> ".join("'" + w.lower() + "':*" for w in words)
-    return and_(
-        sql_text("tasks.search @@ to_tsquery('simple', :task_search)").bindparams(task_search=query),
-        substring,
-    )
+    search = literal_column("tasks.search").op("@@", return_type=Boolean)
+    return and_(search(func.to_tsquery(literal_column("'simple'"), query)), substring)
 
 
 def _sort_column(store: StoreBase, column: SortColumn) -> ColumnElement[Any]:
