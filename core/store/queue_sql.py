@@ -22,6 +22,7 @@ from typing import Any
 
 from sqlalchemy import Boolean, and_, func, literal, literal_column, or_, select, true, union_all
 from sqlalchemy import text as sql_text
+from sqlalchemy.sql import Select
 from sqlalchemy.sql.elements import ColumnElement
 
 from core.domain.queue import PageCursor, QueueFilter, QueuePage, QueueSort, SortColumn, precedes
@@ -67,7 +68,7 @@ def _text_clause(store: StoreBase, needle: str) -> ColumnElement[bool]:
         # The trigram index answers the substring question without scanning every task; a
         # phrase query matches the text exactly as typed.
         phrase = '"' + needle.replace('"', '""') + '"'
-        hits = (
+        hits: Select[tuple[Any]] = (
             select(literal_column("task_id"))
             .select_from(sql_text("tasks_fts"))
             .where(sql_text("tasks_fts MATCH :task_search").bindparams(task_search=phrase))
