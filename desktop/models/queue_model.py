@@ -180,20 +180,22 @@ class TaskQueueModel(QAbstractItemModel):
             what="Loading the task queue",
             on_done=lambda snap: self._apply_snapshot(generation, snap),
         )
+        self._refresh_task.add_done_callback(lambda _t: self._wake_waiters())
         return self._refresh_task
 
     def update_task(self, task_id: str) -> asyncio.Future[Any]:
         """Re-read one task after a core notice and move its row where it now belongs.
 
-        Returns what to await for the change to show: the row reads draining, or the reload a
-        burst of notices turned into.
+        Returns what to await for the change to show: the row reads draining and any reload a
+        burst of notices turned into landing.
         """
-        self._dirty[task_id] = None
-        if len(self._dirty) > ROW_BACKLOG:
-            return self.refresh()
         waiter: asyncio.Future[None] = asyncio.get_event_loop().create_future()
         self._row_waiters.append(waiter)
-        self._pump_rows()
+        self._dirty[task_id] = None
+        if len(self._dirty) > ROW_BACKLOG:
+            self.refresh()
+        else:
+            self._pump_rows()
         return waiter
 
     def _pump_rows(self) -> None:
@@ -207,11 +209,19 @@ class TaskQueueModel(QAbstractItemModel):
                 on_done=partial(self._apply_task, self._generation),
             )
             read.add_done_callback(self._row_read_done)
-        if not self._dirty and not self._row_reads:
-            waiters, self._row_waiters = self._row_waiters, []
-            for waiter in waiters:
-                if not waiter.done():
-                    waiter.set_result(None)
+        self._wake_waiters()
+
+    def _wake_waiters(self) -> None:
+        if (
+            self._dirty
+            or self._row_reads
+            or (self._refresh_task is not None and not self._refresh_task.done())
+        ):
+            return
+        waiters, self._row_waiters = self._row_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     def _row_read_done(self, _read: asyncio.Task[Any]) -> None:
         self._row_reads -= 1
