@@ -185,7 +185,7 @@ def litellm_import() -> float:
     return time.perf_counter() - started
 
 
-KEYSTROKES = "harbour tide"
+KEYSTROKES = "moon ledger"  # the text of one task in twelve (see build_workspace)
 
 
 async def _settled(model: Any) -> None:
@@ -251,7 +251,7 @@ async def desk_figures(url: str) -> dict[str, float]:
         out["stall"] = max(gaps) if gaps else float("nan")
 
         # One live update: a task moves from needs review to closed, as an analyst's decision does.
-        for label, flt in (("live", QueueFilter()), ("live_filtered", QueueFilter(text="harbour"))):
+        for label, flt in (("live", QueueFilter()), ("live_filtered", QueueFilter(text="moon"))):
             await model.set_filter(flt)
             await _settled(model)
             moves = []

@@ -46,8 +46,12 @@ def like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def filter_clause(store: StoreBase, flt: QueueFilter) -> ColumnElement[bool]:
-    """The one rule that decides whether a task is in the filtered queue (its group aside)."""
+def filter_clause(store: StoreBase, flt: QueueFilter, *, shared: bool = False) -> ColumnElement[bool]:
+    """The one rule that decides whether a task is in the filtered queue (its group aside).
+
+    ``shared``: the clause is used by several parts of one statement (a UNION of first pages);
+    the index is then asked once, in a materialized CTE, rather than once per part.
+    """
     parts: list[ColumnElement[bool]] = []
     if flt.status is not None:
         parts.append(TaskRow.status == flt.status.value)
@@ -59,11 +63,11 @@ def filter_clause(store: StoreBase, flt: QueueFilter) -> ColumnElement[bool]:
             cond = or_(cond, TaskRow.validation_outcome.is_(None))
         parts.append(cond)
     if flt.text:
-        parts.append(_text_clause(store, flt.text))
+        parts.append(_text_clause(store, flt.text, shared=shared))
     return and_(true(), *parts)
 
 
-def _text_clause(store: StoreBase, needle: str) -> ColumnElement[bool]:
+def _text_clause(store: StoreBase, needle: str, *, shared: bool) -> ColumnElement[bool]:
     if store.is_sqlite and store.has_task_search and len(needle) >= _TRIGRAM_MIN:
         # The trigram index answers the substring question without scanning every task; a
         # phrase query matches the text exactly as typed.
@@ -73,6 +77,9 @@ def _text_clause(store: StoreBase, needle: str) -> ColumnElement[bool]:
             .select_from(sql_text("tasks_fts"))
             .where(sql_text("tasks_fts MATCH :task_search").bindparams(task_search=phrase))
         )
+        if shared:
+            found = hits.cte("task_hits").prefix_with("MATERIALIZED")
+            return TaskRow.id.in_(select(found.c.task_id))
         return TaskRow.id.in_(hits)
     if store.is_sqlite:
         # SQLite's LIKE ignores ASCII case, as the trigram index does.
@@ -160,7 +167,7 @@ async def first_pages(
     pages = {key: QueuePage(rows=(), next=None) for key, _ in groups}
     if not wanted:
         return pages
-    clause = filter_clause(store, flt)
+    clause = filter_clause(store, flt, shared=True)
     arms = []
     for i, (_key, statuses) in enumerate(wanted):
         arm = (
