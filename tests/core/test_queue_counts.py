@@ -131,3 +131,47 @@ async def test_a_text_filter_reload_asks_the_index_once(db_url: str) -> None:
         assert plain.counts is not None and sum(plain.counts.values()) == len(TaskStatus)
     finally:
         await store.close()
+
+
+async def test_the_migration_backfills_counts_of_existing_tasks(db_url: str) -> None:
+    """A workspace made before 0003 opens with counts equal to its tasks, and keeps them so."""
+    import sqlalchemy as sa
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from core.store.store import MIGRATIONS_DIR
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+
+    def migrate(conn: sa.Connection, target: str, down: bool) -> None:
+        cfg.attributes["connection"] = conn
+        (command.downgrade if down else command.upgrade)(cfg, target)
+
+    store = await Store.open(db_url)
+    ids = [(await store.create_task(f"before 0003, task {i}")).id for i in range(5)]
+    await store.update_task(ids[0], status=TaskStatus.CLOSED, validation_outcome=ValidationOutcome.ACCEPTED)
+    await store.close()
+    engine = create_async_engine(db_url)
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(migrate, "0002", True)
+            await conn.execute(sql_text("UPDATE tasks SET status = 'failed' WHERE id = :id"), {"id": ids[1]})
+            await conn.run_sync(migrate, "head", False)
+    finally:
+        await engine.dispose()
+    store = await Store.open(db_url)
+    try:
+        for flt in (
+            QueueFilter(),
+            QueueFilter(outcome=OutcomeFilter.ACCEPTED),
+            QueueFilter(status=TaskStatus.FAILED),
+        ):
+            assert await queue_sql.stored_counts(store, flt) == await queue_sql.recount_by_status(store, flt)
+        await store.update_task(ids[2], status=TaskStatus.NEEDS_REVIEW)
+        assert await queue_sql.stored_counts(store, QueueFilter()) == await queue_sql.recount_by_status(
+            store, QueueFilter()
+        )
+    finally:
+        await store.close()
