@@ -61,6 +61,21 @@ class TaskRow(Base):
     __table_args__ = (Index("ix_tasks_status_updated", "status", "updated_at"),)
 
 
+class TaskCountRow(Base):
+    """Tasks per (status, outcome; '' for none), kept by triggers in every writing transaction.
+
+    The queue's group headers read these few rows instead of counting the tasks table (see
+    migration 0003_queue_counts); a PostgreSQL ``tasks.search`` tsvector column, used by the
+    queue filter, is created by that migration too and left unmapped (SQLite has none).
+    """
+
+    __tablename__ = "task_counts"
+
+    status: Mapped[str] = mapped_column(String(32), primary_key=True)
+    outcome: Mapped[str] = mapped_column(String(32), primary_key=True, server_default="")
+    n: Mapped[int] = mapped_column(BigInteger, server_default="0")
+
+
 class AttemptRow(Base):
     __tablename__ = "attempts"
 

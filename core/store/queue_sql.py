@@ -5,22 +5,31 @@ Everything that decides which tasks a filtered queue shows is built here, once, 
 live-updated row can never appear where a reload would not show it. Order is the column, NULL
 lowest, then id; text columns compare by code point (``COLLATE "C"`` on PostgreSQL, SQLite's
 default BINARY), which is how ``core.domain.queue.sort_key`` compares them.
+
+Text is matched from an index on both engines: SQLite's trigram FTS5 table (any substring of
+three characters or more), PostgreSQL's ``tasks.search`` tsvector with GIN (every typed word
+starts a word of the task, rechecked with ILIKE so the typed text appears as typed). Counts
+without text come from ``task_counts``, which triggers keep; counts with text cost a query
+over every match and are the caller's to run in the background.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from functools import cmp_to_key
 from typing import Any
 
-from sqlalchemy import and_, func, literal, or_, select, true
+from sqlalchemy import Boolean, and_, func, literal, literal_column, or_, select, true, union_all
 from sqlalchemy import text as sql_text
+from sqlalchemy.sql import Select
 from sqlalchemy.sql.elements import ColumnElement
 
-from core.domain.queue import PageCursor, QueueFilter, QueuePage, QueueSort, SortColumn
+from core.domain.queue import PageCursor, QueueFilter, QueuePage, QueueSort, SortColumn, precedes
 from core.domain.records import TaskRecord
 from core.domain.status import TaskStatus
 from core.store.base import StoreBase
-from core.store.models import TaskRow
+from core.store.models import TaskCountRow, TaskRow
 
 _TEXT_COLUMNS = frozenset(
     {SortColumn.TITLE, SortColumn.LATEST_CATEGORY, SortColumn.STATUS, SortColumn.VALIDATION_OUTCOME}
@@ -28,14 +37,21 @@ _TEXT_COLUMNS = frozenset(
 _NULLABLE = frozenset({SortColumn.LATEST_SCORE, SortColumn.LATEST_CATEGORY, SortColumn.VALIDATION_OUTCOME})
 # The trigram index needs three characters to answer from the index; shorter needles use LIKE.
 _TRIGRAM_MIN = 3
+# What PostgreSQL's text-search parser treats as part of a word, near enough: the ILIKE recheck
+# keeps any difference from admitting a task that does not contain the typed text.
+_WORD = re.compile(r"[^\W_]+")
 
 
 def like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def filter_clause(store: StoreBase, flt: QueueFilter) -> ColumnElement[bool]:
-    """The one rule that decides whether a task is in the filtered queue (its group aside)."""
+def filter_clause(store: StoreBase, flt: QueueFilter, *, shared: bool = False) -> ColumnElement[bool]:
+    """The one rule that decides whether a task is in the filtered queue (its group aside).
+
+    ``shared``: the clause is used by several parts of one statement (a UNION of first pages);
+    the index is then asked once, in a materialized CTE, rather than once per part.
+    """
     parts: list[ColumnElement[bool]] = []
     if flt.status is not None:
         parts.append(TaskRow.status == flt.status.value)
@@ -47,28 +63,39 @@ def filter_clause(store: StoreBase, flt: QueueFilter) -> ColumnElement[bool]:
             cond = or_(cond, TaskRow.validation_outcome.is_(None))
         parts.append(cond)
     if flt.text:
-        parts.append(_text_clause(store, flt.text))
+        parts.append(_text_clause(store, flt.text, shared=shared))
     return and_(true(), *parts)
 
 
-def _text_clause(store: StoreBase, needle: str) -> ColumnElement[bool]:
+def _text_clause(store: StoreBase, needle: str, *, shared: bool) -> ColumnElement[bool]:
     if store.is_sqlite and store.has_task_search and len(needle) >= _TRIGRAM_MIN:
         # The trigram index answers the substring question without scanning every task; a
         # phrase query matches the text exactly as typed.
         phrase = '"' + needle.replace('"', '""') + '"'
-        return and_(
-            true(),
-            sql_text(
-                "tasks.id IN (SELECT task_id FROM tasks_fts WHERE tasks_fts MATCH :task_search)"
-            ).bindparams(task_search=phrase),
+        hits: Select[tuple[Any]] = (
+            select(literal_column("task_id"))
+            .select_from(sql_text("tasks_fts"))
+            .where(sql_text("tasks_fts MATCH :task_search").bindparams(task_search=phrase))
         )
+        if shared:
+            found = hits.cte("task_hits").prefix_with("MATERIALIZED")
+            return TaskRow.id.in_(select(found.c.task_id))
+        return TaskRow.id.in_(hits)
     if store.is_sqlite:
         # SQLite's LIKE ignores ASCII case, as the trigram index does.
         pattern = "%" + like_escape(needle) + "%"
         return or_(TaskRow.title.like(pattern, escape="\\"), TaskRow.text.like(pattern, escape="\\"))
-    return or_(
+    substring = or_(
         TaskRow.title.icontains(needle, autoescape=True), TaskRow.text.icontains(needle, autoescape=True)
     )
+    words = _WORD.findall(needle)
+    if not words:
+        return substring  # nothing a word index knows (punctuation only): scan
+    # Each typed word as a word prefix, in order: the GIN index finds the candidates, the
+    # recheck keeps only tasks where the text appears exactly as typed.
+    query = " <-> ".join("'" + w.lower() + "':*" for w in words)
+    search = literal_column("tasks.search").op("@@", return_type=Boolean)
+    return and_(search(func.to_tsquery(literal_column("'simple'"), query)), substring)
 
 
 def _sort_column(store: StoreBase, column: SortColumn) -> ColumnElement[Any]:
@@ -124,7 +151,86 @@ async def page(
     return QueuePage(rows=tuple(rows), next=PageCursor.after(rows[-1], sort) if more else None)
 
 
+async def first_pages(
+    store: StoreBase,
+    groups: Sequence[tuple[str, Sequence[TaskStatus]]],
+    *,
+    flt: QueueFilter,
+    sort: QueueSort,
+    limit: int,
+) -> dict[str, QueuePage]:
+    """The first page of several groups in one statement (one UNION ALL, one round trip).
+
+    A keystroke used to cost a count and a page query per group; this asks the index once.
+    """
+    wanted = [(key, statuses) for key, statuses in groups if statuses]
+    pages = {key: QueuePage(rows=(), next=None) for key, _ in groups}
+    if not wanted:
+        return pages
+    clause = filter_clause(store, flt, shared=True)
+    arms = []
+    for i, (_key, statuses) in enumerate(wanted):
+        arm = (
+            select(*TaskRow.__table__.c, literal_column(str(i)).label("queue_group"))
+            .where(TaskRow.status.in_([s.value for s in statuses]), clause)
+            .order_by(*order_by(store, sort))
+            .limit(limit + 1)
+            .subquery()
+        )
+        arms.append(select(arm))
+    q = arms[0] if len(arms) == 1 else union_all(*arms)
+    async with store.read_session() as s:
+        found = (await s.execute(q)).mappings().all()
+    grouped: list[list[TaskRecord]] = [[] for _ in wanted]
+    for m in found:
+        values = dict(m)
+        grouped[int(values.pop("queue_group"))].append(TaskRecord.model_validate(values))
+
+    def compare(a: TaskRecord, b: TaskRecord) -> int:
+        return -1 if precedes(a, b, sort) else 1
+
+    key = cmp_to_key(compare)
+    for (name, _), rows in zip(wanted, grouped, strict=True):
+        rows.sort(key=key)  # a union promises no order; each arm's rows are few
+        more = len(rows) > limit
+        rows = rows[:limit]
+        pages[name] = QueuePage(rows=tuple(rows), next=PageCursor.after(rows[-1], sort) if more else None)
+    return pages
+
+
+async def stored_counts(store: StoreBase, flt: QueueFilter) -> dict[TaskStatus, int]:
+    """Counts per status from ``task_counts``: a few rows, whatever the number of tasks.
+
+    Exact for any filter without text (status and outcome are the table's key).
+    """
+    q = select(TaskCountRow.status, func.sum(TaskCountRow.n)).group_by(TaskCountRow.status)
+    if flt.status is not None:
+        q = q.where(TaskCountRow.status == flt.status.value)
+    wanted = flt.outcome.outcomes()
+    if wanted is not None:
+        q = q.where(TaskCountRow.outcome.in_([o.value if o is not None else "" for o in wanted]))
+    async with store.read_session() as s:
+        found = (await s.execute(q)).all()
+    counts = dict.fromkeys(TaskStatus, 0)
+    for status, n in found:
+        counts[TaskStatus(status)] = int(n or 0)
+    return counts
+
+
+def counts_are_cheap(flt: QueueFilter) -> bool:
+    """Counting this filter costs a few rows of ``task_counts``, not a pass over the matches."""
+    return not flt.text
+
+
 async def count_by_status(store: StoreBase, flt: QueueFilter) -> dict[TaskStatus, int]:
+    """Exact counts per status: from ``task_counts`` without text, else over every match."""
+    if counts_are_cheap(flt):
+        return await stored_counts(store, flt)
+    return await recount_by_status(store, flt)
+
+
+async def recount_by_status(store: StoreBase, flt: QueueFilter) -> dict[TaskStatus, int]:
+    """A fresh COUNT over the tasks table (the check ``task_counts`` is tested against)."""
     q = select(TaskRow.status, func.count()).where(filter_clause(store, flt)).group_by(TaskRow.status)
     async with store.read_session() as s:
         found = (await s.execute(q)).all()
@@ -146,4 +252,16 @@ async def match_row(store: StoreBase, task_id: str, flt: QueueFilter) -> tuple[T
     return TaskRecord.model_validate(row), bool(admitted)
 
 
-__all__ = ["after_clause", "count_by_status", "filter_clause", "like_escape", "match_row", "order_by", "page"]
+__all__ = [
+    "after_clause",
+    "count_by_status",
+    "counts_are_cheap",
+    "filter_clause",
+    "first_pages",
+    "like_escape",
+    "match_row",
+    "order_by",
+    "page",
+    "recount_by_status",
+    "stored_counts",
+]

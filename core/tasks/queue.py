@@ -10,7 +10,6 @@ which uses the same order the store pages in.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
@@ -35,7 +34,9 @@ class QueueSnapshot(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    counts: dict[TaskStatus, int]
+    # None when counting would cost more than the pages (a text filter): ask ``counts`` in the
+    # background and show what the pages prove ("≥ N") meanwhile.
+    counts: dict[TaskStatus, int] | None
     pages: dict[str, QueuePage]
 
 
@@ -46,7 +47,9 @@ class RowUpdate(BaseModel):
 
     task: TaskRecord
     admitted: bool  # the current filter admits it (its group is its status's)
-    counts: dict[TaskStatus, int]
+    # Exact counts when they cost a few rows of ``task_counts``; None under a text filter, where
+    # the reader adjusts its own counts by the move this update describes.
+    counts: dict[TaskStatus, int] | None
 
 
 def group_count(group: QueueGroup, flt: QueueFilter, counts: Mapping[TaskStatus, int]) -> int:
@@ -72,19 +75,17 @@ class TaskQueue:
         self._store = store
 
     async def snapshot(self, flt: QueueFilter, sort: QueueSort, *, page_size: int) -> QueueSnapshot:
-        """A reload: counts first, so groups with no match cost no page query."""
-        counts = await queue_sql.count_by_status(self._store, flt)
+        """A reload in at most two statements: stored counts (when cheap), then one page query.
 
-        async def first_page(group: QueueGroup) -> QueuePage:
-            statuses = [s for s in flt.statuses_in(group) if counts[s]]
-            return await queue_sql.page(
-                self._store, statuses=statuses, flt=flt, sort=sort, after=None, limit=page_size
-            )
-
-        pages = await asyncio.gather(*(first_page(g) for g in QUEUE_GROUPS))
-        return QueueSnapshot(
-            counts=counts, pages={g.key: p for g, p in zip(QUEUE_GROUPS, pages, strict=True)}
-        )
+        With stored counts, groups with no task cost nothing; under a text filter the index is
+        asked once, for the first page of every group, and the counts are left to ``counts``.
+        """
+        counts = await queue_sql.stored_counts(self._store, flt) if queue_sql.counts_are_cheap(flt) else None
+        groups = [
+            (g.key, [s for s in flt.statuses_in(g) if counts is None or counts[s]]) for g in QUEUE_GROUPS
+        ]
+        pages = await queue_sql.first_pages(self._store, groups, flt=flt, sort=sort, limit=page_size)
+        return QueueSnapshot(counts=counts, pages=pages)
 
     async def page(
         self, group: QueueGroup, flt: QueueFilter, sort: QueueSort, *, after: PageCursor | None, limit: int
@@ -102,7 +103,8 @@ class TaskQueue:
         if found is None:
             return None
         task, admitted = found
-        return RowUpdate(task=task, admitted=admitted, counts=await self.counts(flt))
+        counts = await queue_sql.stored_counts(self._store, flt) if queue_sql.counts_are_cheap(flt) else None
+        return RowUpdate(task=task, admitted=admitted, counts=counts)
 
     async def dossier(self, task_id: str) -> TaskDossier:
         # A running attempt's events are written behind its loop; wait for them so a view that

@@ -5,11 +5,18 @@ asks core's read service (``core.tasks.queue.TaskQueue``) for everything else; e
 async operation run through ``CoreOps``, so nothing here blocks painting:
 
 * ``refresh()`` asks for the counts and the first page of every group, then resets the model;
+  under a text filter the counts come afterwards, in the background, and a group's header says
+  "≥ N" until they are known; a newer refresh cancels the one in flight (a keystroke makes the
+  previous one's answer worthless), and only one runs at a time, so a burst of refreshes never
+  takes more than one of the store's connections;
 * ``fetchMore`` (the view calls it when the analyst scrolls to the end of a group) asks for the
   page after the group's last loaded row (a keyset cursor) and appends it when it arrives;
 * ``update_task()`` (called for core's ``TaskChanged`` notices) asks for one task and whether the
   filter still admits it, and moves its row to where ``core.tasks.queue.place`` says, with
   ``beginMoveRows``, so the view's selection and scroll position survive a live update.
+  Counts move with the row (from ``task_counts``, or by the update's own move under a text
+  filter), never by recounting. A few row reads run at a time; a burst of notices larger than
+  a page of rows (crash recovery, a bulk action elsewhere) becomes one refresh instead.
 
 Every async result carries the generation it was asked in; a result from before the latest
 reset (a filter keystroke, a new sort) is dropped instead of being applied to the wrong rows.
@@ -20,6 +27,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from PySide6.QtCore import (
@@ -69,6 +77,15 @@ GROUP_KEY_ROLE = TASK_ID_ROLE + 2
 STATUS_ROLE = TASK_ID_ROLE + 3
 PROGRESS_ROLE = TASK_ID_ROLE + 4
 
+# Row reads in flight at once: live updates never take more than this many connections.
+ROW_READS = 2
+# More changed tasks waiting than this: one reload costs less than reading them one by one.
+ROW_BACKLOG = 64
+# Rows per group in a reload: about a screenful. A reload converts every row it reads on the
+# loop's thread (1,600 rows at 200 a group stalled the loop ~100 ms per keystroke); scrolling
+# brings later pages at ``page_size``.
+FIRST_PAGE = 50
+
 _BAND = QColor(NEEDS_REVIEW_BAND)
 _BAND_TEXT = QColor(NEEDS_REVIEW_TEXT)
 
@@ -76,7 +93,9 @@ _BAND_TEXT = QColor(NEEDS_REVIEW_TEXT)
 @dataclass
 class _Group:
     spec: GroupLook
-    count: int = 0
+    count: int = 0  # exact when ``exact``, else a lower bound (what the loaded pages prove)
+    exact: bool = True
+    more: bool = False  # the store has rows beyond the loaded ones
     rows: list[TaskRecord] = field(default_factory=list)
     loading: bool = False
     wanted: bool = False  # the view asked for the next page (it shows the group's last rows)
@@ -110,6 +129,15 @@ class TaskQueueModel(QAbstractItemModel):
         self._progress: dict[str, RunProgress] = {}
         self._icons: dict[str, QIcon] = {}
         self.loaded_once = False
+        # One reload and one background count at a time; a newer one cancels the older.
+        self._refresh_lock = asyncio.Lock()
+        self._refresh_task: asyncio.Task[QueueSnapshot] | None = None
+        self._count_lock = asyncio.Lock()
+        self._count_task: asyncio.Task[dict[TaskStatus, int]] | None = None
+        self._dirty: dict[str, None] = {}  # changed tasks waiting for a row read, in notice order
+        self._row_reads = 0
+        self._row_waiters: list[asyncio.Future[None]] = []
+        self.refreshes_started = 0  # for tests and benchmarks: reloads actually run
 
     # ------------------------------------------------------------------ public API
     @property
@@ -132,23 +160,76 @@ class TaskQueueModel(QAbstractItemModel):
         return self.refresh()
 
     def refresh(self) -> asyncio.Task[QueueSnapshot]:
-        """Reload counts and the first page of each group; stale in-flight results are dropped."""
+        """Reload counts and the first page of each group; stale in-flight results are dropped.
+
+        The reload in flight is cancelled: its answer is for an older filter or older rows. The
+        new one waits for the old one to let go of its connection, so a burst of refreshes
+        (keystrokes, thousands of notices) holds one connection, never the whole pool.
+        """
         self._generation += 1
         generation = self._generation
-        return self._ops.run(
-            self._queue.snapshot(self._filter, self._sort, page_size=self.page_size),
+        for stale in (self._refresh_task, self._count_task):
+            if stale is not None and not stale.done():
+                stale.cancel()
+        self._dirty.clear()  # the reload shows every change noticed so far
+        flt, sort = self._filter, self._sort
+
+        async def load() -> QueueSnapshot:
+            async with self._refresh_lock:
+                self.refreshes_started += 1
+                return await self._queue.snapshot(flt, sort, page_size=min(self.page_size, FIRST_PAGE))
+
+        self._refresh_task = self._ops.run(
+            load(),
             what="Loading the task queue",
             on_done=lambda snap: self._apply_snapshot(generation, snap),
         )
+        self._refresh_task.add_done_callback(lambda _t: self._wake_waiters())
+        return self._refresh_task
 
-    def update_task(self, task_id: str) -> asyncio.Task[RowUpdate | None]:
-        """Re-read one task after a core notice and move its row where it now belongs."""
-        generation = self._generation
-        return self._ops.run(
-            self._queue.row(task_id, self._filter),
-            what="Updating the task queue",
-            on_done=lambda update: self._apply_task(generation, update),
-        )
+    def update_task(self, task_id: str) -> asyncio.Future[Any]:
+        """Re-read one task after a core notice and move its row where it now belongs.
+
+        Returns what to await for the change to show: the row reads draining and any reload a
+        burst of notices turned into landing.
+        """
+        waiter: asyncio.Future[None] = asyncio.get_event_loop().create_future()
+        self._row_waiters.append(waiter)
+        self._dirty[task_id] = None
+        if len(self._dirty) > ROW_BACKLOG:
+            self.refresh()
+        else:
+            self._pump_rows()
+        return waiter
+
+    def _pump_rows(self) -> None:
+        while self._row_reads < ROW_READS and self._dirty:
+            task_id = next(iter(self._dirty))
+            del self._dirty[task_id]
+            self._row_reads += 1
+            read = self._ops.run(
+                self._queue.row(task_id, self._filter),
+                what="Updating the task queue",
+                on_done=partial(self._apply_task, self._generation),
+            )
+            read.add_done_callback(self._row_read_done)
+        self._wake_waiters()
+
+    def _wake_waiters(self) -> None:
+        if (
+            self._dirty
+            or self._row_reads
+            or (self._refresh_task is not None and not self._refresh_task.done())
+        ):
+            return
+        waiters, self._row_waiters = self._row_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def _row_read_done(self, _read: asyncio.Task[Any]) -> None:
+        self._row_reads -= 1
+        self._pump_rows()
 
     def set_progress(self, progress: RunProgress) -> None:
         self._progress[progress.task_id] = progress
@@ -194,22 +275,62 @@ class TaskQueueModel(QAbstractItemModel):
         self.beginResetModel()
         self._where.clear()
         for gi, group in enumerate(self._groups):
-            page = snap.pages[group.spec.key].rows
-            group.count = self._group_count(group.spec, snap.counts)
-            group.rows = list(page)
-            group.loading = False
-            for task in page:
+            page = snap.pages[group.spec.key]
+            group.rows = list(page.rows)
+            group.more = not page.complete
+            if snap.counts is not None:
+                group.count, group.exact = self._group_count(group.spec, snap.counts), True
+            else:  # a complete first page is its group's exact count; otherwise a lower bound
+                group.count, group.exact = len(page.rows), page.complete
+            group.loading = group.wanted = False
+            for task in page.rows:
                 self._where[task.id] = gi
         self.loaded_once = True
         self.endResetModel()
         self.sig_refreshed.emit()
+        if any(not g.exact for g in self._groups):
+            self._count_in_background(generation)
+
+    def _count_in_background(self, generation: int) -> None:
+        """Exact counts for a filter whose counting costs more than its pages, after they show."""
+        if self._count_task is not None and not self._count_task.done():
+            self._count_task.cancel()
+        flt = self._filter
+
+        async def count() -> dict[TaskStatus, int]:
+            async with self._count_lock:
+                return await self._queue.counts(flt)
+
+        self._count_task = self._ops.run(
+            count(), what="Counting the task queue", on_done=lambda c: self._apply_counts(generation, c)
+        )
+
+    def _apply_counts(self, generation: int, counts: dict[TaskStatus, int]) -> None:
+        if generation != self._generation:
+            return
+        self._set_counts(counts)
+
+    def _set_counts(self, counts: dict[TaskStatus, int]) -> None:
+        for gi, group in enumerate(self._groups):
+            count = self._group_count(group.spec, counts)
+            if count != group.count or not group.exact:
+                group.count, group.exact = count, True
+                self._emit_group_changed(gi)
+
+    def _emit_group_changed(self, gi: int) -> None:
+        top = self.createIndex(gi, 0, _GROUP_ID)
+        self.dataChanged.emit(top, top.siblingAtColumn(len(COLUMNS) - 1))
 
     def _append_page(self, generation: int, gi: int, page: QueuePage) -> None:
         group = self._groups[gi]
         if generation != self._generation:
             return
         group.loading = group.wanted = False
+        group.more = not page.complete
         fresh = [t for t in page.rows if t.id not in self._where]
+        if not group.exact and (not group.more or len(group.rows) + len(fresh) > group.count):
+            group.count, group.exact = len(group.rows) + len(fresh), not group.more
+            self._emit_group_changed(gi)
         if not fresh:
             return
         parent = self.createIndex(gi, 0, _GROUP_ID)
@@ -240,8 +361,7 @@ class TaskQueueModel(QAbstractItemModel):
         if new_gi is not None:
             target = self._groups[new_gi]
             rows = [t for t in target.rows if t.id != task.id]
-            complete = len(rows) + 1 >= self._group_count(target.spec, counts)
-            position = place(rows, task, self._sort, complete=complete)
+            position = place(rows, task, self._sort, complete=not target.more)
             if position is None:
                 new_gi = None  # it sorts into a page not loaded yet; fetchMore will bring it
             else:
@@ -262,13 +382,29 @@ class TaskQueueModel(QAbstractItemModel):
             self._where[task.id] = new_gi
             self.endInsertRows()
 
-        for gi, group in enumerate(self._groups):
-            count = self._group_count(group.spec, counts)
-            if count != group.count:
-                group.count = count
-                top = self.createIndex(gi, 0, _GROUP_ID)
-                self.dataChanged.emit(top, top.siblingAtColumn(len(COLUMNS) - 1))
+        if counts is not None:
+            self._set_counts(counts)
+        else:
+            self._move_counts(old_gi, update)
         self.sig_task_updated.emit(task.id)
+
+    def _move_counts(self, old_gi: int | None, update: RowUpdate) -> None:
+        """Counts under a text filter follow the update's own move: one out, one in.
+
+        Where the task was is known when its row was loaded; when it was not, the move's source
+        is unknown, and one background count (cancelled by any reload) settles the headers.
+        """
+        new_gi = GROUP_INDEX[GROUP_OF_STATUS[update.task.status]] if update.admitted else None
+        if old_gi == new_gi:
+            return
+        if old_gi is not None:
+            self._groups[old_gi].count = max(0, self._groups[old_gi].count - 1)
+            self._emit_group_changed(old_gi)
+        if new_gi is not None:
+            self._groups[new_gi].count += 1
+            self._emit_group_changed(new_gi)
+        if old_gi is None and any(g.more for g in self._groups):
+            self._count_in_background(self._generation)
 
     def _move(self, task: TaskRecord, old_gi: int, old_row: int, new_gi: int, new_row: int) -> None:
         if old_gi == new_gi:
@@ -346,8 +482,7 @@ class TaskQueueModel(QAbstractItemModel):
 
     def has_more(self, group_row: int) -> bool:
         """The group has stored tasks beyond its loaded rows."""
-        group = self._groups[group_row]
-        return len(group.rows) < group.count
+        return self._groups[group_row].more
 
     def request_more(self, group_row: int) -> bool:
         """The view shows the end of this group's rows: load the next page (once at a time)."""
@@ -369,7 +504,7 @@ class TaskQueueModel(QAbstractItemModel):
         if not parent.isValid() or parent.internalId() != _GROUP_ID:
             return False
         group = self._groups[parent.row()]
-        return group.wanted and not group.loading and len(group.rows) < group.count
+        return group.wanted and not group.loading and group.more
 
     def fetchMore(self, parent: Index) -> None:
         """Implements ``QAbstractItemModel::fetchMore`` by scheduling the next page asynchronously."""
@@ -425,7 +560,7 @@ class TaskQueueModel(QAbstractItemModel):
     def _group_data(self, group: _Group, column: int, role: int) -> Any:
         review = group.spec.key == "needs_review"
         if role == Qt.ItemDataRole.DisplayRole and column == 0:
-            return f"{group.spec.title}  ({group.count})"
+            return f"{group.spec.title}  ({group.count if group.exact else f'≥ {group.count}'})"
         if role == Qt.ItemDataRole.ToolTipRole:
             return f"{group.spec.title}: {group.spec.hint}"
         if role == Qt.ItemDataRole.DecorationRole and column == 0:
