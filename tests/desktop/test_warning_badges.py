@@ -85,7 +85,7 @@ def test_truncated_answer_has_a_badge(qtbot: QtBot) -> None:
     )
     view.set_dossier(structured_dossier([cut]))
     assert view.badge_texts() == ["Truncated answer"]
-    assert view.badges[0].toolTip() == "the answer was cut off at the output limit"
+    assert view.badges[0].toolTip() == plain_tooltip("the answer was cut off at the output limit")
 
 
 # ---------------------------------------------------------------------------- no parsing in desktop
