@@ -97,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--redact", action="append", default=[], metavar="PATTERN", help="regex to mask (repeatable)"
     )
+    from core.cli_team import add_team_commands  # worker, batch, batches, schedule
+
+    _COMMANDS.update(add_team_commands(sub, common))
     return parser
 
 
