@@ -156,6 +156,7 @@ async def queued_task_ids(ws: Workspace) -> list[str]:
 async def run_worker(ws: Workspace, options: WorkerOptions, progress: Progress) -> WorkerStats:
     """Run until stopped (SIGINT/SIGTERM) or, with ``once``, until nothing is left to run."""
     ws = worker_workspace(ws)
+    await asyncio.to_thread(Workspace.warm_up_models)  # litellm's import, paid before the first job
     stats = WorkerStats()
     try:
         if ws.store.is_sqlite:
@@ -243,15 +244,29 @@ async def _run_procrastinate(
 
 
 async def _rescue_stalled(app: App, options: WorkerOptions) -> None:
-    """procrastinate's stalled-job recovery: jobs of workers silent too long go back to the queue."""
+    """procrastinate's stalled-job recovery: jobs of workers silent too long go back to the queue.
+
+    When the task already has a queued job (a worker's start-up sweep found the dead runner
+    first), that job resumes it, and the stalled one is closed as failed: a task is queued once.
+    """
+    from procrastinate import exceptions
+    from procrastinate.jobs import Status
+
     while True:
         try:
-            stalled = await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=options.stalled_after_s)
-            for job in stalled:
-                log.warning("job %s of a stalled worker is retried", job.id)
-                await app.job_manager.retry_job(job)
-        except Exception:  # the next round tries again; a worker must not die of a missed poll
-            log.warning("could not look for stalled jobs", exc_info=True)
+            for job in await app.job_manager.get_stalled_jobs(
+                seconds_since_heartbeat=options.stalled_after_s
+            ):
+                assert job.id is not None
+                try:
+                    await app.job_manager.retry_job(job)
+                    log.warning("job %s of a stalled worker is retried", job.id)
+                except exceptions.UniqueViolation:
+                    await app.job_manager.finish_job_by_id_async(
+                        job.id, status=Status.FAILED, delete_job=False
+                    )
+        except Exception as exc:  # the next round tries again; a worker must not die of a missed poll
+            log.warning("could not look for stalled jobs: %s", exc)
         await asyncio.sleep(options.heartbeat_s)
 
 

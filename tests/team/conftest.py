@@ -91,4 +91,6 @@ def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
     for p in started:
         if p.poll() is None:
             p.kill()
-            p.wait(timeout=60)
+        p.wait(timeout=60)
+        if p.stderr is not None:
+            p.stderr.close()

@@ -57,7 +57,7 @@ def test_csv_batch_keeps_keys_answers_and_extra_columns(
         "a2,How high is Everest?,Everest,,ticket-10\n",
         encoding="utf-8",
     )
-    code, out, err = _cli(capsys, "batch", str(batch), "--db", db_url, "--json")
+    code, _out, err = _cli(capsys, "batch", str(batch), "--db", db_url, "--json")
     assert code == 0, err
     rows = sync_rows(
         db_url, "select batch_key, title, given_answer, task_metadata from tasks order by batch_key"
@@ -80,7 +80,7 @@ def test_a_bad_batch_file_is_refused_in_one_line_and_queues_nothing(
 ) -> None:
     batch = tmp_path / "rows.jsonl"
     batch.write_text(content, encoding="utf-8")
-    code, out, err = _cli(capsys, "batch", str(batch), "--db", sqlite_url)
+    code, _out, err = _cli(capsys, "batch", str(batch), "--db", sqlite_url)
     assert code == 4
     assert message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "workspace.sqlite3").exists()  # refused before the workspace was opened
