@@ -84,3 +84,33 @@ def test_a_bad_batch_file_is_refused_in_one_line_and_queues_nothing(
     assert code == 4
     assert message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "workspace.sqlite3").exists()  # refused before the workspace was opened
+
+
+def test_the_queue_filters_by_batch(db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import asyncio
+
+    from core.domain.queue import QueueFilter
+    from core.store import Store
+    from core.tasks.queue import TaskQueue
+
+    first = write_jsonl(tmp_path / "a.jsonl", 3, prefix="Alpha")
+    second = write_jsonl(tmp_path / "b.jsonl", 2, prefix="Beta")
+    ids = {}
+    for path in (first, second):
+        code, out, err = _cli(capsys, "batch", str(path), "--db", db_url, "--json")
+        assert code == 0, err
+        ids[path.name] = json.loads(out)["batch_id"]
+
+    async def counts(batch_id: str | None) -> int:
+        store = await Store.open(db_url)
+        try:
+            return sum((await TaskQueue(store).counts(QueueFilter(batch_id=batch_id))).values())
+        finally:
+            await store.close()
+
+    assert asyncio.run(counts(ids["a.jsonl"])) == 3
+    assert asyncio.run(counts(ids["b.jsonl"])) == 2
+    assert asyncio.run(counts(None)) == 5
+    code, out, err = _cli(capsys, "batches", "--db", db_url, "--json")
+    assert code == 0, err
+    assert sorted((b["total"], b["done"]) for b in json.loads(out)) == [(2, 0), (3, 0)]
