@@ -166,3 +166,57 @@ def _wait_for(
             proc.wait(timeout=0.1)
         if proc.returncode is not None:
             raise AssertionError(f"worker exited early: {proc.stderr.read().decode() if proc.stderr else ''}")
+
+
+def test_abandon_aborts_the_workers_job(
+    pg_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    processes: list[subprocess.Popen[bytes]],
+) -> None:
+    import asyncio
+
+    from core.config import load_settings
+    from core.domain import FeedbackAction
+    from core.tasks.review import ReviewService
+    from core.tasks.service import TaskService
+    from core.workspace import Workspace
+
+    script = write_script(tmp_path / "script.json", agent_delay=3000)  # only an abort ends this run
+    (task_id,) = _batch(pg_url, 1, tmp_path, script, capsys)
+    worker = worker_process(
+        pg_url, script, "--poll", "0.5", "--heartbeat", "0.5", EVIDENCE_DESK_LLM_TIMEOUT_S="3600"
+    )
+    processes.append(worker)
+    _wait_for(  # the worker has started the attempt (its agent now waits on the model)
+        pg_url,
+        f"select t.status, (select count(*) from attempts a where a.task_id = t.id) from tasks t "
+        f"where t.id = '{task_id}'",
+        lambda rows: rows[0] == ("running", 1),
+        proc=worker,
+    )
+
+    async def abandon() -> None:
+        ws = await Workspace.open(load_settings(db_url=pg_url, script=str(script)))
+        try:
+            task = await ws.store.get_task(task_id)
+            await ReviewService(TaskService(ws)).feedback(
+                task_id, FeedbackAction.ABANDON, expected_version=task.version
+            )
+        finally:
+            await ws.close()
+
+    asyncio.run(abandon())
+    rows = _wait_for(
+        pg_url,
+        f"select status from procrastinate_jobs where lock = '{task_id}'",
+        lambda rows: rows[0][0] in ("aborted", "failed", "succeeded"),
+        proc=worker,
+    )
+    assert rows == [("aborted",)]  # the running job was cancelled, not waited out
+    assert sync_rows(pg_url, "select status from tasks") == [("abandoned",)]
+    assert sync_rows(pg_url, "select state from attempts") == [("cancelled",)]
+    worker.send_signal(signal.SIGTERM)
+    _, err = worker.communicate(timeout=120)
+    assert worker.returncode == 0, err.decode()
+    assert_event_sequences_contiguous(pg_url)
