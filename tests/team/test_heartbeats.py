@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
+import subprocess
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,6 +18,7 @@ from core.domain import TaskStatus
 from core.store.schedules import ScheduleRepository
 from core.workers.schedules import add_schedule, fire
 from core.workspace import Workspace
+from tests.team.conftest import sync_rows, worker_process
 
 CHECKLIST = """# HEARTBEAT.md
 - Check the inbox folder for new flagged answers and summarise each one.
@@ -133,3 +138,45 @@ def test_schedule_add_list_remove_on_the_command_line(
     capsys.readouterr()
     assert cli_main(["schedule", "list", "--json", *base]) == 0
     assert json.loads(capsys.readouterr().out) == []
+
+
+def test_on_postgresql_a_workers_periodic_task_fires_due_schedules(
+    pg_url: str,
+    tmp_path: Path,
+    checklist: Path,
+    capsys: pytest.CaptureFixture[str],
+    processes: list[subprocess.Popen[bytes]],
+) -> None:
+    script = _script(tmp_path / "s.json")
+    base = ["--db", pg_url, "--script", str(script)]
+    assert (
+        cli_main(
+            [
+                "schedule",
+                "add",
+                "Work through HEARTBEAT.md",
+                "--every",
+                "1",
+                "--checklist",
+                str(checklist),
+                "--json",
+                *base,
+            ]
+        )
+        == 0
+    )
+    added = json.loads(capsys.readouterr().out)
+    worker = worker_process(pg_url, script, "--poll", "0.5", "--heartbeat", "0.5")
+    processes.append(worker)
+    deadline = time.monotonic() + 300
+    while not sync_rows(pg_url, "select last_verdict from schedules where last_verdict is not null"):
+        assert time.monotonic() < deadline, "no firing within five minutes"
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            worker.wait(timeout=0.2)
+        assert worker.returncode is None, worker.stderr.read().decode() if worker.stderr else ""
+    worker.send_signal(signal.SIGTERM)
+    _, err = worker.communicate(timeout=120)
+    assert worker.returncode == 0, err.decode()
+    attempts = sync_rows(pg_url, f"select count(*) from attempts where task_id = '{added['task_id']}'")
+    assert attempts[0][0] >= 1  # each firing an attempt of the schedule's own task
+    assert sync_rows(pg_url, "select count(*) from tasks") == [(1,)]
