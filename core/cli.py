@@ -105,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     from core.cli_review import add_review_commands
 
     _COMMANDS.update(add_review_commands(sub, common))
+    from core.cli_team import add_team_commands  # worker, batch, batches, schedule
+
+    _COMMANDS.update(add_team_commands(sub, common))
     return parser
 
 

@@ -334,6 +334,20 @@ class Settings(BaseSettings):
         description="Keeps the prompt the validator saw with each validation, to explain its verdict.",
         json_schema_extra=_desk(SettingsGroup.DEBUGGING),
     )
+    defer_runs: bool | None = Field(
+        default=None,
+        title="Defer runs to workers",
+        description="PostgreSQL workspaces: queue runs for `evidence-desk worker` processes instead of "
+        "running them here. Unset: defer while a worker is alive. Never on SQLite.",
+        json_schema_extra=_desk(editable=False),
+    )
+    verify_heartbeat: bool = Field(
+        default=False,
+        title="Verify heartbeat answers",
+        description="Validate every scheduled (heartbeat) answer whatever the trigger keywords, to catch a "
+        "lazy HEARTBEAT_OK; off: heartbeat answers skip validation. A schedule can also turn it on.",
+        json_schema_extra=_desk(SettingsGroup.REVIEW),
+    )
 
     @model_validator(mode="after")
     def _profile_models_win(self) -> Settings:

@@ -72,6 +72,7 @@ class QueueFilter(BaseModel):
     text: str = ""
     status: TaskStatus | None = None
     outcome: OutcomeFilter = OutcomeFilter.ANY
+    batch_id: str | None = None  # the tasks of one batch (``evidence-desk batch``)
 
     def statuses_in(self, group: QueueGroup) -> tuple[TaskStatus, ...]:
         """The group's statuses this filter lets through (none when the status picker excludes it)."""
@@ -81,7 +82,9 @@ class QueueFilter(BaseModel):
 
     @property
     def is_empty(self) -> bool:
-        return not self.text and self.status is None and self.outcome is OutcomeFilter.ANY
+        return (
+            not self.text and self.status is None and self.outcome is OutcomeFilter.ANY and not self.batch_id
+        )
 
 
 class SortColumn(StrEnum):

@@ -57,8 +57,17 @@ class TaskRow(Base):
     version: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # Batch tasks (migration 0004): the batch and the row key are unique together, so re-running
+    # a batch file never queues a row twice; metadata and a given answer travel with the row.
+    batch_id: Mapped[str | None] = mapped_column(String(64))
+    batch_key: Mapped[str | None] = mapped_column(String(200))
+    task_metadata: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    given_answer: Mapped[str | None] = mapped_column(Text)
 
-    __table_args__ = (Index("ix_tasks_status_updated", "status", "updated_at"),)
+    __table_args__ = (
+        Index("ix_tasks_status_updated", "status", "updated_at"),
+        Index("uq_tasks_batch_key", "batch_id", "batch_key", unique=True),
+    )
 
 
 class TaskCountRow(Base):
@@ -176,4 +185,30 @@ class FeedbackRow(Base):
     reviewer: Mapped[str] = mapped_column(String(200))
     from_status: Mapped[str] = mapped_column(String(32))
     to_status: Mapped[str] = mapped_column(String(32))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class BatchRow(Base):
+    __tablename__ = "batches"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    source: Mapped[str] = mapped_column(String(500))
+    row_count: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ScheduleRow(Base):
+    """A recurring task: each firing is a new attempt in the task's own session."""
+
+    __tablename__ = "schedules"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
+    cron: Mapped[str | None] = mapped_column(String(200))
+    interval_s: Mapped[int | None] = mapped_column(Integer)
+    checklist: Mapped[str | None] = mapped_column(Text)
+    verify_heartbeat: Mapped[bool] = mapped_column(Boolean, default=False)
+    next_run_at: Mapped[datetime] = mapped_column(index=True)
+    last_run_at: Mapped[datetime | None] = mapped_column()
+    last_verdict: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

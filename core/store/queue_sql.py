@@ -64,6 +64,8 @@ def filter_clause(store: StoreBase, flt: QueueFilter, *, shared: bool = False) -
         parts.append(cond)
     if flt.text:
         parts.append(_text_clause(store, flt.text, shared=shared))
+    if flt.batch_id:
+        parts.append(TaskRow.batch_id == flt.batch_id)
     return and_(true(), *parts)
 
 

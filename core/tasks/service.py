@@ -124,6 +124,10 @@ class TaskService:
 
     async def _run_tracked(self, task_id: str) -> TaskRecord:
         try:
+            from core.workers.dispatch import defer_if_workers  # imports this module: import late
+
+            if await defer_if_workers(self.ws, task_id):  # a team workspace's workers run it
+                return await self.store.get_task(task_id)
             return await self._run(task_id)
         finally:
             current = asyncio.current_task()

@@ -26,6 +26,7 @@ class Trigger(StrEnum):
     VERDICT_REJECTED_UNUSABLE = "verdict_rejected_unusable"
     INTERRUPTED_USABLE = "interrupted_usable"
     INTERRUPTED_UNUSABLE = "interrupted_unusable"
+    INTERRUPTED_RESUME = "interrupted_resume"  # a job queue retries the job of a dead worker
     FEEDBACK_SATISFIED = "feedback_satisfied"
     FEEDBACK_REVISE = "feedback_revise"
     FEEDBACK_ABANDON = "feedback_abandon"
@@ -86,6 +87,8 @@ TRANSITIONS: dict[tuple[TaskStatus, Trigger], TaskStatus] = {
     (S.VALIDATING, Trigger.INTERRUPTED_USABLE): S.NEEDS_REVIEW,
     (S.RUNNING, Trigger.INTERRUPTED_UNUSABLE): S.FAILED,
     (S.VALIDATING, Trigger.INTERRUPTED_UNUSABLE): S.FAILED,
+    (S.RUNNING, Trigger.INTERRUPTED_RESUME): S.NEEDS_REVISION,
+    (S.VALIDATING, Trigger.INTERRUPTED_RESUME): S.NEEDS_REVISION,
     (S.AWAITING_FEEDBACK, Trigger.FEEDBACK_SATISFIED): S.CLOSED,
     (S.NEEDS_REVIEW, Trigger.FEEDBACK_SATISFIED): S.CLOSED,
     (S.AWAITING_FEEDBACK, Trigger.FEEDBACK_REVISE): S.NEEDS_REVISION,

@@ -369,7 +369,16 @@ def test_verdicts_only_while_validating() -> None:
 
 def test_transition_table_size_is_pinned() -> None:
     """A new edge must come with a test above; this count makes forgetting one fail loudly."""
-    decisions_and_failures = 17 + len([s for s in TaskStatus if s.is_open])
+    decisions_and_failures = 19 + len([s for s in TaskStatus if s.is_open])
     no_dead_ends = 2 + 4 + 5  # failed: revise/abandon; revision failed x2 x2; reopen x5
     undos = 15  # the inverse of every decision edge between resting statuses
     assert len(TRANSITIONS) == decisions_and_failures + no_dead_ends + undos
+
+
+def test_a_dead_workers_task_is_resumed_not_delivered() -> None:
+    """A worker killed mid-task: the job queue retries the job, so the task goes back to the queue."""
+    assert next_status(S.RUNNING, Trigger.INTERRUPTED_RESUME) is S.NEEDS_REVISION
+    assert next_status(S.VALIDATING, Trigger.INTERRUPTED_RESUME) is S.NEEDS_REVISION
+    for status in TaskStatus:
+        if not status.is_execution_active:
+            assert not can(status, Trigger.INTERRUPTED_RESUME), status

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "0006_notify"
-down_revision: str | None = "0003_queue_counts"
+down_revision: str | None = "0004_team_work"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

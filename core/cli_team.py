@@ -1,0 +1,239 @@
+"""Team commands: ``worker``, ``batch``, ``batches`` and ``schedule add/list/remove``.
+
+They live apart from ``core.cli`` (which keeps the one-analyst commands) and are hooked in by
+``add_team_commands``; exit codes and one-line errors are ``core.cli``'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+from core.config import Settings
+from core.errors import ConfigurationError
+
+Handler = Callable[[argparse.Namespace, Settings], Coroutine[Any, Any, int]]
+
+
+def add_team_commands(sub: Any, common: argparse.ArgumentParser) -> dict[str, Handler]:
+    """Add the team subcommands' parsers to ``sub``; return their handlers by name."""
+    p = sub.add_parser("worker", parents=[common], help="run queued tasks (PostgreSQL: procrastinate jobs)")
+    p.add_argument("--concurrency", type=int, default=1, metavar="N", help="tasks run at once (default 1)")
+    p.add_argument("--once", action="store_true", help="stop when nothing is left to run")
+    p.add_argument("--name", help="worker name shown in procrastinate's tables and logs")
+    p.add_argument("--heartbeat", type=float, default=10.0, metavar="S", help="worker heartbeat interval")
+    p.add_argument(
+        "--stalled-after",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="retry jobs of workers silent this long",
+    )
+    p.add_argument("--poll", type=float, default=2.0, metavar="S", help="idle poll interval")
+
+    p = sub.add_parser("batch", parents=[common], help="queue one task per row of a .jsonl or .csv file")
+    p.add_argument("file", metavar="FILE.jsonl|FILE.csv")
+    p.add_argument("--team", metavar="FILE|auto", help="team template file, or 'auto', for every row")
+    p.add_argument("--output-schema", metavar="FILE", help="JSON schema every row's answer must satisfy")
+
+    sub.add_parser("batches", parents=[common], help="list batches with their progress")
+
+    p = sub.add_parser("schedule", parents=[common], help="recurring (heartbeat) tasks")
+    ssub = p.add_subparsers(dest="schedule_command", metavar="ACTION", required=True, parser_class=type(p))
+    a = ssub.add_parser("add", parents=[common], help="a task that recurs, each firing a new attempt")
+    a.add_argument("instructions", help="what each firing should do, e.g. 'Work through HEARTBEAT.md'")
+    when = a.add_mutually_exclusive_group(required=True)
+    when.add_argument("--cron", metavar="EXPR", help="cron expression, e.g. '*/30 * * * *'")
+    when.add_argument("--every", type=int, metavar="SECONDS", help="fixed interval in seconds")
+    a.add_argument("--checklist", metavar="FILE", help="checklist read afresh at every firing (HEARTBEAT.md)")
+    a.add_argument(
+        "--verify-heartbeat", action="store_true", help="validate every answer, catching a lazy HEARTBEAT_OK"
+    )
+    a.add_argument("--title")
+    ssub.add_parser("list", parents=[common], help="schedules with next run and last verdict")
+    r = ssub.add_parser("remove", parents=[common], help="stop a schedule (its task and evidence stay)")
+    r.add_argument("schedule_id")
+    return {"worker": cmd_worker, "batch": cmd_batch, "batches": cmd_batches, "schedule": cmd_schedule}
+
+
+async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    from core.cli import EXIT_OK, EXIT_USAGE, _with_workspace
+    from core.workers.worker import Progress, WorkerOptions, run_worker
+
+    if args.concurrency < 1:
+        print("evidence-desk: usage error: --concurrency must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    options = WorkerOptions(
+        concurrency=args.concurrency,
+        once=args.once,
+        name=args.name,
+        heartbeat_s=args.heartbeat,
+        stalled_after_s=args.stalled_after,
+        poll_s=args.poll,
+    )
+
+    async def body(ws: Any) -> int:
+        stats = await run_worker(ws, options, Progress(quiet=args.json))
+        if args.json:
+            from core.cli import _emit
+
+            _emit(
+                {
+                    "finished": dict(stats.finished),
+                    "resumed": stats.resumed,
+                    "skipped": stats.skipped,
+                    "errors": stats.errors,
+                }
+            )
+        else:
+            print(stats.summary(), file=sys.stderr)
+        return EXIT_OK
+
+    # No start-up recovery: a dead runner's task is resumed by the worker, not delivered for review.
+    return await _with_workspace(settings, body, recover=False)
+
+
+async def cmd_batch(args: argparse.Namespace, settings: Settings) -> int:
+    import asyncio
+    import os
+
+    from core.cli import EXIT_OK, _emit, _read_schema, _with_workspace
+    from core.store.batches import BatchRepository
+    from core.workers.batchfile import read_batch_file
+    from core.workers.dispatch import defer_tasks
+
+    path = Path(args.file)
+    batch_id, items = await asyncio.to_thread(read_batch_file, path)
+    schema = _read_schema(Path(args.output_schema)) if args.output_schema else None
+    team = args.team
+    if team is not None and team != "auto":
+        from core.team import load_team_plan
+
+        await asyncio.to_thread(load_team_plan, Path(team))
+        team = await asyncio.to_thread(os.path.abspath, team)
+
+    async def body(ws: Any) -> int:
+        bar = _bar(len(items), quiet=args.json)
+        try:
+            result = await BatchRepository(ws.store).queue(
+                batch_id, str(path), items, team_spec=team, output_schema=schema, on_progress=bar
+            )
+        finally:
+            bar.close()
+        deferred = 0 if ws.store.is_sqlite else await defer_tasks(ws.store, result.new_ids)
+        if args.json:
+            _emit(
+                {
+                    "batch_id": batch_id,
+                    "task_ids": result.task_ids,
+                    "created": result.created,
+                    "existing": result.existing,
+                }
+            )
+        else:
+            where = f", {deferred} job(s) for the workers" if deferred else ""
+            print(
+                f"batch {batch_id[:12]}: {result.created} task(s) queued, {result.existing} already queued{where}"
+            )
+        return EXIT_OK
+
+    return await _with_workspace(settings, body)
+
+
+class _Bar:
+    def __init__(self, total: int, quiet: bool) -> None:
+        self._tqdm: Any = None
+        if not quiet and sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self._tqdm = tqdm(total=total, unit="row", file=sys.stderr, desc="batch")
+
+    def __call__(self, n: int) -> None:
+        if self._tqdm is not None:
+            self._tqdm.update(n)
+
+    def close(self) -> None:
+        if self._tqdm is not None:
+            self._tqdm.close()
+
+
+def _bar(total: int, *, quiet: bool) -> _Bar:
+    return _Bar(total, quiet)
+
+
+async def cmd_batches(args: argparse.Namespace, settings: Settings) -> int:
+    from core.cli import EXIT_OK, _emit, _with_workspace
+    from core.store.batches import BatchRepository
+
+    async def body(ws: Any) -> int:
+        rows = await BatchRepository(ws.store).progress()
+        if args.json:
+            _emit(
+                [
+                    {
+                        "batch_id": b.batch_id,
+                        "source": b.source,
+                        "total": b.total,
+                        "done": b.done,
+                        "by_status": {s.value: n for s, n in b.by_status.items()},
+                    }
+                    for b in rows
+                ]
+            )
+        else:
+            for b in rows:
+                print(f"{b.batch_id[:12]}  {b.done}/{b.total} done  {b.source}")
+        return EXIT_OK
+
+    return await _with_workspace(settings, body, recover=False)
+
+
+async def cmd_schedule(args: argparse.Namespace, settings: Settings) -> int:
+    from core.cli import EXIT_INPUT, EXIT_OK, _emit, _with_workspace
+    from core.store.schedules import ScheduleRepository
+    from core.workers.schedules import add_schedule
+
+    async def body(ws: Any) -> int:
+        repo = ScheduleRepository(ws.store)
+        if args.schedule_command == "add":
+            s = await add_schedule(
+                ws,
+                args.instructions,
+                cron=args.cron,
+                interval_s=args.every,
+                checklist=Path(args.checklist) if args.checklist else None,
+                verify_heartbeat=args.verify_heartbeat,
+                title=args.title,
+            )
+            if args.json:
+                _emit(s.model_dump(mode="json"))
+            else:
+                print(f"schedule {s.id} for task {s.task_id}; next run {s.next_run_at.isoformat()}")
+            return EXIT_OK
+        if args.schedule_command == "list":
+            rows = await repo.all()
+            if args.json:
+                _emit([s.model_dump(mode="json") for s in rows])
+            for s in [] if args.json else rows:
+                when = s.cron or f"every {s.interval_s}s"
+                print(
+                    f"{s.id[:12]}  {when:<16} next {s.next_run_at:%Y-%m-%d %H:%M:%S}  last {s.last_verdict or '-'}"
+                )
+            return EXIT_OK
+        matches = [s for s in await repo.all() if s.id.startswith(args.schedule_id.lower())]
+        if len(matches) != 1:
+            problem = "no schedule" if not matches else "more than one schedule"
+            print(f"evidence-desk: {problem} matches {args.schedule_id!r}", file=sys.stderr)
+            return EXIT_INPUT
+        await repo.remove(matches[0].id)
+        if not args.json:
+            print(f"schedule {matches[0].id} removed; its task {matches[0].task_id} and its evidence stay")
+        return EXIT_OK
+
+    return await _with_workspace(settings, body, recover=False)
+
+
+__all__ = ["ConfigurationError", "add_team_commands"]

@@ -1,0 +1,139 @@
+"""Deferring work to ``evidence-desk worker`` processes through procrastinate.
+
+procrastinate keeps its jobs in the workspace's own PostgreSQL database (its ``procrastinate_*``
+tables), so a task and the job that runs it live in one place and one backup. Its schema is
+applied by the first worker that starts (and by anything that defers with ``defer_runs = true``),
+under the same advisory lock our migrations take: procrastinate versions its schema itself, and
+tying it to one of our alembic revisions would pin the workspace to one procrastinate release.
+
+Every job for a task carries the task id as its ``lock`` (two jobs of one task never run at once)
+and ``queueing_lock`` (a task is queued at most once); a second defer is a no-op.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from core.store.engine import MIGRATION_LOCK_KEY
+
+if TYPE_CHECKING:
+    from procrastinate import App
+
+    from core.store import Store
+    from core.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+QUEUE = "evidence-desk"
+RUN_TASK = "evidence_desk.run_task"
+FIRE_SCHEDULE = "evidence_desk.fire_schedule"
+# A worker counts as alive while its procrastinate heartbeat (every 10 s by default) is this fresh.
+ALIVE_WITHIN_S = 60.0
+
+
+def libpq_conninfo(url: str) -> str:
+    """The workspace's SQLAlchemy URL as psycopg wants it (no driver suffix)."""
+    parsed = make_url(url).set(drivername="postgresql")
+    return parsed.render_as_string(hide_password=False)
+
+
+def make_app(url: str, **pool: Any) -> App:
+    """A procrastinate app on the workspace database; the job bodies are registered by the worker."""
+    from procrastinate import App, PsycopgConnector
+
+    connector = PsycopgConnector(conninfo=libpq_conninfo(url), **pool)
+    return App(connector=connector)
+
+
+async def has_queue_schema(store: Store) -> bool:
+    if store.is_sqlite:
+        return False
+    async with store.engine.connect() as conn:
+        found = (await conn.execute(text("SELECT to_regclass('procrastinate_jobs')"))).scalar()
+    return found is not None
+
+
+async def ensure_queue_schema(store: Store) -> None:
+    """Apply procrastinate's schema once per database, under the migration lock (two workers at once)."""
+    from procrastinate.schema import SchemaManager
+
+    if await has_queue_schema(store):
+        return
+    schema = SchemaManager.get_schema()
+    async with store.write_engine.begin() as conn:
+        await conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK_KEY})
+        if (await conn.execute(text("SELECT to_regclass('procrastinate_jobs')"))).scalar() is None:
+            raw = await conn.get_raw_connection()
+            await raw.driver_connection.execute(schema)  # type: ignore[union-attr]
+
+
+async def worker_alive(store: Store, within_s: float = ALIVE_WITHIN_S) -> bool:
+    """A worker heartbeat in procrastinate's worker table is fresh: deferred work will be picked up."""
+    if not await has_queue_schema(store):
+        return False
+    async with store.engine.connect() as conn:
+        alive = await conn.execute(
+            text(
+                "SELECT EXISTS (SELECT 1 FROM procrastinate_workers "
+                "WHERE last_heartbeat > now() - make_interval(secs => :s))"
+            ),
+            {"s": within_s},
+        )
+        return bool(alive.scalar())
+
+
+async def should_defer(ws: Workspace) -> bool:
+    """The ``defer_runs`` setting: never on SQLite; on PostgreSQL forced, off, or while a worker lives."""
+    if ws.store.is_sqlite or ws.settings.defer_runs is False:
+        return False
+    if ws.settings.defer_runs is True:
+        return True
+    return await worker_alive(ws.store)
+
+
+async def defer_tasks(store: Store, task_ids: Iterable[str]) -> int:
+    """Queue a run job per task (one job per task at most); returns how many were new."""
+    from procrastinate import exceptions
+
+    ids = list(task_ids)
+    if not ids:
+        return 0
+    await ensure_queue_schema(store)
+    app = make_app(store.url, min_size=1, max_size=2)
+    queued = 0
+    async with app.open_async():
+        for task_id in ids:
+            deferrer = app.configure_task(RUN_TASK, queue=QUEUE, lock=task_id, queueing_lock=task_id)
+            try:
+                await deferrer.defer_async(task_id=task_id)
+                queued += 1
+            except exceptions.AlreadyEnqueued:
+                pass
+    return queued
+
+
+async def defer_if_workers(ws: Workspace, task_id: str) -> bool:
+    """The service's hook: True when the run was handed to the workers instead of run here."""
+    if not await should_defer(ws):
+        return False
+    await defer_tasks(ws.store, [task_id])
+    return True
+
+
+async def abort_task_jobs(store: Store, task_id: str) -> int:
+    """Ask procrastinate to abort the task's running job and drop its queued one (an abandon)."""
+    if not await has_queue_schema(store):
+        return 0
+    app = make_app(store.url, min_size=1, max_size=1)
+    done = 0
+    async with app.open_async():
+        for status in ("todo", "doing"):
+            for job in await app.job_manager.list_jobs_async(lock=task_id, status=status):
+                if job.id is not None and await app.job_manager.cancel_job_by_id_async(job.id, abort=True):
+                    done += 1
+    return done

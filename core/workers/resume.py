@@ -1,0 +1,77 @@
+"""A dead worker's task goes back to the queue, ended by crash recovery's own rules.
+
+Crash recovery (``core.tasks.recovery``) delivers an interrupted task for review because nobody
+will run it again. Under a job queue somebody will: procrastinate retries the job of a worker
+that stopped sending heartbeats. So the attempt and its runs end exactly as recovery ends them
+(``run_interrupted`` events, the attempt ``interrupted`` with recovery's outcome, in the same
+transaction as the task's move), but the task moves to ``needs_revision`` carrying the
+interrupted attempt's prompt, and the retried job starts the next attempt in the same session.
+Event sequences stay contiguous because every write goes through the one event log.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.domain.facts import AttemptState, EventKind, FinishReason, RevisionRequester
+from core.domain.records import TaskRecord
+from core.errors import VersionConflict
+from core.store import NewEvent
+from core.tasks.policy import attempt_ending, interruption, is_writable
+from core.tasks.recovery import _current_attempt, _runner_gone
+from core.tasks.state_machine import Trigger, next_status
+from core.workspace import Workspace
+
+
+def runner_is_gone(task: TaskRecord) -> bool:
+    """Recovery's rule: same host and the process is dead, or another host's heartbeat is stale."""
+    return _runner_gone(task)
+
+
+async def resume_interrupted(ws: Workspace, task: TaskRecord, *, why: str) -> TaskRecord | None:
+    """End the dead runner's attempt and queue the task again; None if someone else moved it first."""
+    store = ws.store
+    if not is_writable(task) or not task.status.is_execution_active or task.main_session_id is None:
+        return None
+    attempt = _current_attempt(task, await store.list_attempts(task.id))
+    _, outcome = interruption(attempt)
+    for run in await store.list_runs(task_id=task.id):
+        if run.state == "running":
+            await store.append_event(
+                run.session_id,
+                EventKind.RUN_INTERRUPTED,
+                {"message": "the worker running this run stopped before it finished", "runner": task.runner},
+                run_id=run.id,
+                task_id=task.id,
+            )
+            await store.finish_run(run.id, finish_reason=FinishReason.INTERRUPTED, output_text="")
+    target = next_status(task.status, Trigger.INTERRUPTED_RESUME)
+    prompt = attempt.prompt if attempt is not None else None
+    event = NewEvent(
+        kind=EventKind.TASK_STATUS_CHANGED,
+        payload={
+            "from": task.status.value,
+            "to": target.value,
+            "trigger": Trigger.INTERRUPTED_RESUME.value,
+            "attempt_index": attempt.index if attempt is not None else task.attempt_count,
+            "reason": why,
+            "runner": task.runner,
+            "validation_outcome": None,
+            **({"next_prompt": prompt} if prompt else {}),
+        },
+    )
+    fields: dict[str, Any] = {
+        "expected_version": task.version,
+        "event": (task.main_session_id, event),
+        "status": target,
+        "runner": None,
+        "revision_requested_by": RevisionRequester.VALIDATOR,  # queued automatically, no analyst waits
+        "validation_outcome": None,
+    }
+    try:
+        if attempt is None:
+            return await store.update_task(task.id, **fields)
+        ending = attempt_ending(attempt, AttemptState.INTERRUPTED, outcome)
+        return await store.update_task(task.id, ending=(attempt.id, ending), **fields)
+    except VersionConflict:
+        return None

@@ -1,0 +1,96 @@
+"""Fixtures for the team workspace: batch files, scripts, worker processes and database reads."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+ROOT = Path(__file__).resolve().parents[2]
+
+VERDICT_OK = json.dumps(
+    {
+        "goal_achievement": "met",
+        "completeness": "complete",
+        "rule_compliance": "no rules",
+        "status": "accepted",
+        "score": 0.9,
+        "issues": [],
+        "recommended_revision_prompt": "",
+        "category": "none",
+        "citations": [],
+    }
+)
+
+
+def write_script(path: Path, *, agent_delay: float = 0.0, answer: str = "The answer is done.") -> Path:
+    """An agent that answers once (after ``agent_delay`` seconds, waiting like a real provider)."""
+    script = {
+        "conversations": [
+            {"model": "agent", "turns": [{"content": answer, "delay_s": agent_delay}]},
+            {"model": "validator", "turns": [{"content": VERDICT_OK}]},
+        ]
+    }
+    path.write_text(json.dumps(script), encoding="utf-8")
+    return path
+
+
+def write_jsonl(path: Path, rows: int, *, prefix: str = "Question") -> Path:
+    lines = [
+        json.dumps({"text": f"{prefix} {i}?", "title": f"Q{i}", "metadata": {"row": i}}) for i in range(rows)
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def sync_rows(db_url: str, sql: str, **params: Any) -> list[tuple[Any, ...]]:
+    """Read the workspace from outside any store (as another process would)."""
+    url = make_url(db_url)
+    if url.get_backend_name() == "sqlite":
+        sync = url.set(drivername="sqlite")
+    else:
+        sync = url.set(drivername="postgresql+psycopg")
+    engine = create_engine(sync)
+    try:
+        with engine.connect() as conn:
+            return [tuple(r) for r in conn.execute(text(sql), params).all()]
+    finally:
+        engine.dispose()
+
+
+def assert_event_sequences_contiguous(db_url: str) -> None:
+    sessions = dict(sync_rows(db_url, "select id, next_seq from sessions"))
+    seqs: dict[Any, list[int]] = {sid: [] for sid in sessions}
+    for sid, seq in sync_rows(db_url, "select session_id, seq from events order by session_id, seq"):
+        seqs[sid].append(int(seq))
+    for sid, found in seqs.items():
+        assert found == list(range(1, len(found) + 1)), (sid, found)
+        assert sessions[sid] == len(found) + 1, sid
+
+
+def worker_process(db_url: str, script: Path, *args: str, **env: str) -> subprocess.Popen[bytes]:
+    """``evidence-desk worker`` as a real child process (one a test can SIGKILL)."""
+    argv = [sys.executable, "-m", "core.cli", "worker", "--db", db_url, "--script", str(script), *args]
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), "EVIDENCE_DESK_LLM_NUM_RETRIES": "0", **env}
+    return subprocess.Popen(argv, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+@pytest.fixture
+def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Child processes a test starts; any still alive at the end are killed (no leaks)."""
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for p in started:
+        if p.poll() is None:
+            p.kill()
+        p.wait(timeout=60)
+        if p.stderr is not None:
+            p.stderr.close()
