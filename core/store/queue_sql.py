@@ -220,8 +220,11 @@ async def stored_counts(store: StoreBase, flt: QueueFilter) -> dict[TaskStatus, 
 
 
 def counts_are_cheap(flt: QueueFilter) -> bool:
-    """Counting this filter costs a few rows of ``task_counts``, not a pass over the matches."""
-    return not flt.text
+    """Counting this filter costs a few rows of ``task_counts``, not a pass over the matches.
+
+    The table counts by status and outcome only: a text or batch filter needs the tasks themselves.
+    """
+    return not flt.text and not flt.batch_id
 
 
 async def count_by_status(store: StoreBase, flt: QueueFilter) -> dict[TaskStatus, int]:

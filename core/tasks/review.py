@@ -225,7 +225,7 @@ class ReviewService:
             updated = await self.store.update_task(task.id, ending=(latest.id, ending), **update)
         else:
             updated = await self.store.update_task(task.id, **update)
-        if action is FeedbackAction.ABANDON:  # a worker running it stops through procrastinate's abort
+        if action == FeedbackAction.ABANDON:  # a worker running it stops through procrastinate's abort
             from core.workers.dispatch import abort_task_jobs
 
             await abort_task_jobs(self.store, task.id)
