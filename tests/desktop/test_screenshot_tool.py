@@ -87,6 +87,10 @@ def test_each_documented_view_is_one_command(demo: tuple[Path, Path, dict[str, s
         home, tmp_path / "history.png", "--db", str(db), "--tab", "history", "--task-id", ids["Rosetta Stone"]
     )
     assert f"selected task {ids['Rosetta Stone'][:12]}" in history and "tab history" in history
+    prompt = _shot(
+        home, tmp_path / "prompt.png", "--db", str(db), "--tab", "validator", "--task-id", ids["Tides"][:8]
+    )
+    assert "tab validator" in prompt
 
     bundle = tmp_path / "tides.zip"
     _ok(_child(home, "core.cli", "export", "--db", str(db), "-o", str(bundle), ids["Tides"]))
