@@ -7,7 +7,7 @@ RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 BUNDLE_STAMP := $(VENV)/.installed-bundle
 
-.PHONY: run test lint typecheck pytest postgres-server screenshot bundle bundle-check bench audit clean
+.PHONY: run test lint typecheck pytest postgres-server screenshot screenshots bundle bundle-check bench audit clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,16 +58,37 @@ postgres-server:
 
 test: lint typecheck pytest
 
-# The README's screenshot: the demo workspace, built by the real pipeline, shown by the desk on a
-# virtual X screen (Debian's xvfb; offscreen Qt when xvfb-run is missing).
-screenshot: $(RUN_STAMP)
-	rm -rf .screenshot-ws && mkdir -p docs .screenshot-ws
-	$(BIN)/evidence-desk demo --db .screenshot-ws/demo.sqlite3 > /dev/null
-	xvfb-run -a -s "-screen 0 1600x1000x24" $(BIN)/python -m desktop.screenshot docs/screenshot.png \
-		--db .screenshot-ws/demo.sqlite3 \
+# Desk screenshots: the demo workspace, built by the real pipeline, shown by the desk at its default
+# window size on a virtual X screen (Debian's xvfb; Qt's offscreen platform when xvfb-run or Qt's
+# xcb libraries are missing). SHOT is a shell function so each shot is one line with its options.
+SHOT_WS := .screenshot-ws
+SHOT = shot() { xvfb-run -a -s "-screen 0 1600x1000x24" $(BIN)/python -m desktop.screenshot "$$@" \
 	|| { echo "xvfb-run unavailable or Qt's xcb libraries missing; using Qt's offscreen platform"; \
-		QT_QPA_PLATFORM=offscreen $(BIN)/python -m desktop.screenshot docs/screenshot.png --db .screenshot-ws/demo.sqlite3; }
-	rm -rf .screenshot-ws
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m desktop.screenshot "$$@"; }; }; shot
+
+# The README's screenshot.
+screenshot: $(RUN_STAMP)
+	rm -rf $(SHOT_WS) && mkdir -p docs $(SHOT_WS)
+	$(BIN)/evidence-desk demo --db $(SHOT_WS)/demo.sqlite3 > /dev/null
+	$(SHOT) docs/screenshot.png --db $(SHOT_WS)/demo.sqlite3
+	rm -rf $(SHOT_WS)
+
+# The screenshots issue #15 asks for, each reproducible from its one line: the queue, a case's
+# History tab, a running task's live evidence (taken last: closing the tool cancels that run) and
+# an imported read-only task (in a workspace of its own, so the import is not skipped as present).
+screenshots: $(RUN_STAMP)
+	rm -rf $(SHOT_WS) && mkdir -p docs/screenshots $(SHOT_WS)
+	$(BIN)/evidence-desk demo --db $(SHOT_WS)/demo.sqlite3 > /dev/null
+	$(BIN)/evidence-desk list --db $(SHOT_WS)/demo.sqlite3 > $(SHOT_WS)/demo.txt
+	$(SHOT) docs/screenshots/queue.png --db $(SHOT_WS)/demo.sqlite3
+	$(SHOT) docs/screenshots/history.png --db $(SHOT_WS)/demo.sqlite3 --tab history \
+		--task-id $$(awk '/ Rosetta Stone$$/ {print $$1}' $(SHOT_WS)/demo.txt)
+	$(BIN)/evidence-desk export --db $(SHOT_WS)/demo.sqlite3 -o $(SHOT_WS)/tides.zip \
+		$$(awk '/ Tides$$/ {print $$1}' $(SHOT_WS)/demo.txt) > /dev/null
+	$(SHOT) docs/screenshots/read-only.png --db $(SHOT_WS)/imported.sqlite3 --import-bundle $(SHOT_WS)/tides.zip
+	$(SHOT) docs/screenshots/live.png --db $(SHOT_WS)/demo.sqlite3 \
+		--run-live "What causes ocean tides on a coast with two high tides a day?"
+	rm -rf $(SHOT_WS)
 
 # An installable one-folder desk (PyInstaller); takes a few minutes, so not part of `make test`.
 bundle: $(BUNDLE_STAMP)

@@ -1,63 +1,243 @@
-"""Save a PNG of the desk: ``python -m desktop.screenshot OUT.png [--db URL] [--size 1400x860]``.
+"""Save a PNG of the desk, each documented view reproducible from one command.
 
-Opens the desk on the workspace, waits until the queue is filled and a task is selected (the
-first one needing review, else the first task listed) and its detail is shown, then grabs the
-window. Works headless with ``QT_QPA_PLATFORM=offscreen``. The window state is kept in a
-throw-away settings file so a screenshot never changes the analyst's saved layout.
+``python -m desktop.screenshot OUT.png --db URL [--task-id PREFIX] [--tab evidence|history|validator]
+[--run-live TEXT] [--import-bundle FILE] [--script FILE] [--size WxH]``
+
+Opens the desk on the workspace at the desk's own default window size, waits until the queue is
+filled and a task is selected (the one named, else the first needing review, else the first
+listed) and its detail is shown, then grabs the window. Works under Xvfb and with
+``QT_QPA_PLATFORM=offscreen``.
+
+- ``--run-live TEXT`` creates a task whose scripted run is held mid-way (its second model call
+  waits an hour), so the shot catches the streamed transcript and the evidence recorded so far
+  of a RUNNING task; closing the tool cancels the run, as the desk's Abandon would.
+- ``--import-bundle FILE`` imports an exported bundle read-only first (trusted: the tool only
+  renders it) and selects its first imported task.
+
+Screenshots never read or change the analyst's own state: the window layout lives in a
+throw-away settings file and the configuration file is ignored, so two machines produce the same
+picture. With no ``--script`` the demo's script answers, so the first-run banner (shown when no
+provider is configured) does not cover the view being documented.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import re
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QSettings
 
+if TYPE_CHECKING:
+    from desktop.views.main_window import MainWindow
 
-async def _capture(out: Path, db_url: str | None, size: tuple[int, int]) -> int:
-    from desktop.app import DeskLauncher
+DEFAULT_SIZE = (1400, 860)  # MainWindow's own default (main_window.py, app.py): never a widened one
+TABS = ("evidence", "history", "validator")
+LIVE_FIRST = "Searching the corpus first; the answer follows once the sources are read."
+LIVE_HOLD_S = 3600.0  # the second call waits this long: the shot is taken long before
+
+
+class ShotError(Exception):
+    """Bad input to the tool; printed as one line, exit code 2."""
+
+
+@dataclass(frozen=True)
+class Shot:
+    out: Path
+    db_url: str | None
+    size: tuple[int, int] = DEFAULT_SIZE
+    script: Path | None = None
+    task_prefix: str | None = None
+    tab: str = "evidence"
+    run_live: str | None = None
+    import_bundle: Path | None = None
+
+
+def live_script(text: str, base: Path, folder: Path) -> Path:
+    """``base``'s conversations plus a held one for ``text``, written into ``folder``.
+
+    The held conversation comes first and matches only the live task's text, so the demo's
+    answers still serve every other task.
+    """
+    conversations: list[Any] = json.loads(base.read_text(encoding="utf-8"))["conversations"]
+    held = {
+        "model": "agent",
+        "match": re.escape(text),
+        "turns": [
+            {"content": LIVE_FIRST, "tool_calls": [{"name": "search_corpus", "arguments": {"query": text}}]},
+            {"content": "This answer is never reached.", "delay_s": LIVE_HOLD_S},
+        ],
+    }
+    path = folder / "live-script.json"
+    path.write_text(json.dumps({"conversations": [held, *conversations]}), encoding="utf-8")
+    return path
+
+
+async def _import_bundle(db_url: str | None, script: Path, bundle: Path) -> list[str]:
+    from core.bundle import import_bundle
+    from core.config import load_settings
+    from core.errors import EvidenceDeskError
+    from core.workspace import Workspace
+
+    workspace = await Workspace.open(load_settings(db_url=db_url, script=script))
+    try:
+        summary = await import_bundle(workspace.store, bundle, trust=True)
+    except EvidenceDeskError as exc:
+        raise ShotError(str(exc)) from None
+    finally:
+        await workspace.close()
+    ids = summary.imported_task_ids or summary.skipped_task_ids  # already there: show it all the same
+    if not ids:
+        raise ShotError(f"{bundle.name} holds no task to show")
+    return ids
+
+
+async def _until(check: Any, what: str, limit_s: float = 30.0) -> None:
+    for _ in range(int(limit_s / 0.02)):
+        if check():
+            return
+        await asyncio.sleep(0.02)
+    raise ShotError(f"gave up waiting for {what} after {limit_s:.0f} s")
+
+
+def _find_task(window: MainWindow, prefix: str) -> str:
     from desktop.presentation import GROUPS
 
-    state = QSettings(str(Path(tempfile.mkdtemp()) / "ui.ini"), QSettings.Format.IniFormat)
-    launcher = DeskLauncher(db_url, ui_state=state)
+    ids = {tid for group in GROUPS for tid in window.model.group_task_ids(group.key)}
+    found = sorted(tid for tid in ids if tid.startswith(prefix.lower()))
+    if len(found) != 1:
+        why = "no task in the queue starts" if not found else f"{len(found)} tasks in the queue start"
+        raise ShotError(f"--task-id {prefix}: {why} with it")
+    return found[0]
+
+
+def _first_task(window: MainWindow) -> str | None:
+    from desktop.presentation import GROUPS
+
+    for group in GROUPS:
+        ids = window.model.group_task_ids(group.key)
+        if ids:
+            return ids[0]
+    return None
+
+
+async def _select(window: MainWindow, task_id: str) -> None:
+    shown: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+    def on_shown(shown_id: str) -> None:
+        if shown_id == task_id and not shown.done():
+            shown.set_result(shown_id)
+
+    window.sig_dossier_shown.connect(on_shown)
+    await _until(lambda: window.queue.select_task(task_id), f"task {task_id[:12]} in the queue")
+    await asyncio.wait_for(shown, 15)
+
+
+async def _start_live(window: MainWindow, text: str) -> str:
+    task = await window.services.tasks.create(text)
+    await _select(window, task.id)
+    window.services.tasks.start(task.id)
+    detail = window.detail
+    await _until(lambda: LIVE_FIRST in detail.answer_view.toPlainText(), "the live transcript")
+    await _until(lambda: detail.evidence_view.current_evidence_id() == "E1", "the first recorded evidence")
+    return str(task.id)
+
+
+def _show_tab(window: MainWindow, tab: str) -> None:
+    detail = window.detail
+    detail.tabs.setCurrentIndex(1 if tab == "history" else 0)
+    if tab == "validator":
+        detail.validator_view.tabs.setCurrentIndex(1)  # the prompt the validator was given
+
+
+async def capture(shot: Shot) -> str:
+    """Take ``shot``; returns the line to print. Raises ShotError on bad input."""
+    from core.resources import resource_path
+    from desktop.app import DeskLauncher
+    from desktop.models.queue_model import COL_TITLE
+
+    folder = Path(tempfile.mkdtemp(prefix="desk-shot-"))
+    script = shot.script or resource_path("demo", "script.json")
+    if shot.run_live is not None:
+        script = live_script(shot.run_live, script, folder)
+    imported: list[str] = []
+    if shot.import_bundle is not None:
+        imported = await _import_bundle(shot.db_url, script, shot.import_bundle)
+    state = QSettings(str(folder / "ui.ini"), QSettings.Format.IniFormat)
+    launcher = DeskLauncher(shot.db_url, ui_state=state, script=str(script))
     try:
-        window = await launcher.open()
-        window.resize(*size)  # the splitter keeps the window's own default layout
+        window: MainWindow = await launcher.open()
+        window.resize(*shot.size)
         window.show()
-        for _ in range(500):
-            if window.model.loaded_once:
-                break
-            await asyncio.sleep(0.01)
-        chosen = None
-        for group in GROUPS:
-            ids = window.model.group_task_ids(group.key)
-            if ids:
-                chosen = ids[0]
-                break
-        if chosen is not None:
-            shown: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-
-            def on_shown(task_id: str) -> None:
-                if not shown.done():
-                    shown.set_result(task_id)
-
-            window.sig_dossier_shown.connect(on_shown)
-            window.queue.select_task(chosen)
-            await asyncio.wait_for(shown, 15)
-        await asyncio.sleep(0.2)  # let layouts settle after the detail pane filled
+        await _until(lambda: window.model.loaded_once, "the queue to load")
+        if shot.run_live is not None:
+            chosen: str | None = await _start_live(window, shot.run_live)
+        else:
+            if shot.task_prefix:
+                chosen = _find_task(window, shot.task_prefix)
+            else:
+                chosen = imported[0] if imported else _first_task(window)
+            if chosen is not None:
+                await _select(window, chosen)
+        _show_tab(window, shot.tab)
+        await asyncio.sleep(0.3)  # let layouts settle after the detail pane filled
         pixmap = window.grab()
-        if not pixmap.save(str(out)):
-            print(f"could not write {out}", file=sys.stderr)
-            return 1
-        print(f"saved {out} ({pixmap.width()}x{pixmap.height()}), selected task {chosen}")
+        if not pixmap.save(str(shot.out)):
+            raise ShotError(f"could not write {shot.out}")
+        title_px = window.queue.tree.header().sectionSize(COL_TITLE)
         window.close()
-        return 0
+        return (
+            f"saved {shot.out} ({pixmap.width()}x{pixmap.height()}), selected task "
+            f"{(chosen or '-')[:12]}, tab {shot.tab}, title column {title_px} px"
+        )
     finally:
         await launcher.close()
+
+
+def _size(value: str) -> tuple[int, int]:
+    try:
+        width, height = (int(v) for v in value.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT, got {value!r}") from None
+    return width, height
+
+
+def parse_shot(argv: list[str] | None) -> Shot:
+    parser = argparse.ArgumentParser(prog="python -m desktop.screenshot")
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--db", default=None, help="workspace database URL (default: the configured one)")
+    parser.add_argument("--size", type=_size, default=DEFAULT_SIZE, help="default: the desk's own, 1400x860")
+    parser.add_argument("--script", type=Path, default=None, help="scripted answers (default: the demo's)")
+    parser.add_argument(
+        "--task-id", default=None, metavar="PREFIX", help="select the task with this id prefix"
+    )
+    parser.add_argument("--tab", choices=TABS, default="evidence", help="the detail tab to show")
+    parser.add_argument("--run-live", default=None, metavar="TEXT", help="show a running task asking TEXT")
+    parser.add_argument(
+        "--import-bundle", type=Path, default=None, metavar="FILE", help="import read-only first"
+    )
+    args = parser.parse_args(argv)
+    if args.run_live is not None and (args.task_id or args.import_bundle):
+        parser.error("--run-live shows its own task: no --task-id or --import-bundle with it")
+    if args.run_live is not None and not args.run_live.strip():
+        parser.error("--run-live needs the task's text")
+    return Shot(
+        out=args.out,
+        db_url=args.db,
+        size=args.size,
+        script=args.script,
+        task_prefix=args.task_id,
+        tab=args.tab,
+        run_live=args.run_live,
+        import_bundle=args.import_bundle,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,20 +245,28 @@ def main(argv: list[str] | None = None) -> int:
 
     from desktop.app import make_application
 
-    parser = argparse.ArgumentParser(prog="python -m desktop.screenshot")
-    parser.add_argument("out", type=Path)
-    parser.add_argument("--db", default=None, help="workspace database URL (default: the configured one)")
-    parser.add_argument("--size", default="1400x860")
-    args = parser.parse_args(argv)
-    width, height = (int(v) for v in args.size.lower().split("x"))
+    shot = parse_shot(argv)
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    # The analyst's config file would make the picture depend on the machine.
+    os.environ["EVIDENCE_DESK_CONFIG_FILE"] = str(Path(tempfile.mkdtemp()) / "none.toml")
+    if "EVIDENCE_DESK_CORPUS" not in os.environ:
+        from core.resources import resource_path
+
+        os.environ["EVIDENCE_DESK_CORPUS"] = str(resource_path("demo", "corpus"))
     app = make_application()
     app.setQuitOnLastWindowClosed(False)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
+    from core.errors import EvidenceDeskError
+
     with loop:
-        code: int = loop.run_until_complete(_capture(args.out, args.db, (width, height)))
-    return code
+        try:
+            line = loop.run_until_complete(capture(shot))
+        except (ShotError, EvidenceDeskError) as exc:
+            print(f"screenshot: {exc}", file=sys.stderr)
+            return 2
+    print(line)
+    return 0
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ from core.domain.facts import AttemptState, EventKind
 from core.domain.records import AttemptRecord, EventRecord
 from core.evidence.builder import run_evidence_from_events
 
+RUNNING = "running"  # shown where a finished run shows its finish reason
+
 
 def _runs_of(
     attempt: AttemptRecord, events: Sequence[EventRecord]
@@ -50,6 +52,8 @@ def provisional_packet(
         if attempt.state is AttemptState.RUNNING and not any(
             e.kind == EventKind.RUN_FINISHED for e in run_events
         ):
+            # The builder reads a run with no end as interrupted; this one is simply not done yet.
+            evidence.finish_reason = RUNNING
             evidence.warnings = ["this run is still in progress"]
         if main is None and not is_node:
             main = evidence

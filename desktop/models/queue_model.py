@@ -45,6 +45,7 @@ from core.domain.records import TaskRecord
 from core.domain.status import TaskStatus
 from core.events import RunProgress
 from core.tasks.queue import QueueSnapshot, RowUpdate, TaskQueue, group_count, place
+from core.tasks.review import read_only_reason
 from desktop.ops import CoreOps
 from desktop.presentation import (
     GROUPS,
@@ -58,6 +59,8 @@ from desktop.presentation import (
 Index = QModelIndex | QPersistentModelIndex
 
 GROUP_INDEX: dict[str, int] = {g.key: gi for gi, g in enumerate(GROUPS)}
+
+READ_ONLY_MARK = "[read-only]"
 
 COLUMNS: tuple[tuple[str, SortColumn], ...] = (
     # (header, the column core sorts by)
@@ -591,14 +594,15 @@ class TaskQueueModel(QAbstractItemModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             if column == COL_UPDATED:
                 return _local_time(task.updated_at, full=True)
-            return task.text[:600]
+            why = read_only_reason(task)
+            return f"{why[0].upper()}{why[1:]}.\n\n{task.text[:600]}" if why else task.text[:600]
         if role == Qt.ItemDataRole.TextAlignmentRole and column in (COL_SCORE, COL_ATTEMPTS):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 
     def _display(self, task: TaskRecord, column: int) -> str:
-        if column == COL_TITLE:
-            return task.title
+        if column == COL_TITLE:  # imported tasks are marked where the analyst scans, as `list` does
+            return f"{READ_ONLY_MARK} {task.title}" if task.read_only else task.title
         if column == COL_STATUS:
             label = STATUS_LABELS[task.status]
             progress = self._progress.get(task.id)

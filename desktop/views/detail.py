@@ -176,10 +176,11 @@ class TaskDetailView(QWidget):
         row.addWidget(self.outcome_label)
         row.addSpacing(16)
         row.addWidget(self.attempt_combo)
-        row.addSpacing(16)
-        row.addWidget(self.usage_label)
         row.addStretch(1)
         self._badge_row.addStretch(1)  # badges are inserted before this stretch
+        # Usage sits at the end of the badge row: on the status row its width (and the attempt
+        # combo's) set the pane's minimum and squeezed the queue's titles at the default size.
+        self._badge_row.addWidget(self.usage_label)
 
         self.answer_view = _LocalOnlyBrowser(page)
         self.evidence_view = EvidenceView(page)

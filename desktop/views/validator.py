@@ -291,6 +291,9 @@ class ValidatorView(QWidget):
             self.citations.set_citations([])
             self.citations_label.setText("Citations")
             self._set_raw("")
+            self.raw_view.setPlaceholderText(
+                "No validation for this attempt (yet)."
+            )  # not "returned no text"
             self.prompt_view.set_text("")
             self.debug_view.setPlainText("")
             return

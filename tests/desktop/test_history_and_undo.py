@@ -12,6 +12,7 @@ from core.domain import TaskStatus
 from core.domain.facts import EventKind
 from core.workspace import Workspace
 from desktop.dialogs.revise import ReviseDialog
+from desktop.models.queue_model import COL_TITLE
 from desktop.views.history import NoteDialog
 from desktop.views.main_window import MainWindow
 from tests.desktop.conftest import add_task, run, wait_until
@@ -136,5 +137,8 @@ def test_read_only_tasks_disable_actions_and_say_why(
         assert desk.detail.failure_label.text().startswith(
             "Read-only: imported from case bundle ab12ab12ab12"
         )
+        row = desk.model.index_of_task(task.id).siblingAtColumn(COL_TITLE)
+        assert row.data() == f"[read-only] {task.title}"  # marked in the queue too, not only when opened
+        assert str(row.data(Qt.ItemDataRole.ToolTipRole)).startswith("Read-only: imported from case bundle")
 
     run(qloop, scenario())

@@ -104,6 +104,10 @@ def test_a_running_task_shows_its_streamed_text_and_evidence_as_recorded(
         # Mid-run nothing claims an absence.
         assert "No answer was produced" not in answer.toPlainText()
         assert "No evidence packet" not in _evidence_text(desk)
+        tree = desk.detail.evidence_view.model
+        main_run = tree.data(tree.index(0, 2))  # the Detail column of the "Main run" row
+        assert main_run.startswith("running") and "interrupted" not in main_run, main_run
+        assert "returned no text" not in desk.detail.validator_view.raw_view.placeholderText()
         running = await workspace.store.get_task(task_id)
         assert running.status is TaskStatus.RUNNING
 
