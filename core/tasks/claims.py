@@ -63,14 +63,18 @@ class Claims:
         """Extend ``reviewer``'s lease. A lease that ran out is taken again if still free."""
         return await self.claim(task_id, reviewer, lease)
 
-    async def release(self, task_id: str, reviewer: str) -> bool:
-        """Let go of the task; False (and nothing recorded) when ``reviewer`` held no claim."""
+    async def release(self, task_id: str, reviewer: str, *, record: bool = True) -> bool:
+        """Let go of the task; False (and nothing recorded) when ``reviewer`` held no claim.
+
+        ``record=False`` is the desk moving on to another task: that ends the lease early, as
+        closing the desk would let it lapse, and would fill the log with one event per click.
+        """
         task = await self.store.get_task(task_id)
         now = self.now()
         event = NewEvent(
             kind=EventKind.CLAIM_RELEASED, payload={"reviewer": reviewer, "time": now.isoformat()}
         )
-        return await self.store.delete_claim(task.id, reviewer, event=event)
+        return await self.store.delete_claim(task.id, reviewer, event=event if record else None)
 
     async def take_over(
         self, task_id: str, reviewer: str, *, confirm: bool, lease: timedelta = DEFAULT_LEASE
