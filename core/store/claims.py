@@ -120,7 +120,11 @@ class ClaimRepository(EventLog):
         now: datetime,
         expires_at: datetime,
     ) -> TaskRecord | None:
-        """Claim the oldest writable task in ``statuses`` that nobody holds, and return it."""
+        """Claim the writable task in ``statuses`` that has waited longest and nobody holds.
+
+        Ordered by ``updated_at`` (when it entered its status) so the (status, updated_at) index
+        hands candidates over in order and the scan stops at the first free one.
+        """
         free = ~exists().where(ClaimRow.task_id == TaskRow.id, ClaimRow.expires_at > now)
         pick = (
             select(TaskRow)
@@ -130,7 +134,7 @@ class ClaimRepository(EventLog):
                 queue_sql.filter_clause(self, flt),
                 free,
             )
-            .order_by(TaskRow.created_at, TaskRow.id)
+            .order_by(TaskRow.updated_at, TaskRow.id)
             .limit(1)
         )
         if not self.is_sqlite:
