@@ -38,6 +38,7 @@ class ClaimKeeper(QObject):
         self._model.reviewer = self.reviewer
         self.held: str | None = None  # the task this desk holds a claim on
         self._selected: str | None = None
+        self._stopped = False
         self._others: dict[str, ClaimRecord] = {}  # tasks someone else held when we asked
         self.ask: Callable[[str], bool] = self._ask
         """How a take-over is confirmed (a question box; tests put an answer here)."""
@@ -47,7 +48,7 @@ class ClaimKeeper(QObject):
 
     def select(self, task_id: str | None) -> None:
         """The analyst moved to ``task_id`` (or to nothing): release the old claim, take the new."""
-        if task_id == self._selected:
+        if task_id == self._selected or self._stopped:
             return
         self._selected = task_id
         self._release_held()
@@ -70,15 +71,19 @@ class ClaimKeeper(QObject):
         return True
 
     def stop(self) -> None:
-        """The desk is closing: stop renewing and let go of the task on screen."""
+        """The desk is closing: stop renewing; the lease on the task on screen then lapses.
+
+        Nothing is scheduled here: the window and the loop are going away, and an answer arriving
+        after them must find nothing to touch (``_stopped``).
+        """
+        self._stopped = True
         self._renew.stop()
-        self._selected = None
-        self._release_held()
+        self._selected = self.held = None
 
     def _take(self, task_id: str) -> None:
         def refused(exc: BaseException) -> bool:
-            if not isinstance(exc, ClaimHeld):
-                return False
+            if not isinstance(exc, ClaimHeld) or self._stopped:
+                return self._stopped
             self._others[exc.claim.task_id] = exc.claim
             self._model.set_claim(exc.claim.task_id, exc.claim)
             if self._selected == exc.claim.task_id:
@@ -95,6 +100,8 @@ class ClaimKeeper(QObject):
         )
 
     def _claimed(self, claim: ClaimRecord) -> None:
+        if self._stopped:
+            return
         self._others.pop(claim.task_id, None)
         self._model.set_claim(claim.task_id, claim)
         if self._selected != claim.task_id:  # the analyst moved on while the claim was taken
@@ -106,7 +113,7 @@ class ClaimKeeper(QObject):
         self._renew.start()
 
     def _renew_claim(self) -> None:
-        if self.held is not None:
+        if self.held is not None and not self._stopped:
             self._take(self.held)
 
     def _release_held(self) -> None:
