@@ -126,8 +126,8 @@ class ClaimRepository(EventLog):
         hands candidates over in order and the scan stops at the first free one.
         """
         free = ~exists().where(ClaimRow.task_id == TaskRow.id, ClaimRow.expires_at > now)
-        pick = (
-            select(TaskRow)
+        pick = (  # ids only: the candidates are sorted, and a task's text can be long
+            select(TaskRow.id)
             .where(
                 TaskRow.status.in_([s.value for s in statuses]),
                 TaskRow.read_only.is_(False),
@@ -143,15 +143,15 @@ class ClaimRepository(EventLog):
             lost: list[str] = []
             for _ in range(NEXT_ATTEMPTS):
                 q = pick.where(TaskRow.id.not_in(lost)) if lost else pick
-                row = (await s.scalars(q)).first()
-                if row is None:
+                task_id = (await s.scalars(q)).first()
+                if task_id is None:
                     return None
                 # The pick's snapshot may predate a claim committed a moment ago (PostgreSQL
                 # re-checks only the locked task row); the upsert sees the latest claim.
-                taken = await s.execute(self._upsert(row.id, reviewer, now, expires_at, force=False))
+                taken = await s.execute(self._upsert(task_id, reviewer, now, expires_at, force=False))
                 if taken.first() is not None:
-                    return TaskRecord.model_validate(row)
-                lost.append(row.id)
+                    return TaskRecord.model_validate(await s.get(TaskRow, task_id))
+                lost.append(task_id)
         return None
 
     def _upsert(
