@@ -102,12 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--redact", action="append", default=[], metavar="PATTERN", help="regex to mask (repeatable)"
     )
+    from core.cli_claims import add_claim_commands
     from core.cli_review import add_review_commands
-
-    _COMMANDS.update(add_review_commands(sub, common))
     from core.cli_team import add_team_commands  # worker, batch, batches, schedule
 
-    _COMMANDS.update(add_team_commands(sub, common))
+    _COMMANDS.update(add_review_commands(sub, common) | add_team_commands(sub, common))
+    _COMMANDS.update(add_claim_commands(sub, common, cmd_list))
     return parser
 
 

@@ -36,6 +36,8 @@ class EventKind(StrEnum):
     OUTPUT_SCHEMA_UNSATISFIED = "output_schema_unsatisfied"
     TEAM_PLAN_FALLBACK = "team_plan_fallback"
     ANALYST_FEEDBACK_RECORDED = "analyst_feedback_recorded"
+    CLAIM_RELEASED = "claim_released"  # a reviewer let go of a task (core/tasks/claims.py)
+    CLAIM_TAKEN_OVER = "claim_taken_over"  # a reviewer took a task someone else held, confirmed
 
 
 class AttemptState(StrEnum):

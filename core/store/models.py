@@ -212,3 +212,16 @@ class ScheduleRow(Base):
     last_run_at: Mapped[datetime | None] = mapped_column()
     last_verdict: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ClaimRow(Base):
+    """A reviewer's lease on a task (migration 0007_claims); an expired row counts as no claim."""
+
+    __tablename__ = "claims"
+
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), primary_key=True)
+    reviewer: Mapped[str] = mapped_column(String(200))
+    claimed_at: Mapped[datetime] = mapped_column()
+    expires_at: Mapped[datetime] = mapped_column()
+
+    __table_args__ = (Index("ix_claims_reviewer_expires", "reviewer", "expires_at"),)

@@ -15,6 +15,7 @@ from core.store import engine as engines
 from core.store.attempts import AttemptRepository
 from core.store.base import new_id
 from core.store.bulk import BulkImport, ImportResult, TaskImport
+from core.store.claims import ClaimRepository
 from core.store.engine import MIGRATIONS_DIR, SCHEMA_HEAD, normalise_url, sqlite_path
 from core.store.eventlog import NewEvent
 from core.store.reviews import ReviewRepository
@@ -23,7 +24,15 @@ from core.store.task_queries import TaskQueries
 from core.store.tasks import TaskRepository
 
 
-class Store(TaskRepository, TaskQueries, AttemptRepository, SessionRepository, ReviewRepository, BulkImport):
+class Store(
+    TaskRepository,
+    TaskQueries,
+    AttemptRepository,
+    SessionRepository,
+    ReviewRepository,
+    BulkImport,
+    ClaimRepository,
+):
     """Repository API over the workspace database. Create with ``await Store.open(url)``."""
 
     @classmethod

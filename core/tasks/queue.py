@@ -11,9 +11,11 @@ which uses the same order the store pages in.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict
 
+from core.domain.claims import ClaimRecord
 from core.domain.queue import (
     QUEUE_GROUPS,
     PageCursor,
@@ -38,6 +40,7 @@ class QueueSnapshot(BaseModel):
     # background and show what the pages prove ("≥ N") meanwhile.
     counts: dict[TaskStatus, int] | None
     pages: dict[str, QueuePage]
+    claims: dict[str, ClaimRecord] = {}  # reviewers' claims in force on the listed tasks
 
 
 class RowUpdate(BaseModel):
@@ -50,6 +53,7 @@ class RowUpdate(BaseModel):
     # Exact counts when they cost a few rows of ``task_counts``; None under a text filter, where
     # the reader adjusts its own counts by the move this update describes.
     counts: dict[TaskStatus, int] | None
+    claim: ClaimRecord | None = None  # who is reviewing it, if anyone
 
 
 def group_count(group: QueueGroup, flt: QueueFilter, counts: Mapping[TaskStatus, int]) -> int:
@@ -85,7 +89,12 @@ class TaskQueue:
             (g.key, [s for s in flt.statuses_in(g) if counts is None or counts[s]]) for g in QUEUE_GROUPS
         ]
         pages = await queue_sql.first_pages(self._store, groups, flt=flt, sort=sort, limit=page_size)
-        return QueueSnapshot(counts=counts, pages=pages)
+        claims = await self.claims([t.id for p in pages.values() for t in p.rows])
+        return QueueSnapshot(counts=counts, pages=pages, claims=claims)
+
+    async def claims(self, task_ids: Sequence[str]) -> dict[str, ClaimRecord]:
+        """Claims in force on these tasks, for the queue's "claimed by" marks."""
+        return await self._store.claims_for(task_ids, datetime.now(UTC))
 
     async def page(
         self, group: QueueGroup, flt: QueueFilter, sort: QueueSort, *, after: PageCursor | None, limit: int
@@ -104,7 +113,8 @@ class TaskQueue:
             return None
         task, admitted = found
         counts = await queue_sql.stored_counts(self._store, flt) if queue_sql.counts_are_cheap(flt) else None
-        return RowUpdate(task=task, admitted=admitted, counts=counts)
+        claim = await self._store.get_claim(task.id, datetime.now(UTC))
+        return RowUpdate(task=task, admitted=admitted, counts=counts, claim=claim)
 
     async def dossier(self, task_id: str) -> TaskDossier:
         # A running attempt's events are written behind its loop; wait for them so a view that

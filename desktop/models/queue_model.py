@@ -40,6 +40,7 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QColor, QFont, QIcon
 
+from core.domain.claims import ClaimRecord
 from core.domain.queue import GROUP_OF_STATUS, PageCursor, QueueFilter, QueuePage, QueueSort, SortColumn
 from core.domain.records import TaskRecord
 from core.domain.status import TaskStatus
@@ -141,6 +142,8 @@ class TaskQueueModel(QAbstractItemModel):
         self._row_reads = 0
         self._row_waiters: list[asyncio.Future[None]] = []
         self.refreshes_started = 0  # for tests and benchmarks: reloads actually run
+        self._claims: dict[str, ClaimRecord] = {}
+        self.reviewer: str | None = None  # this desk's reviewer: their own claims are not marked
 
     # ------------------------------------------------------------------ public API
     @property
@@ -277,6 +280,7 @@ class TaskQueueModel(QAbstractItemModel):
             return
         self.beginResetModel()
         self._where.clear()
+        self._claims = dict(snap.claims)
         for gi, group in enumerate(self._groups):
             page = snap.pages[group.spec.key]
             group.rows = list(page.rows)
@@ -358,6 +362,7 @@ class TaskQueueModel(QAbstractItemModel):
                 return  # an older read arrived after a newer one
         if not task.status.is_execution_active:
             self._progress.pop(task.id, None)
+        self.set_claim(task.id, update.claim, announce=False)
 
         new_gi: int | None = GROUP_INDEX[GROUP_OF_STATUS[task.status]] if update.admitted else None
         new_row = -1
@@ -580,9 +585,24 @@ class TaskQueueModel(QAbstractItemModel):
             return group.spec.key
         return None
 
+    def set_claim(self, task_id: str, claim: ClaimRecord | None, *, announce: bool = True) -> None:
+        """What the desk learnt of a task's claim (desktop/views/claims.py); repaints its row."""
+        self._claims.pop(task_id, None)
+        if claim is not None:
+            self._claims[task_id] = claim
+        at = self.index_of_task(task_id) if announce else QModelIndex()
+        if at.isValid():
+            self.dataChanged.emit(at, at.siblingAtColumn(len(COLUMNS) - 1))
+
+    def claim_note(self, task_id: str) -> str | None:
+        """ "claimed by X until HH:MM" when someone other than this desk's reviewer holds the task."""
+        claim = self._claims.get(task_id)
+        return claim.describe() if claim is not None and claim.reviewer != self.reviewer else None
+
     def _task_data(self, task: TaskRecord, column: int, role: int) -> Any:
         if role == Qt.ItemDataRole.DisplayRole:
-            return self._display(task, column)
+            note = self.claim_note(task.id) if column == COL_STATUS else None
+            return self._display(task, column) + (f" · {note}" if note else "")
         if role == TASK_ID_ROLE:
             return task.id
         if role == TASK_ROLE:
@@ -594,8 +614,9 @@ class TaskQueueModel(QAbstractItemModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             if column == COL_UPDATED:
                 return _local_time(task.updated_at, full=True)
-            why = read_only_reason(task)
-            return f"{why[0].upper()}{why[1:]}.\n\n{task.text[:600]}" if why else task.text[:600]
+            notes = [n for n in (read_only_reason(task), self.claim_note(task.id)) if n]
+            head = "\n".join(f"{n[0].upper()}{n[1:]}{'' if n.endswith('.') else '.'}" for n in notes)
+            return f"{head}\n\n{task.text[:600]}" if head else task.text[:600]
         if role == Qt.ItemDataRole.TextAlignmentRole and column in (COL_SCORE, COL_ATTEMPTS):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None

@@ -48,6 +48,7 @@ from desktop.dialogs.settings import SettingsDialog
 from desktop.dialogs.shortcuts import ShortcutSheet
 from desktop.models.queue_model import TaskQueueModel
 from desktop.ops import CoreOps
+from desktop.views.claims import ClaimKeeper
 from desktop.views.detail import TaskDetailView
 from desktop.views.history import ReviewMoves
 from desktop.views.live import connect_live
@@ -155,6 +156,7 @@ class MainWindow(QMainWindow):
         self._build_actions()
         self.nav_actions = add_navigation_actions(self, self.detail)  # [ ] N P Alt+1..3
         self._connect()
+        self.claims = ClaimKeeper(self)  # the task on screen is claimed, renewed and released
         self._restore_state()
         self._update_actions()
 
@@ -297,6 +299,7 @@ class MainWindow(QMainWindow):
         self.save_state()
         self.services.bridge.close()
         self.live.stop()
+        self.claims.stop()
         super().closeEvent(event)
 
     # ------------------------------------------------------------------ messages
@@ -432,7 +435,7 @@ class MainWindow(QMainWindow):
 
     def satisfied(self) -> None:
         task = self._current
-        if task is None or not self.act_satisfied.isEnabled():
+        if task is None or not self.act_satisfied.isEnabled() or not self.claims.may_act(task):
             return
         upcoming = self.queue.next_needing_decision(task.id)
         self.ops.run(
@@ -452,7 +455,7 @@ class MainWindow(QMainWindow):
 
     def revise(self) -> None:
         task = self._current
-        if task is None or not self.act_revise.isEnabled():
+        if task is None or not self.act_revise.isEnabled() or not self.claims.may_act(task):
             return
         dialog = ReviseDialog(task.title, self.recommended_prompt(), self)
         dialog.accepted.connect(lambda: self._send_revision(task, dialog.prompt, dialog.note))
@@ -476,7 +479,7 @@ class MainWindow(QMainWindow):
 
     def abandon(self) -> None:
         task = self._current
-        if task is None or not self.act_abandon.isEnabled():
+        if task is None or not self.act_abandon.isEnabled() or not self.claims.may_act(task):
             return
         running = task.status.is_execution_active
         dialog = ConfirmDialog(

@@ -1,0 +1,106 @@
+"""Claims on the desk: the selected task is claimed, others' claims are marked, S asks first."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import qasync
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtTest import QTest
+from pytestqt.qtbot import QtBot
+
+from core.domain import TaskStatus
+from core.domain.facts import EventKind
+from core.tasks.claims import Claims
+from core.workspace import Workspace
+from desktop.models.queue_model import COL_STATUS
+from desktop.views.main_window import DeskServices, MainWindow
+from tests.desktop.conftest import add_task, run, wait_signal, wait_until
+
+S = TaskStatus
+
+
+@pytest.fixture
+def desk(
+    qloop: qasync.QEventLoop, workspace: Workspace, qtbot: QtBot, ui_state: QSettings
+) -> Iterator[MainWindow]:
+    services = DeskServices.for_workspace(workspace)
+    window = MainWindow(services, ui_state=ui_state)
+    qtbot.addWidget(window)
+    window.show()
+    yield window
+    window.claims.stop()
+    run(qloop, services.ops.wait_idle())
+    services.bridge.close()
+
+
+async def started(window: MainWindow) -> None:
+    refreshed = wait_signal(window.model.sig_refreshed)
+    window.start()
+    await refreshed
+
+
+async def select(window: MainWindow, task_id: str) -> None:
+    shown = wait_signal(window.sig_dossier_shown)
+    assert window.queue.select_task(task_id)
+    await shown
+
+
+def test_a_task_claimed_by_another_reviewer_is_marked_and_s_asks_to_take_it_over(
+    qloop: qasync.QEventLoop, workspace: Workspace, desk: MainWindow
+) -> None:
+    questions: list[str] = []
+
+    async def scenario() -> None:
+        task = await add_task(workspace, "held by a colleague", S.NEEDS_REVIEW)
+        free = await add_task(workspace, "nobody has this one", S.NEEDS_REVIEW)
+        await Claims(workspace.store).claim(task.id, "colleague")
+        await started(desk)
+        at = desk.model.index_of_task(task.id)
+        status = at.siblingAtColumn(COL_STATUS).data()
+        tip = at.data(Qt.ItemDataRole.ToolTipRole)
+        assert "claimed by colleague until" in status and tip.startswith("claimed by colleague until")
+        assert "claimed" not in desk.model.index_of_task(free.id).siblingAtColumn(COL_STATUS).data()
+
+        await select(desk, task.id)
+        await wait_until(lambda: task.id in desk.claims._others, what="the claim to be refused")
+        desk.claims.ask = lambda q: bool(questions.append(q))  # the analyst answers No
+        desk.queue.tree.setFocus()
+        QTest.keyClick(desk.queue.tree, Qt.Key.Key_S)
+        assert questions and "claimed by colleague" in questions[0]
+        assert (await workspace.store.get_task(task.id)).status is S.NEEDS_REVIEW
+
+        desk.claims.ask = lambda q: True  # now Yes: taken over, then closed
+        QTest.keyClick(desk.queue.tree, Qt.Key.Key_S)
+        await wait_until(lambda: desk.model.group_count("closed") == 1, what="the task to close")
+        await desk.ops.wait_idle()
+        kinds = [e.kind for e in await workspace.store.get_task_events(task.id)]
+        assert EventKind.CLAIM_TAKEN_OVER in kinds
+        # Ours now, or already let go if the desk advanced to the next task after deciding.
+        holder = await Claims(workspace.store).holder(task.id)
+        assert holder is None or holder.reviewer == desk.claims.reviewer
+
+    run(qloop, scenario())
+
+
+def test_selecting_claims_and_moving_away_releases(
+    qloop: qasync.QEventLoop, workspace: Workspace, desk: MainWindow
+) -> None:
+    async def scenario() -> None:
+        first = await add_task(workspace, "first to review", S.NEEDS_REVIEW)
+        second = await add_task(workspace, "second to review", S.NEEDS_REVIEW)
+        claims = Claims(workspace.store)
+        await started(desk)
+        await select(desk, first.id)
+        await wait_until(lambda: desk.claims.held == first.id, what="the first claim")
+        assert (await claims.holder(first.id)).reviewer == desk.claims.reviewer  # type: ignore[union-attr]
+        # Our own claim is not marked as someone else's.
+        assert "claimed" not in desk.model.index_of_task(first.id).siblingAtColumn(COL_STATUS).data()
+        await select(desk, second.id)
+        await wait_until(lambda: desk.claims.held == second.id, what="the second claim")
+        await desk.ops.wait_idle()
+        assert await claims.holder(first.id) is None
+        assert await workspace.store.get_task_events(first.id) == []  # moving on is not an event
+
+    run(qloop, scenario())
