@@ -614,8 +614,9 @@ class TaskQueueModel(QAbstractItemModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             if column == COL_UPDATED:
                 return _local_time(task.updated_at, full=True)
-            notes = [n for n in (read_only_reason(task), self.claim_note(task.id)) if n]
-            head = "\n".join(f"{n[0].upper()}{n[1:]}{'' if n.endswith('.') else '.'}" for n in notes)
+            why = read_only_reason(task)
+            notes = [f"{why[0].upper()}{why[1:]}." if why else "", self.claim_note(task.id) or ""]
+            head = "\n".join(n for n in notes if n)
             return f"{head}\n\n{task.text[:600]}" if head else task.text[:600]
         if role == Qt.ItemDataRole.TextAlignmentRole and column in (COL_SCORE, COL_ATTEMPTS):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
