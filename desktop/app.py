@@ -145,9 +145,24 @@ class DeskLauncher:
         self._background: set[asyncio.Task[Any]] = set()
 
     async def open(self) -> Any:
-        """Settings, workspace, crash recovery, main window. Raises EvidenceDeskError on bad input."""
-        from core.config import load_settings
+        """Settings, workspace, crash recovery, main window. Raises EvidenceDeskError on bad input.
+
+        The keyring (a few hundred ms: backend discovery, maybe a desktop service) is read in a
+        worker while the rest loads, and awaited before the window is handed back: no run can
+        start before the analyst sees the window, so none reaches a provider without its keys.
+        """
         from core.secrets import load_api_keys_into_env
+
+        keys = asyncio.ensure_future(asyncio.to_thread(load_api_keys_into_env))
+        try:
+            return await self._open()
+        finally:
+            await asyncio.wait([keys])  # also on failure: no worker outlives the attempt
+            if not keys.cancelled() and keys.exception() is not None:
+                log.warning("reading API keys from the keyring failed", exc_info=keys.exception())
+
+    async def _open(self) -> Any:
+        from core.config import load_settings
         from core.tasks.recovery import recover_interrupted
         from core.workspace import Workspace
         from desktop.views.first_run import install_first_run_banner, replay_if_unconfigured
@@ -155,8 +170,6 @@ class DeskLauncher:
 
         settings = load_settings(db_url=self.db_url, script=self.script)
         settings, self.first_run = await replay_if_unconfigured(settings)
-        # Keys before the window: a run started at once must not reach a provider without them.
-        await asyncio.to_thread(load_api_keys_into_env)
         workspace = await Workspace.open(settings)
         services = DeskServices.for_workspace(workspace)
         self.services = services
