@@ -1,8 +1,9 @@
 """Desk start-up: QApplication on a qasync loop, a window painted before anything slow.
 
-Order matters for how fast the desk feels: a light boot window is shown first (Qt and our own
-modules only), then the workspace opens and crash recovery runs on the loop, the main window
-replaces the boot window, and only then are litellm (seconds of imports) and the keyring warmed
+Order matters for how fast the desk feels: a light boot window is shown first (Qt and the
+stdlib only), already listing the queue's first rows read with sqlite3 (``core.queue_peek``);
+then the keyring is read in a worker while the workspace opens, crash recovery runs on the loop
+and the main window replaces the boot window; only then is litellm (seconds of imports) warmed
 in a worker thread.
 """
 
