@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import keyring
 import pytest
 import qasync
+from jaraco.classes import properties
 from keyring.backend import KeyringBackend
 from PySide6.QtCore import QSettings
 from pytestqt.qtbot import QtBot
@@ -21,7 +22,10 @@ from tests.desktop.conftest import run
 class GatedKeyring(KeyringBackend):
     """An in-memory keyring that answers only once the test lets it (a slow desktop service)."""
 
-    priority = 1  # type: ignore[assignment]
+    @properties.classproperty
+    def priority(cls) -> float:
+        # Never viable for keyring's discovery: other tests must not get a keyring that blocks.
+        raise RuntimeError("a test's own backend, set explicitly, never discovered")
 
     def __init__(self) -> None:
         super().__init__()
