@@ -1,8 +1,9 @@
 """Desk start-up: QApplication on a qasync loop, a window painted before anything slow.
 
-Order matters for how fast the desk feels: a light boot window is shown first (Qt and our own
-modules only), then the workspace opens and crash recovery runs on the loop, the main window
-replaces the boot window, and only then are litellm (seconds of imports) and the keyring warmed
+Order matters for how fast the desk feels: a light boot window is shown first (Qt and the
+stdlib only), already listing the queue's first rows read with sqlite3 (``core.queue_peek``);
+then the keyring is read in a worker while the workspace opens, crash recovery runs on the loop
+and the main window replaces the boot window; only then is litellm (seconds of imports) warmed
 in a worker thread.
 """
 
@@ -88,16 +89,45 @@ async def first_paint(painted: asyncio.Event, limit_s: float = 0.5) -> None:
         log.debug("no paint event within %.1f s (hidden or minimised start)", limit_s)
 
 
-def boot_window(ui_state: QSettings) -> QMainWindow:
+def boot_window(ui_state: QSettings, db_url: str | None = None, *, peek: bool = True) -> QMainWindow:
+    """The window painted first: the queue's newest tasks read straight from SQLite, if it can.
+
+    The peek costs a few milliseconds of stdlib sqlite3 against the second of imports the live
+    queue needs, so the analyst reads the queue while the rest of the desk loads behind it.
+    """
     window = QMainWindow()
     window.setWindowTitle("Evidence Desk")
-    label = QLabel("Opening the workspace…")
-    label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-    window.setCentralWidget(label)
+    peeked = _queue_peek(db_url) if peek else None
+    if peeked is not None:
+        window.setCentralWidget(peeked)
+    else:
+        label = QLabel("Opening the workspace…")
+        label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        window.setCentralWidget(label)
     geometry = ui_state.value("window/geometry")
     if (geometry is not None and not window.restoreGeometry(geometry)) or geometry is None:
         window.resize(1400, 860)
     return window
+
+
+def _queue_peek(db_url: str | None) -> QWidget | None:
+    """A read-only view of the queue's first rows, or None (no SQLite workspace, or empty)."""
+    from core.queue_peek import peek_queue, workspace_path
+    from desktop.views.queue_peek import QueuePeekView
+
+    path = workspace_path(db_url)
+    groups = peek_queue(path) if path is not None else None
+    if not groups or not any(g.count for g in groups):
+        return None  # the main window's empty state says what to do; a blank tree would not
+    return QueuePeekView(groups)
+
+
+def peek_rows_shown(boot: QMainWindow) -> int:
+    """How many task rows the boot window shows (0: it says "Opening the workspace…")."""
+    from desktop.views.queue_peek import QueuePeekView
+
+    central = boot.centralWidget()
+    return central.shown_rows if isinstance(central, QueuePeekView) else 0
 
 
 class DeskLauncher:
@@ -116,9 +146,24 @@ class DeskLauncher:
         self._background: set[asyncio.Task[Any]] = set()
 
     async def open(self) -> Any:
-        """Settings, workspace, crash recovery, main window. Raises EvidenceDeskError on bad input."""
-        from core.config import load_settings
+        """Settings, workspace, crash recovery, main window. Raises EvidenceDeskError on bad input.
+
+        The keyring (a few hundred ms: backend discovery, maybe a desktop service) is read in a
+        worker while the rest loads, and awaited before the window is handed back: no run can
+        start before the analyst sees the window, so none reaches a provider without its keys.
+        """
         from core.secrets import load_api_keys_into_env
+
+        keys = asyncio.ensure_future(asyncio.to_thread(load_api_keys_into_env))
+        try:
+            return await self._open()
+        finally:
+            await asyncio.wait([keys])  # also on failure: no worker outlives the attempt
+            if not keys.cancelled() and keys.exception() is not None:
+                log.warning("reading API keys from the keyring failed", exc_info=keys.exception())
+
+    async def _open(self) -> Any:
+        from core.config import load_settings
         from core.tasks.recovery import recover_interrupted
         from core.workspace import Workspace
         from desktop.views.first_run import install_first_run_banner, replay_if_unconfigured
@@ -126,8 +171,6 @@ class DeskLauncher:
 
         settings = load_settings(db_url=self.db_url, script=self.script)
         settings, self.first_run = await replay_if_unconfigured(settings)
-        # Keys before the window: a run started at once must not reach a provider without them.
-        await asyncio.to_thread(load_api_keys_into_env)
         workspace = await Workspace.open(settings)
         services = DeskServices.for_workspace(workspace)
         self.services = services
@@ -187,7 +230,7 @@ def run_desk(args: list[str]) -> int:
     db_url, script = parse_desk_options(args)
     app = make_application()
     launcher = DeskLauncher(db_url, script=script)
-    boot = boot_window(launcher.ui_state)
+    boot = boot_window(launcher.ui_state, db_url)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     painted = asyncio.Event()
@@ -213,14 +256,15 @@ def run_desk(args: list[str]) -> int:
             window = await launcher.open()
         except EvidenceDeskError as exc:
             exit_code = 4
-            label = boot.centralWidget()
-            if isinstance(label, QLabel):
-                label.setTextFormat(Qt.TextFormat.PlainText)  # the message quotes paths and URLs
-                label.setText(
-                    f"Evidence Desk could not open the workspace:\n\n{exc}\n\nClose this window to exit."
-                )
-                label.setWordWrap(True)
-                label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            label = QLabel()
+            label.setTextFormat(Qt.TextFormat.PlainText)  # the message quotes paths and URLs
+            label.setText(
+                f"Evidence Desk could not open the workspace:\n\n{exc}\n\nClose this window to exit."
+            )
+            label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+            label.setWordWrap(True)
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            boot.setCentralWidget(label)  # replaces the queue peek, if one was shown
             await closed.wait()
             return
         window.setGeometry(boot.geometry())

@@ -246,15 +246,54 @@ async def recount_by_status(store: StoreBase, flt: QueueFilter) -> dict[TaskStat
 
 
 async def match_row(store: StoreBase, task_id: str, flt: QueueFilter) -> tuple[TaskRecord, bool] | None:
-    """A task and whether the filter admits it, in one read: the live-update half of the rule."""
-    matches = filter_clause(store, flt).label("matches")
+    """A task and whether the filter admits it, in one read: the live-update half of the rule.
+
+    On SQLite the trigram index can only be asked for every match, not about one row (its
+    ``task_id`` is unindexed), so a live update under a text filter used to cost the whole
+    match set. The row is read with the rest of the filter instead, and its text is compared
+    here with the index's semantics where they are known exactly (ASCII: substring, ASCII case
+    folded); other text asks the index as before, so the rule stays the one ``filter_clause``.
+    """
+    local_text = _matches_locally(store, flt.text)
+    asked = flt.model_copy(update={"text": ""}) if local_text else flt
+    matches = filter_clause(store, asked).label("matches")
     q = select(TaskRow, matches).where(TaskRow.id == task_id)
     async with store.read_session() as s:
         found = (await s.execute(q)).first()
-    if found is None:
+        if found is None:
+            return None
+        row, admitted = found
+        task = TaskRecord.model_validate(row)
+        if admitted and local_text:
+            text_match = _ascii_contains(flt.text, task.title, task.text)
+            if text_match is None:  # non-ASCII row text: the index decides
+                again = select(filter_clause(store, flt)).select_from(TaskRow).where(TaskRow.id == task_id)
+                text_match = bool((await s.execute(again)).scalar())
+            admitted = text_match
+    return task, bool(admitted)
+
+
+def _matches_locally(store: StoreBase, needle: str) -> bool:
+    """The needle goes to the trigram index, and Python can mirror it (printable ASCII)."""
+    return (
+        bool(needle)
+        and store.is_sqlite
+        and store.has_task_search
+        and len(needle) >= _TRIGRAM_MIN
+        and needle.isascii()
+        and needle.isprintable()
+    )
+
+
+def _ascii_contains(needle: str, *fields: str) -> bool | None:
+    """The trigram phrase rule for ASCII text: a substring of one field, ASCII case folded.
+
+    None when a field is not plain ASCII: Unicode case folding is the index's, not Python's.
+    """
+    if not all(f.isascii() and "\x00" not in f for f in fields):
         return None
-    row, admitted = found
-    return TaskRecord.model_validate(row), bool(admitted)
+    wanted = needle.lower()
+    return any(wanted in f.lower() for f in fields)
 
 
 __all__ = [

@@ -154,6 +154,10 @@ class TaskQueueModel(QAbstractItemModel):
     def total_count(self) -> int:
         return sum(g.count for g in self._groups)
 
+    def loaded_rows(self) -> int:
+        """Task rows held in memory (benchmarks: an idle queue must hold a few pages, not the store)."""
+        return sum(len(g.rows) for g in self._groups)
+
     def set_group_icons(self, icons: dict[str, QIcon]) -> None:
         self._icons = dict(icons)
 
