@@ -36,6 +36,7 @@ class EventKind(StrEnum):
     OUTPUT_SCHEMA_UNSATISFIED = "output_schema_unsatisfied"
     TEAM_PLAN_FALLBACK = "team_plan_fallback"
     ANALYST_FEEDBACK_RECORDED = "analyst_feedback_recorded"
+    ANALYST_VERDICT_RECORDED = "analyst_verdict_recorded"  # an override, kept beside the validator's
 
 
 class AttemptState(StrEnum):
