@@ -19,13 +19,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections import defaultdict
-from datetime import datetime, timedelta
+from collections import Counter, defaultdict
+from datetime import date, datetime, timedelta
 
 from pydantic import BaseModel
 
 from core.store import Store
-from core.store.calibration_sql import Verdict, decision_rows, override_rows, verdicts_for
+from core.store.calibration_sql import decision_groups, override_rows, verdicts_for
 
 VALIDATOR_STATUSES = ["accepted", "rejected", "insufficient_evidence", "validator_error", "unvalidated"]
 DECISIONS = ["satisfied", "revised", "abandoned", "overridden"]
@@ -46,12 +46,12 @@ class Agreement(BaseModel):
     b: int = 0  # accepted, not satisfied
     c: int = 0  # not accepted, satisfied
 
-    def add(self, accepted: bool, satisfied: bool) -> None:
-        self.n += 1
-        self.agree += accepted == satisfied
-        self.a += accepted and satisfied
-        self.b += accepted and not satisfied
-        self.c += satisfied and not accepted
+    def add(self, accepted: bool, satisfied: bool, n: int = 1) -> None:
+        self.n += n
+        self.agree += n if accepted == satisfied else 0
+        self.a += n if accepted and satisfied else 0
+        self.b += n if accepted and not satisfied else 0
+        self.c += n if satisfied and not accepted else 0
 
     @property
     def rate(self) -> float | None:
@@ -116,15 +116,15 @@ def cohen_kappa(a: int, b: int, c: int, d: int) -> float | None:
     return (p_o - p_e) / (1 - p_e)
 
 
-def _week(at: datetime) -> str:
-    return (at.date() - timedelta(days=at.weekday())).isoformat()
+def _week(day: date) -> str:
+    return (day - timedelta(days=day.weekday())).isoformat()
 
 
-def _warning_codes(v: Verdict | None) -> set[str]:
-    if v is None or not v.warnings or v.warnings in ("[]", "null"):
+def _warning_codes(warnings: str | None) -> set[str]:
+    if not warnings or warnings in ("[]", "null"):
         return set()
     try:
-        parsed = json.loads(v.warnings)
+        parsed = json.loads(warnings)
     except ValueError:
         return set()
     return (
@@ -134,30 +134,25 @@ def _warning_codes(v: Verdict | None) -> set[str]:
     )
 
 
-def _later(x: Verdict | None, y: Verdict | None) -> Verdict | None:
-    if x is None or y is None:
-        return x or y
-    return y if y.created_at >= x.created_at else x
-
-
 async def calibrate(store: Store, flt: CalibrationFilter | None = None) -> Calibration:
     """The calibration figures over every decided attempt matching ``flt``."""
     flt = flt or CalibrationFilter()
-    decided: dict[str, tuple[str, datetime, Verdict | None]] = {}  # attempt id -> decision, when, verdict
-    for row in await decision_rows(store, since=flt.since, until=flt.until):
-        prev = decided.get(row.attempt_id)
-        verdict = _later(prev[2] if prev is not None else None, row.verdict)
-        if prev is not None and prev[1] > row.decided_at:
-            decided[row.attempt_id] = (prev[0], prev[1], verdict)
+    combos: Counter[tuple[str, str, str, str, date, str | None]] = Counter()
+    for g in await decision_groups(store, since=flt.since, until=flt.until):
+        status = g.status or "unvalidated"
+        key = (status, _DECISION_OF[g.action], g.category or "none", g.model or "unknown", g.day, g.warnings)
+        combos[key] += g.n
+    # Overridden attempts (few): the last override of each decides, at its time.
+    last: dict[str, datetime] = {}
+    for o in await override_rows(store, since=flt.since, until=flt.until):
+        last[o.attempt_id] = o.decided_at
+    verdicts = await verdicts_for(store, last) if last else {}
+    for attempt_id, at in last.items():
+        v = verdicts.get(attempt_id)
+        if v is None:
+            combos["unvalidated", "overridden", "none", "unknown", at.date(), None] += 1
         else:
-            decided[row.attempt_id] = (_DECISION_OF[row.action], row.decided_at, verdict)
-    overrides = await override_rows(store, since=flt.since, until=flt.until)
-    missing = {o.attempt_id for o in overrides if o.attempt_id not in decided}
-    extra = await verdicts_for(store, missing) if missing else {}
-    for o in overrides:
-        prev = decided.get(o.attempt_id)
-        verdict = prev[2] if prev is not None else extra.get(o.attempt_id)
-        decided[o.attempt_id] = ("overridden", max(o.decided_at, prev[1]) if prev else o.decided_at, verdict)
+            combos[v.status, "overridden", v.category, v.model or "unknown", at.date(), v.warnings] += 1
 
     matrix = {s: dict.fromkeys(DECISIONS, 0) for s in VALIDATOR_STATUSES}
     total = Agreement()
@@ -165,23 +160,20 @@ async def calibrate(store: Store, flt: CalibrationFilter | None = None) -> Calib
     by_model: dict[str, Agreement] = defaultdict(Agreement)
     weekly: dict[str, Agreement] = defaultdict(Agreement)
     warn: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
-    for decision, at, verdict in decided.values():
-        status = verdict.status if verdict is not None else "unvalidated"
-        category = verdict.category if verdict is not None else "none"
-        model = (verdict.model if verdict is not None else None) or "unknown"
+    for (status, decision, category, model, day, warnings), n in combos.items():
         if flt.category is not None and category != flt.category:
             continue
         if flt.validator_model is not None and model != flt.validator_model:
             continue
-        matrix.setdefault(status, dict.fromkeys(DECISIONS, 0))[decision] += 1
+        matrix.setdefault(status, dict.fromkeys(DECISIONS, 0))[decision] += n
         accepted, satisfied = status == "accepted", decision == "satisfied"
-        for bucket in (total, by_category[category], by_model[model], weekly[_week(at)]):
-            bucket.add(accepted, satisfied)
-        for code in _warning_codes(verdict):
+        for bucket in (total, by_category[category], by_model[model], weekly[_week(day)]):
+            bucket.add(accepted, satisfied, n)
+        for code in _warning_codes(warnings):
             counts = warn[code]
-            counts[0] += 1
-            counts[1] += decision == "overridden"
-            counts[2] += decision == "revised"
+            counts[0] += n
+            counts[1] += n if decision == "overridden" else 0
+            counts[2] += n if decision == "revised" else 0
     return Calibration(
         filter=flt,
         n=total.n,

@@ -116,3 +116,43 @@ async def test_override_keeps_the_validators_verdict(store: Store) -> None:
     assert dossier.validation_for(1) is not None and dossier.validation_for(1).status == "accepted"  # type: ignore[union-attr]
     assert dossier_overrides(dossier)[1].status == v.status == "rejected"
     assert dossier_overrides(dossier)[1].note == "misses Q2"
+
+
+async def test_attempts_decided_or_judged_twice_count_once(store: Store) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from core.calibration import CalibrationFilter
+
+    revalidated = await seed(store, "accepted", "satisfied")
+    (attempt,) = await store.list_attempts(revalidated)
+    await store.add_validation(
+        task_id=revalidated,
+        attempt_id=attempt.id,
+        attempt_index=1,
+        result={"status": "rejected", "score": 0.1},
+        raw_response="{}",
+        prompt=None,
+        debug={"validator_model": "m1"},
+    )
+    reopened = await seed(store, "accepted", "satisfied")
+    (attempt,) = await store.list_attempts(reopened)
+    await store.add_feedback(
+        task_id=reopened,
+        attempt_id=attempt.id,
+        action="abandon",
+        prompt=None,
+        note="reopened, then given up",
+        reviewer="ana",
+        from_status=TaskStatus.AWAITING_FEEDBACK,
+        to_status=TaskStatus.ABANDONED,
+        created_at=datetime.now(UTC) + timedelta(minutes=5),
+    )
+    await seed(store, "accepted", "satisfied")
+
+    cal = await calibrate(store)
+    assert cal.n == 3
+    assert cal.matrix["rejected"]["satisfied"] == 1  # the latest verdict of the re-validated attempt
+    assert cal.matrix["accepted"]["abandoned"] == 1  # the last decision of the reopened one
+    assert cal.matrix["accepted"]["satisfied"] == 1
+    future = await calibrate(store, CalibrationFilter(since=datetime.now(UTC) + timedelta(days=1)))
+    assert future.n == 0
