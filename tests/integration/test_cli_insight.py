@@ -71,6 +71,13 @@ def test_diff_override_show_and_calibration(desk: Desk, tmp_path: Path) -> None:
     code, out, _ = desk.cli("show", task_id)
     assert "Validation of attempt 2: accepted" in out and "Analyst verdict on attempt 2" in out
 
+    page = tmp_path / "report.html"
+    code, _, err = desk.cli("report", task_id, "-o", str(page))
+    assert code == 0, err
+    html = page.read_text(encoding="utf-8")
+    assert "Analyst&#39;s verdict" in html or "Analyst's verdict" in html
+    assert "height unsourced" in html and 'class="verdict v-accepted"' in html  # both verdicts
+
     out_csv = tmp_path / "cal.csv"
     cal = desk.cli_json("calibration", "--csv", str(out_csv))
     assert cal["n"] == 2
