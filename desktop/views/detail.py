@@ -33,6 +33,7 @@ from core.domain.validation import CitationCheck
 from core.tasks.dossier import TaskDossier
 from core.validation.warnings import read_warnings
 from desktop.presentation import NOT_ENDORSED_COLOUR, STATUS_LABELS, label, outcome_text
+from desktop.views.diff import DiffView
 from desktop.views.evidence import EvidenceView
 from desktop.views.history import HistoryView, attempt_to_show, failure_notice
 from desktop.views.live import GATHERING_NOTE, WORKING_NOTE, is_live
@@ -211,6 +212,8 @@ class TaskDetailView(QWidget):
         self.tabs = QTabWidget(page)
         self.tabs.addTab(body, "Answer and evidence")
         self.tabs.addTab(self.history_view, "History")
+        self.diff_view = DiffView(page)
+        self.tabs.addTab(self.diff_view, "Diff")
         layout.addWidget(self.tabs, 1)
         self._stack.addWidget(page)
         outer = QVBoxLayout(self)
@@ -260,6 +263,7 @@ class TaskDetailView(QWidget):
         self.attempt_combo.blockSignals(False)
         self._stack.setCurrentIndex(1)
         self.history_view.set_dossier(dossier)
+        self.diff_view.set_dossier(dossier)
         self.failure_label.setText(failure_notice(dossier))
         self.failure_label.setVisible(bool(self.failure_label.text()))
         shown = attempt_to_show(dossier)
