@@ -37,6 +37,7 @@ from desktop.views.diff import DiffView
 from desktop.views.evidence import EvidenceView
 from desktop.views.history import HistoryView, attempt_to_show, failure_notice
 from desktop.views.live import GATHERING_NOTE, WORKING_NOTE, is_live
+from desktop.views.override import AnalystVerdictLabel
 from desktop.views.validator import ValidatorView, warning_title
 from desktop.widgets.plain import plain_label, plain_tooltip
 
@@ -208,6 +209,8 @@ class TaskDetailView(QWidget):
         self.failure_label.setStyleSheet(f"color: {NOT_ENDORSED_COLOUR};")
         self.failure_label.hide()
         layout.addWidget(self.failure_label)
+        self.analyst_verdict_label = AnalystVerdictLabel(page)
+        layout.addWidget(self.analyst_verdict_label)
         self.history_view = HistoryView(page)
         self.tabs = QTabWidget(page)
         self.tabs.addTab(body, "Answer and evidence")
@@ -316,6 +319,7 @@ class TaskDetailView(QWidget):
             self.evidence_view.viewer.set_text(GATHERING_NOTE)
         self._show_usage(dossier, attempt)
         self.validator_view.set_validation(validation)
+        self.analyst_verdict_label.show_for(dossier, self._attempt_index)
         self._set_badges(warning_badges(dossier, attempt, validation, packet) if attempt is not None else [])
 
     def show_live_text(self, task_id: str, text: str) -> None:

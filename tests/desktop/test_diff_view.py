@@ -75,7 +75,7 @@ def make_dossier() -> TaskDossier:
                 "status": status,
                 "score": score,
                 "category": cat,
-                "result": {"issues": issues},
+                "result": {"status": status, "score": score, "category": cat, "issues": issues},
                 "raw_response": "{}",
                 "prompt": None,
                 "debug": {},
@@ -120,3 +120,28 @@ def test_picking_the_same_attempt_twice_shows_no_change(qtbot: QtBot) -> None:
     assert view.diff is not None and view.diff.words_added == [] and view.diff.words_removed == []
     view.set_dossier(None)
     assert view.diff is None and view.note.text() == "A diff needs two attempts."
+
+
+def test_override_shows_both_verdicts(qtbot: QtBot) -> None:
+    from core.domain.records import EventRecord
+
+    mine = {
+        "attempt_index": 2, "attempt_id": "a2", "status": "rejected", "category": "incomplete",
+        "note": "<i>misses</i> the 2023 resurvey", "reviewer": "ana",
+    }  # fmt: skip
+    event = EventRecord(
+        id=9, session_id="s", run_id=None, task_id="t1", seq=9, kind="analyst_verdict_recorded",
+        payload=mine, content=None, created_at=NOW,
+    )  # fmt: skip
+    dossier = make_dossier().model_copy(update={"events": [event]})
+    view = TaskDetailView()
+    qtbot.addWidget(view)
+    view.set_dossier(dossier)
+    label = view.analyst_verdict_label
+    assert label.isVisibleTo(view)
+    assert "Analyst's verdict (ana): rejected, category incomplete" in label.text()
+    assert "<i>misses</i>" in label.text()  # plain text: the note is shown as typed
+    assert "the validator said accepted, kept as it was" in label.text()
+    assert "accepted" in view.validator_view.verdict_view.toPlainText().lower()  # the judge's own pane
+    view.select_attempt(1)  # no override on attempt 1
+    assert not label.isVisibleTo(view)
