@@ -48,6 +48,7 @@ from desktop.dialogs.settings import SettingsDialog
 from desktop.dialogs.shortcuts import ShortcutSheet
 from desktop.models.queue_model import TaskQueueModel
 from desktop.ops import CoreOps
+from desktop.views.calibration import add_calibration_action
 from desktop.views.detail import TaskDetailView
 from desktop.views.history import ReviewMoves
 from desktop.views.live import connect_live
@@ -221,6 +222,7 @@ class MainWindow(QMainWindow):
         ):
             review_menu.addAction(review_act)
         self.review_moves = ReviewMoves(self, review_menu)  # undo, reopen, decisions with notes
+        add_calibration_action(self, review_menu)
         help_menu = menus.addMenu("&Help")
         help_menu.addAction(self.act_help)
         help_menu.addAction(self.act_about)
