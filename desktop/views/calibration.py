@@ -191,8 +191,12 @@ class CalibrationView(QWidget):
         for model in (self.matrix, self.by_category, self.by_model, self.warnings):
             view = QTableView(self)
             view.setModel(model)
-            view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-            tables.addWidget(view)
+            header = view.horizontalHeader()
+            header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+            if model is self.matrix:
+                layout.addWidget(view, 1)  # the heatmap gets the full width
+            else:
+                tables.addWidget(view)
         layout.addLayout(tables, 1)
         layout.addWidget(QLabel("Agreement per week", self))
         layout.addWidget(self.sparkline)
