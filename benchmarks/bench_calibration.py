@@ -93,6 +93,21 @@ def one_task(i: int, now: datetime) -> TaskImport:
     )
 
 
+class Heartbeat:
+    """A 5 ms tick on the loop: the longest gap is how long the GUI would have stood still."""
+
+    def __init__(self) -> None:
+        self.longest = 0.0
+
+    async def run(self) -> None:
+        last = time.perf_counter()
+        while True:
+            await asyncio.sleep(0.005)
+            now = time.perf_counter()
+            self.longest = max(self.longest, now - last - 0.005)
+            last = now
+
+
 async def run(url: str, n: int) -> None:
     store = await Store.open(url)
     try:
@@ -101,14 +116,19 @@ async def run(url: str, n: int) -> None:
         for start in range(0, n, 5_000):
             await store.import_records([one_task(i, now) for i in range(start, min(n, start + 5_000))])
         print(f"imported {n:,} decided tasks in {time.perf_counter() - started:.1f} s")
-        times = []
+        times, stalls = [], []
         for _ in range(3):
+            beats = Heartbeat()
+            ticker = asyncio.create_task(beats.run())
             t0 = time.perf_counter()
             cal = await calibrate(store)
             times.append(time.perf_counter() - t0)
+            ticker.cancel()
+            stalls.append(beats.longest)
         assert cal.n == n, cal.n
         print(f"calibration over {cal.n:,} decided attempts: kappa {cal.kappa:.3f}")
         print(f"  time (s): min {min(times):.3f} median {statistics.median(times):.3f} max {max(times):.3f}")
+        print(f"  longest event-loop stall meanwhile (ms): {max(stalls) * 1000:.0f}")
     finally:
         await store.close()
 
