@@ -43,6 +43,7 @@ def add_insight_commands(sub: Any, common: argparse.ArgumentParser) -> dict[str,
     p.add_argument("--validator-model", metavar="MODEL", help="only verdicts by this validator model")
     p.add_argument("--category", help="only verdicts of this category")
     p.add_argument("--csv", metavar="FILE", help="also write the figures as CSV")
+    p.add_argument("--html", metavar="FILE", help="also write the figures as a standalone HTML page")
     return {"diff": cmd_diff, "override": cmd_override, "calibration": cmd_calibration}
 
 
@@ -122,11 +123,14 @@ async def cmd_calibration(args: argparse.Namespace, settings: Settings) -> int:
             category=args.category,
         )
         cal = await calibrate(ws.store, flt)
-        if args.csv:
-            try:
-                await asyncio.to_thread(Path(args.csv).write_text, calibration_csv(cal), encoding="utf-8")
-            except OSError as exc:
-                raise ValueError(f"cannot write {args.csv}: {exc.strerror or exc}") from None
+        from core.calibration_html import calibration_html
+
+        for path, render in ((args.csv, calibration_csv), (args.html, calibration_html)):
+            if path:
+                try:
+                    await asyncio.to_thread(Path(path).write_text, render(cal), encoding="utf-8")
+                except OSError as exc:
+                    raise ValueError(f"cannot write {path}: {exc.strerror or exc}") from None
         if args.json:
             _emit(cal.as_json())
         else:

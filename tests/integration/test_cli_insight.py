@@ -79,10 +79,15 @@ def test_diff_override_show_and_calibration(desk: Desk, tmp_path: Path) -> None:
     assert "height unsourced" in html and 'class="verdict v-accepted"' in html  # both verdicts
 
     out_csv = tmp_path / "cal.csv"
-    cal = desk.cli_json("calibration", "--csv", str(out_csv))
+    out_html = tmp_path / "cal.html"
+    cal = desk.cli_json("calibration", "--csv", str(out_csv), "--html", str(out_html))
+    page_text = out_html.read_text(encoding="utf-8")
+    assert "2 decided attempts" in page_text and "scripted/judge" in page_text
     assert cal["n"] == 2
     assert cal["matrix"]["rejected"]["revised"] == 1 and cal["matrix"]["accepted"]["overridden"] == 1
     rows = list(csv.reader(out_csv.read_text(encoding="utf-8").splitlines()))
     assert ["matrix", "accepted", "overridden", "1"] in rows
     code, _, err = desk.cli("calibration", "--since", "yesterday")
     assert code == 4 and "not a date" in err
+    code, _, err = desk.cli("calibration", "--csv", str(tmp_path / "missing" / "x.csv"))
+    assert code == 4 and "cannot write" in err
