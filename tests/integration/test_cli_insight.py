@@ -78,6 +78,15 @@ def test_diff_override_show_and_calibration(desk: Desk, tmp_path: Path) -> None:
     assert "Analyst&#39;s verdict" in html or "Analyst's verdict" in html
     assert "height unsourced" in html and 'class="verdict v-accepted"' in html  # both verdicts
 
+    bundle = tmp_path / "case.edbundle"
+    code, _, err = desk.cli("export", task_id, "-o", str(bundle))
+    assert code == 0, err
+    from_bundle = tmp_path / "from-bundle.html"
+    code, _, err = desk.cli("report", task_id, "--bundle", str(bundle), "-o", str(from_bundle))
+    assert code == 0, err
+    html = from_bundle.read_text(encoding="utf-8")
+    assert "height unsourced" in html and 'class="verdict v-accepted"' in html  # both travel in a bundle
+
     out_csv = tmp_path / "cal.csv"
     out_html = tmp_path / "cal.html"
     cal = desk.cli_json("calibration", "--csv", str(out_csv), "--html", str(out_html))
