@@ -255,12 +255,12 @@ def add_calibration_action(window: Any, menu: Any) -> None:
     """Review → Calibration…: one window per main window, refreshed each time it is opened."""
     from PySide6.QtGui import QAction
 
-    from core.calibration import calibrate
-
     act = QAction("&Calibration…", window)
     act.setToolTip("How far the validator agrees with analysts' final decisions")
 
     def open_view() -> None:
+        from core.calibration import calibrate
+
         view = getattr(window, "calibration_view", None)
         if view is None:
             view = CalibrationView(window.ops, lambda f: calibrate(window.workspace.store, f))

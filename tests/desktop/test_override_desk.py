@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import qasync
+from pytestqt.qtbot import QtBot
 
 from core.domain import TaskStatus
 from core.tasks.override import overrides_from_events
@@ -50,10 +51,10 @@ def test_recording_a_verdict_keeps_the_validators(
     run(qloop, scenario())
 
 
-def test_the_dialog_offers_every_status_and_category(qtbot: object) -> None:
+def test_the_dialog_offers_every_status_and_category(qtbot: QtBot) -> None:
     dialog = OverrideDialog(2)
+    qtbot.addWidget(dialog)
     assert dialog.windowTitle() == "Your verdict on attempt 2"
     dialog.status_combo.setCurrentIndex(dialog.status_combo.findData("insufficient_evidence"))
     dialog.note_edit.setPlainText("  thin evidence  ")
     assert dialog.values() == ("insufficient_evidence", "none", "thin evidence")
-    dialog.deleteLater()
