@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from core.cli_outcome import EXIT_TASK_FAILED, run_outcome
+from core.cli_show import print_dossier as _print_dossier
 from core.config import Settings, load_settings, user_config_file
 from core.domain import FeedbackAction, TaskStatus
 from core.domain.labels import outcome_label
 from core.domain.records import TaskRecord
-from core.domain.usage import UsageTotals
 from core.errors import ConfigurationError, EvidenceDeskError, RefusedAction, StoreError
 from core.inputs import load_toml_file, read_input_text
 from core.version import app_version
@@ -103,11 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--redact", action="append", default=[], metavar="PATTERN", help="regex to mask (repeatable)"
     )
     from core.cli_claims import add_claim_commands
+    from core.cli_insight import add_insight_commands  # diff, override, calibration
     from core.cli_review import add_review_commands
     from core.cli_team import add_team_commands  # worker, batch, batches, schedule
 
     _COMMANDS.update(add_review_commands(sub, common) | add_team_commands(sub, common))
-    _COMMANDS.update(add_claim_commands(sub, common, cmd_list))
+    _COMMANDS.update(add_claim_commands(sub, common, cmd_list) | add_insight_commands(sub, common))
     return parser
 
 
@@ -538,6 +539,7 @@ async def _print_task_summary(
 async def task_dossier(store: Any, task_id: str) -> dict[str, Any]:
     """Everything stored about a task, as plain JSON-ready data (``show`` and audits)."""
     from core.tasks.dossier import load_dossier
+    from core.tasks.override import dossier_overrides
 
     d = await load_dossier(store, task_id)
     data = d.model_dump(mode="json")
@@ -549,51 +551,11 @@ async def task_dossier(store: Any, task_id: str) -> dict[str, Any]:
         "origin": d.task.origin,
     }
     data["usage"] = d.usage().model_dump()
+    data["analyst_verdicts"] = [v.model_dump(mode="json") for v in dossier_overrides(d).values()]
     per_attempt = d.attempt_usage()
     for a in data["attempts"]:
         a["usage"] = per_attempt[a["index"]].model_dump()
     return data
-
-
-def _print_dossier(data: dict[str, Any]) -> None:
-    t = data["task"]
-    print(f"# Task {t['id']}\n{t['text']}\n")
-    shown = outcome_label(t["validation_outcome"], t.get("latest_validation_status"))
-    print(f"status {t['status']} · outcome {shown} · version {t['version']}")
-    print(f"usage {UsageTotals.model_validate(data['usage']).summary()}")
-    if t["read_only"]:
-        print(f"read-only: imported from {t['origin'] or 'a case bundle'}")
-    for a in data["attempts"]:
-        print(f"\n## Attempt {a['index']} ({a['trigger']}) — {a['state']}, finish {a['finish_reason']}")
-        print(f"outcome {outcome_label(a['validation_outcome'], a['validation_status'])}")
-        print(f"validation {a['validation_status'] or '-'} score {a['validation_score']}")
-        print(f"usage {UsageTotals.model_validate(a['usage']).summary()}")
-        print(f"\n### Answer\n{a['final_output'] or '(no usable answer)'}")
-        packet = a.get("packet") or {}
-        runs: list[dict[str, Any]] = [packet["main_run"]] if packet.get("main_run") else []
-        runs += [n["evidence"] for n in packet.get("team_node_results", []) if n.get("evidence")]
-        for run in runs:
-            for warning in run.get("warnings", []):
-                print(f"warning: {warning}")
-            for tool in run.get("tool_results", []):
-                flag = " ERROR" if tool.get("is_error") else ""
-                print(
-                    f"\n### Tool result {tool['tool_name']} ({tool.get('tool_call_id')}){flag}\n{tool['content']}"
-                )
-        for n in packet.get("team_node_results", []):
-            print(
-                f"\n### Team node {n['node_id']}: {n['status']} ({n['finish_reason']}) {n.get('error') or ''}"
-            )
-    for v in data["validations"]:
-        print(f"\n## Validation of attempt {v['attempt_index']}: {v['status']} score {v['score']}")
-        print(f"### Raw validator response\n{v['raw_response']}")
-        print(f"### Debug\n{json.dumps(v['debug'], indent=2, default=str)}")
-        if v.get("prompt"):
-            print(f"### Rendered validation prompt\n{v['prompt']}")
-    if data["feedback"]:
-        print("\n## Feedback history")
-        for f in data["feedback"]:
-            print(f"- {f['created_at']} {f['reviewer']}: {f['action']} {f['prompt'] or ''} {f['note'] or ''}")
 
 
 if __name__ == "__main__":  # `python -m core.cli`: the command line without the desk's entry point

@@ -24,12 +24,14 @@ from core.bundle.opened import OpenedBundle
 from core.bundle.paths import MachineScrub, machine_scrub
 from core.bundle.redact import Redactor
 from core.domain.evidence import TaskEvidencePacket
+from core.domain.facts import EventKind
 from core.domain.labels import outcome_label
 from core.domain.records import AttemptRecord, FeedbackRecord, TaskRecord, ValidationRecord
 from core.domain.usage import USAGE_EVENT_KINDS, UsageTotals
 from core.evidence.render import render_packet
 from core.store import Store
 from core.tasks.dossier import TaskDossier, load_dossier
+from core.tasks.override import AnalystVerdict, dossier_overrides
 from core.version import app_version
 
 __all__ = [
@@ -68,6 +70,7 @@ class AttemptView:
     # earlier attempt gathered (ids are task-wide), and its link must reach that attempt's row.
     anchors: dict[str, int] = field(default_factory=dict)
     usage: UsageTotals | None = None
+    analyst_verdict: AnalystVerdict | None = None  # kept beside the validator's, never over it
 
 
 @dataclass
@@ -114,6 +117,7 @@ def build_report_data(
     views = []
     seen: dict[str, int] = {}
     per_attempt = dossier.attempt_usage()
+    overrides = dossier_overrides(dossier)
     for a in sorted(dossier.attempts, key=lambda x: x.index):
         v = dossier.validation_for(a.index)
         citations = v.result.get("citations", []) if v is not None else []
@@ -128,6 +132,7 @@ def build_report_data(
                 evidence_note=note,
                 anchors=dict(seen),
                 usage=per_attempt.get(a.index),
+                analyst_verdict=overrides.get(a.index),
             )
         )
     return ReportData(
@@ -206,7 +211,8 @@ async def write_report(
     redactor = await asyncio.to_thread(Redactor.build, redact, environ)
     dossier = await load_dossier(store, task_id, with_events=False)  # the page lists no events...
     # ...but states what the calls used, which only the (small) call events record.
-    usage_events = await store.get_task_events(dossier.task.id, kinds=USAGE_EVENT_KINDS)
+    kinds = [*USAGE_EVENT_KINDS, EventKind.ANALYST_VERDICT_RECORDED]  # and the analyst's verdicts
+    usage_events = await store.get_task_events(dossier.task.id, kinds=kinds)
     dossier = dossier.model_copy(update={"events": usage_events})
     scrub = scrub or machine_scrub()
     source = scrub.text(f"workspace {store.display_name}")

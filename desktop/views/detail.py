@@ -33,9 +33,11 @@ from core.domain.validation import CitationCheck
 from core.tasks.dossier import TaskDossier
 from core.validation.warnings import read_warnings
 from desktop.presentation import NOT_ENDORSED_COLOUR, STATUS_LABELS, label, outcome_text
+from desktop.views.diff import DiffView
 from desktop.views.evidence import EvidenceView
 from desktop.views.history import HistoryView, attempt_to_show, failure_notice
 from desktop.views.live import GATHERING_NOTE, WORKING_NOTE, is_live
+from desktop.views.override import AnalystVerdictLabel
 from desktop.views.validator import ValidatorView, warning_title
 from desktop.widgets.plain import plain_label, plain_tooltip
 
@@ -208,10 +210,14 @@ class TaskDetailView(QWidget):
         self.failure_label.setStyleSheet(f"color: {NOT_ENDORSED_COLOUR};")
         self.failure_label.hide()
         layout.addWidget(self.failure_label)
+        self.analyst_verdict_label = AnalystVerdictLabel(page)
+        layout.addWidget(self.analyst_verdict_label)
         self.history_view = HistoryView(page)
         self.tabs = QTabWidget(page)
         self.tabs.addTab(body, "Answer and evidence")
         self.tabs.addTab(self.history_view, "History")
+        self.diff_view = DiffView(page)
+        self.tabs.addTab(self.diff_view, "Diff")
         layout.addWidget(self.tabs, 1)
         self._stack.addWidget(page)
         outer = QVBoxLayout(self)
@@ -261,6 +267,7 @@ class TaskDetailView(QWidget):
         self.attempt_combo.blockSignals(False)
         self._stack.setCurrentIndex(1)
         self.history_view.set_dossier(dossier)
+        self.diff_view.set_dossier(dossier)
         self.failure_label.setText(failure_notice(dossier))
         self.failure_label.setVisible(bool(self.failure_label.text()))
         shown = attempt_to_show(dossier)
@@ -313,6 +320,7 @@ class TaskDetailView(QWidget):
             self.evidence_view.viewer.set_text(GATHERING_NOTE)
         self._show_usage(dossier, attempt)
         self.validator_view.set_validation(validation)
+        self.analyst_verdict_label.show_for(dossier, self._attempt_index)
         self._set_badges(warning_badges(dossier, attempt, validation, packet) if attempt is not None else [])
 
     def show_live_text(self, task_id: str, text: str) -> None:

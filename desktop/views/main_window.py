@@ -48,11 +48,13 @@ from desktop.dialogs.settings import SettingsDialog
 from desktop.dialogs.shortcuts import ShortcutSheet
 from desktop.models.queue_model import TaskQueueModel
 from desktop.ops import CoreOps
+from desktop.views.calibration import add_calibration_action
 from desktop.views.claims import ClaimKeeper
 from desktop.views.detail import TaskDetailView
 from desktop.views.history import ReviewMoves
 from desktop.views.live import connect_live
 from desktop.views.navigation import add_navigation_actions, advance_to
+from desktop.views.override import add_override_action
 from desktop.views.queue import QueueView
 from desktop.views.status import WorkspaceStatus
 from desktop.views.watching import LiveWorkspace
@@ -223,6 +225,8 @@ class MainWindow(QMainWindow):
         ):
             review_menu.addAction(review_act)
         self.review_moves = ReviewMoves(self, review_menu)  # undo, reopen, decisions with notes
+        add_calibration_action(self, review_menu)
+        add_override_action(self, review_menu)
         help_menu = menus.addMenu("&Help")
         help_menu.addAction(self.act_help)
         help_menu.addAction(self.act_about)

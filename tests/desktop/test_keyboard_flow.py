@@ -80,6 +80,12 @@ def test_j_after_loading_the_demo_selects_the_first_task(
         await wait_until(window.isActiveWindow, what="the desk to be the active window")
         key_to_focus(window, Qt.Key.Key_J)
         await wait_until(lambda: window.queue.selected_task_id is not None, what="J to select a task")
+        # The demo builder may still be returning its last task, and the group's rows may still be
+        # loading, when J lands: wait for both rather than racing them.
+        await wait_until(
+            lambda: len(made) == 3 and bool(window.model.group_task_ids("needs_review")),
+            what="the group's rows",
+        )
         first = window.model.group_task_ids("needs_review")[0]
         assert first in made and window.queue.selected_task_id == first
         assert window.queue.filter_edit.text() == ""  # nothing was typed into the filter

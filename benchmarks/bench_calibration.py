@@ -1,0 +1,146 @@
+"""Judge calibration over a large workspace of decided tasks (aim: 100,000 under 2 s).
+
+Each task has one attempt, one verdict (validator model, category and warnings in its debug) and
+one analyst decision; one in fifty also has an analyst override. Tasks go in through
+``Store.import_records`` (core/store/bulk.py) in batches, then ``calibrate`` runs three times.
+
+Run: ``.venv/bin/python benchmarks/bench_calibration.py --tasks 100000 [--db URL]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._common import scratch_dir
+from core.calibration import calibrate
+from core.domain.facts import EventKind
+from core.domain.records import (
+    AttemptRecord,
+    EventRecord,
+    FeedbackRecord,
+    SessionRecord,
+    TaskRecord,
+    ValidationRecord,
+)
+from core.store import Store, TaskImport
+
+STATUSES = ["accepted"] * 6 + ["rejected", "rejected", "insufficient_evidence", "validator_error"]
+ACTIONS = ["satisfied"] * 6 + ["revise", "revise", "abandon", "satisfied"]
+CATEGORIES = ["none", "goal_missed", "incomplete", "rule_violation"]
+WARNING = [{"code": "unverified-citations", "message": "1 of 2 quotes not found", "count": 1, "total": 2}]
+
+
+def one_task(i: int, now: datetime) -> TaskImport:
+    tid, aid, sid = uuid.uuid4().hex, uuid.uuid4().hex, uuid.uuid4().hex
+    at = now - timedelta(minutes=i)
+    status = STATUSES[i % len(STATUSES)]
+    action = ACTIONS[(i * 7) % len(ACTIONS)]
+    task = TaskRecord(
+        id=tid, title=f"Task {i}", text=f"Question {i}", status="closed" if action == "satisfied" else "abandoned",
+        validation_outcome=None, team_spec=None, output_schema=None, main_session_id=sid, attempt_count=1,
+        latest_validation_status=status, latest_score=0.5, latest_category="none", revision_requested_by=None,
+        read_only=False, origin=None, runner=None, heartbeat_at=None, version=2, created_at=at, updated_at=at,
+    )  # fmt: skip
+    attempt = AttemptRecord(
+        id=aid, task_id=tid, index=1, trigger="initial", prompt="p", state="finished", finish_reason="stop",
+        final_output="answer", validation_status=status, validation_score=0.5, validation_outcome=None,
+        packet=None, started_at=at, finished_at=at,
+    )  # fmt: skip
+    session = SessionRecord(id=sid, task_id=tid, parent_session_id=None, kind="main", label="", created_at=at)
+    verdict = ValidationRecord(
+        id=uuid.uuid4().hex, task_id=tid, attempt_id=aid, attempt_index=1, status=status, score=0.5,
+        category=CATEGORIES[i % len(CATEGORIES)], result={"status": status}, raw_response="{}", prompt=None,
+        debug={"validator_model": f"judge-{i % 3}", "warnings": WARNING if i % 5 == 0 else []}, created_at=at,
+    )  # fmt: skip
+    decision = FeedbackRecord(
+        id=uuid.uuid4().hex, task_id=tid, attempt_id=aid, action=action, prompt=None, note=None,
+        reviewer="ana", from_status="awaiting_feedback", to_status="closed", created_at=at + timedelta(seconds=5),
+    )  # fmt: skip
+    events = []
+    if i % 50 == 0:
+        payload = {"attempt_index": 1, "attempt_id": aid, "status": "rejected", "category": "goal_missed",
+                   "note": "", "reviewer": "ana"}  # fmt: skip
+        events.append(
+            EventRecord(
+                id=0,
+                session_id=sid,
+                run_id=None,
+                task_id=tid,
+                seq=1,
+                kind=EventKind.ANALYST_VERDICT_RECORDED,
+                payload=payload,
+                content=None,
+                created_at=at + timedelta(seconds=9),
+            )
+        )
+    return TaskImport(
+        task=task,
+        attempts=[attempt],
+        sessions=[session],
+        events=events,
+        validations=[verdict],
+        feedback=[decision],
+    )
+
+
+class Heartbeat:
+    """A 5 ms tick on the loop: the longest gap is how long the GUI would have stood still."""
+
+    def __init__(self) -> None:
+        self.longest = 0.0
+
+    async def run(self) -> None:
+        last = time.perf_counter()
+        while True:
+            await asyncio.sleep(0.005)
+            now = time.perf_counter()
+            self.longest = max(self.longest, now - last - 0.005)
+            last = now
+
+
+async def run(url: str, n: int) -> None:
+    store = await Store.open(url)
+    try:
+        now = datetime.now(UTC)
+        started = time.perf_counter()
+        for start in range(0, n, 5_000):
+            await store.import_records([one_task(i, now) for i in range(start, min(n, start + 5_000))])
+        print(f"imported {n:,} decided tasks in {time.perf_counter() - started:.1f} s")
+        times, stalls = [], []
+        for _ in range(3):
+            beats = Heartbeat()
+            ticker = asyncio.create_task(beats.run())
+            t0 = time.perf_counter()
+            cal = await calibrate(store)
+            times.append(time.perf_counter() - t0)
+            ticker.cancel()
+            stalls.append(beats.longest)
+        assert cal.n == n, cal.n
+        print(f"calibration over {cal.n:,} decided attempts: kappa {cal.kappa:.3f}")
+        print(f"  time (s): min {min(times):.3f} median {statistics.median(times):.3f} max {max(times):.3f}")
+        print(f"  longest event-loop stall meanwhile (ms): {max(stalls) * 1000:.0f}")
+    finally:
+        await store.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=100_000)
+    parser.add_argument("--db", help="workspace URL (default: a fresh SQLite file)")
+    args = parser.parse_args()
+    url = args.db or str(scratch_dir() / "calibration.sqlite3")
+    asyncio.run(run(url, args.tasks))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+"""Command-line views that look across attempts and verdicts: ``diff``, ``override``, ``calibration``.
+
+Kept out of ``core/cli.py`` so each area's commands live in one small module. Bad input (an
+attempt that does not exist, an unknown status, an unreadable date) is one line on stderr and exit
+code 4, and changes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable, Coroutine
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from core.config import Settings
+
+Handler = Callable[[argparse.Namespace, Settings], Coroutine[Any, Any, int]]
+EXIT_INPUT = 4
+
+
+def add_insight_commands(sub: Any, common: argparse.ArgumentParser) -> dict[str, Handler]:
+    """Add ``diff``, ``override`` and ``calibration``; returns their handlers by name."""
+    p = sub.add_parser("diff", parents=[common], help="what changed between two attempts of a task")
+    p.add_argument("task_id")
+    p.add_argument("--a", type=int, metavar="N", help="the earlier attempt (default: the one before --b)")
+    p.add_argument("--b", type=int, metavar="M", help="the later attempt (default: the last)")
+    p = sub.add_parser(
+        "override", parents=[common], help="record your own verdict on an attempt, beside the validator's"
+    )
+    p.add_argument("task_id")
+    p.add_argument(
+        "--status", required=True, help="accepted, rejected, insufficient_evidence, validator_error"
+    )
+    p.add_argument("--category", default="none", help="goal_missed, incomplete, rule_violation, ... or none")
+    p.add_argument("--note", default="", help="why you disagree (kept with the verdict)")
+    p.add_argument("--attempt", type=int, metavar="N", help="the attempt judged (default: the last)")
+    p = sub.add_parser("calibration", parents=[common], help="how far the validator agrees with analysts")
+    p.add_argument("--since", metavar="YYYY-MM-DD", help="decisions on or after this day (UTC)")
+    p.add_argument("--until", metavar="YYYY-MM-DD", help="decisions before this day (UTC)")
+    p.add_argument("--validator-model", metavar="MODEL", help="only verdicts by this validator model")
+    p.add_argument("--category", help="only verdicts of this category")
+    p.add_argument("--csv", metavar="FILE", help="also write the figures as CSV")
+    p.add_argument("--html", metavar="FILE", help="also write the figures as a standalone HTML page")
+    return {"diff": cmd_diff, "override": cmd_override, "calibration": cmd_calibration}
+
+
+async def _guarded(settings: Settings, body: Callable[[Any], Awaitable[int]]) -> int:
+    from core.cli import _with_workspace
+
+    async def wrapped(ws: Any) -> int:
+        try:
+            return await body(ws)
+        except ValueError as exc:
+            print(f"evidence-desk: {exc}", file=sys.stderr)
+            return EXIT_INPUT
+
+    return await _with_workspace(settings, wrapped)
+
+
+async def cmd_diff(args: argparse.Namespace, settings: Settings) -> int:
+    from core.cli import _emit
+    from core.tasks.diff import diff_attempts, format_diff
+    from core.tasks.dossier import load_dossier
+
+    async def body(ws: Any) -> int:
+        dossier = await load_dossier(ws.store, args.task_id)
+        a = args.a if args.a is not None or args.b is None else args.b - 1
+        d = diff_attempts(dossier, a, args.b)
+        if args.json:
+            _emit(d.model_dump(mode="json"))
+        else:
+            print(format_diff(d))
+        return 0
+
+    return await _guarded(settings, body)
+
+
+async def cmd_override(args: argparse.Namespace, settings: Settings) -> int:
+    from core.cli import _emit
+    from core.tasks.override import format_override, record_override
+    from core.tasks.review import reviewer_name
+
+    async def body(ws: Any) -> int:
+        v = await record_override(
+            ws.store,
+            args.task_id,
+            status=args.status,
+            category=args.category,
+            note=args.note,
+            reviewer=reviewer_name(settings.reviewer),
+            attempt_index=args.attempt,
+        )
+        if args.json:
+            _emit(v.model_dump(mode="json"))
+        else:
+            print(f"attempt {v.attempt_index}: {format_override(v)}")
+        return 0
+
+    return await _guarded(settings, body)
+
+
+def _day(value: str | None, what: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return datetime.fromisoformat(value).replace(tzinfo=UTC)
+    except ValueError:
+        raise ValueError(f"--{what} {value!r} is not a date (use YYYY-MM-DD)") from None
+
+
+async def cmd_calibration(args: argparse.Namespace, settings: Settings) -> int:
+    from core.calibration import CalibrationFilter, calibrate, calibration_csv, format_calibration
+    from core.cli import _emit
+
+    async def body(ws: Any) -> int:
+        flt = CalibrationFilter(
+            since=_day(args.since, "since"),
+            until=_day(args.until, "until"),
+            validator_model=args.validator_model,
+            category=args.category,
+        )
+        cal = await calibrate(ws.store, flt)
+        from core.calibration_html import calibration_html
+
+        for path, render in ((args.csv, calibration_csv), (args.html, calibration_html)):
+            if path:
+                try:
+                    await asyncio.to_thread(Path(path).write_text, render(cal), encoding="utf-8")
+                except OSError as exc:
+                    raise ValueError(f"cannot write {path}: {exc.strerror or exc}") from None
+        if args.json:
+            _emit(cal.as_json())
+        else:
+            print(format_calibration(cal))
+        return 0
+
+    return await _guarded(settings, body)
+
+
+__all__ = ["add_insight_commands"]

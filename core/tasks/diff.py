@@ -1,0 +1,226 @@
+"""What changed between two attempts of a task: answer, verdict, evidence and the prompt between.
+
+Pure functions over a ``TaskDossier``, so ``diff`` on the command line, the desk's Diff view and
+any report tell the same story. The word diff is ``difflib.SequenceMatcher`` over whitespace-split
+tokens (a maintained diff, not a hand-rolled one). Evidence ids are task-wide, so the same search
+run again in a later attempt gets a new id: items are matched by what they are (kind, tool, label,
+node) and compared by content, and each side keeps its own id.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from core.evidence.render import EvidenceItem, render_packet
+from core.tasks.dossier import TaskDossier
+
+Op = Literal["equal", "insert", "delete"]
+
+
+class WordChunk(BaseModel):
+    """A run of words that is in both answers (``equal``), only in B (``insert``) or only in A."""
+
+    op: Op
+    text: str
+
+
+class FieldChange(BaseModel):
+    name: str
+    a: str | float | None
+    b: str | float | None
+
+    @property
+    def changed(self) -> bool:
+        return self.a != self.b
+
+
+class CitationChange(BaseModel):
+    """A citation (by claim and evidence id) whose verdict or check differs between the verdicts."""
+
+    claim: str
+    evidence_id: str
+    a: str | None  # "verdict/check" on A's side, None when A did not cite it
+    b: str | None
+
+
+class VerdictDiff(BaseModel):
+    fields: list[FieldChange]
+    issues_added: list[str]
+    issues_removed: list[str]
+    citations_changed: list[CitationChange]
+
+
+class EvidenceChange(BaseModel):
+    key: str
+    a_id: str | None
+    b_id: str | None
+    change: Literal["added", "removed", "changed"]
+
+
+class AttemptDiff(BaseModel):
+    task_id: str
+    a: int
+    b: int
+    answer: list[WordChunk]
+    words_added: list[str]
+    words_removed: list[str]
+    verdict: VerdictDiff
+    evidence: list[EvidenceChange]
+    evidence_unchanged: int
+    revision_prompt: str | None  # the prompt attempt B ran with, when it was a revision
+
+
+def word_diff(a: str, b: str) -> list[WordChunk]:
+    """Word-level diff; a replaced run shows as its deletion, then its insertion."""
+    wa, wb = a.split(), b.split()
+    chunks: list[WordChunk] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=wa, b=wb, autojunk=False).get_opcodes():
+        if tag == "equal":
+            chunks.append(WordChunk(op="equal", text=" ".join(wa[i1:i2])))
+            continue
+        if i2 > i1:
+            chunks.append(WordChunk(op="delete", text=" ".join(wa[i1:i2])))
+        if j2 > j1:
+            chunks.append(WordChunk(op="insert", text=" ".join(wb[j1:j2])))
+    return chunks
+
+
+def _verdict_fields(dossier: TaskDossier, index: int) -> dict[str, Any]:
+    v = dossier.validation_for(index)
+    if v is None:
+        return {"status": "unvalidated", "score": None, "category": None, "issues": [], "citations": {}}
+    citations = {
+        (
+            str(c.get("claim", "")),
+            str(c.get("evidence_id", "")),
+        ): f"{c.get('verdict', '')}/{c.get('check', 'unchecked')}"
+        for c in v.result.get("citations", []) or []
+        if isinstance(c, dict)
+    }
+    return {
+        "status": v.status,
+        "score": v.score,
+        "category": v.category,
+        "issues": [str(i) for i in v.result.get("issues", []) or []],
+        "citations": citations,
+    }
+
+
+def verdict_diff(dossier: TaskDossier, a: int, b: int) -> VerdictDiff:
+    va, vb = _verdict_fields(dossier, a), _verdict_fields(dossier, b)
+    fields = [FieldChange(name=n, a=va[n], b=vb[n]) for n in ("status", "score", "category")]
+    cites: list[CitationChange] = []
+    for key in sorted(set(va["citations"]) | set(vb["citations"])):
+        ca, cb = va["citations"].get(key), vb["citations"].get(key)
+        if ca != cb:
+            cites.append(CitationChange(claim=key[0], evidence_id=key[1], a=ca, b=cb))
+    return VerdictDiff(
+        fields=fields,
+        issues_added=[i for i in vb["issues"] if i not in va["issues"]],
+        issues_removed=[i for i in va["issues"] if i not in vb["issues"]],
+        citations_changed=cites,
+    )
+
+
+def _item_key(item: EvidenceItem) -> str:
+    return " · ".join(p for p in (item.kind, item.node_id or "", item.tool_name or "", item.label) if p)
+
+
+def _items(dossier: TaskDossier, index: int) -> list[EvidenceItem]:
+    packet = dossier.evidence_packet(index)
+    if packet is None:
+        return []
+    return [i for i in render_packet(packet, include_final_output=False).items]
+
+
+def evidence_diff(dossier: TaskDossier, a: int, b: int) -> tuple[list[EvidenceChange], int]:
+    """Items added, removed or changed from A to B, and how many stayed the same."""
+    items_a, items_b = _items(dossier, a), _items(dossier, b)
+    unmatched_b = list(items_b)
+    changes: list[EvidenceChange] = []
+    unchanged = 0
+    pending: list[EvidenceItem] = []
+    for item in items_a:  # same content (whatever its key) first: that is the same evidence
+        same = next((x for x in unmatched_b if x.kind == item.kind and x.content == item.content), None)
+        if same is not None:
+            unmatched_b.remove(same)
+            unchanged += 1
+        else:
+            pending.append(item)
+    for item in pending:
+        key = _item_key(item)
+        other = next((x for x in unmatched_b if _item_key(x) == key), None)
+        if other is not None:
+            unmatched_b.remove(other)
+            changes.append(
+                EvidenceChange(key=key, a_id=item.evidence_id, b_id=other.evidence_id, change="changed")
+            )
+        else:
+            changes.append(EvidenceChange(key=key, a_id=item.evidence_id, b_id=None, change="removed"))
+    changes += [
+        EvidenceChange(key=_item_key(x), a_id=None, b_id=x.evidence_id, change="added") for x in unmatched_b
+    ]
+    return changes, unchanged
+
+
+def default_pair(dossier: TaskDossier) -> tuple[int, int]:
+    """The last two attempts; raises ValueError when the task has fewer than two."""
+    indexes = sorted(a.index for a in dossier.attempts)
+    if len(indexes) < 2:
+        raise ValueError(f"task {dossier.task.id[:12]} has {len(indexes)} attempt(s); a diff needs two")
+    return indexes[-2], indexes[-1]
+
+
+def diff_attempts(dossier: TaskDossier, a: int | None = None, b: int | None = None) -> AttemptDiff:
+    """Everything that changed from attempt ``a`` to attempt ``b`` (default: the last two)."""
+    if a is None or b is None:
+        da, db = default_pair(dossier)
+        a, b = a if a is not None else da, b if b is not None else db
+    att_a, att_b = dossier.attempt(a), dossier.attempt(b)
+    for n, att in ((a, att_a), (b, att_b)):
+        if att is None:
+            raise ValueError(f"task {dossier.task.id[:12]} has no attempt {n}")
+    assert att_a is not None and att_b is not None
+    chunks = word_diff(att_a.final_output or "", att_b.final_output or "")
+    changes, unchanged = evidence_diff(dossier, a, b)
+    return AttemptDiff(
+        task_id=dossier.task.id,
+        a=a,
+        b=b,
+        answer=chunks,
+        words_added=[w for c in chunks if c.op == "insert" for w in c.text.split()],
+        words_removed=[w for c in chunks if c.op == "delete" for w in c.text.split()],
+        verdict=verdict_diff(dossier, a, b),
+        evidence=changes,
+        evidence_unchanged=unchanged,
+        revision_prompt=att_b.prompt if att_b.trigger != "initial" else None,
+    )
+
+
+def format_diff(diff: AttemptDiff) -> str:
+    """Plain text for a terminal: ``[-removed-]`` and ``{+added+}`` as ``git diff --word-diff`` does."""
+    words = " ".join(
+        c.text if c.op == "equal" else (f"[-{c.text}-]" if c.op == "delete" else f"{{+{c.text}+}}")
+        for c in diff.answer
+    )
+    lines = [f"attempt {diff.a} -> attempt {diff.b} of task {diff.task_id[:12]}"]
+    if diff.revision_prompt:
+        lines.append(f"revision prompt: {diff.revision_prompt}")
+    lines += ["", "answer:", words, "", "verdict:"]
+    for f in diff.verdict.fields:
+        mark = "*" if f.changed else " "
+        lines.append(f" {mark} {f.name}: {f.a} -> {f.b}")
+    lines += [f"   + issue: {i}" for i in diff.verdict.issues_added]
+    lines += [f"   - issue: {i}" for i in diff.verdict.issues_removed]
+    lines += [
+        f"   ~ citation {c.evidence_id} '{c.claim}': {c.a} -> {c.b}" for c in diff.verdict.citations_changed
+    ]
+    lines += ["", f"evidence ({diff.evidence_unchanged} unchanged):"]
+    lines += [f"   {e.change}: {e.key} ({e.a_id or '-'} -> {e.b_id or '-'})" for e in diff.evidence]
+    return "\n".join(lines)
+
+
+__all__ = ["AttemptDiff", "diff_attempts", "format_diff", "word_diff"]
