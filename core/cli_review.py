@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from core.config import Settings
+from core.domain.records import TaskRecord
 
 Handler = Callable[[argparse.Namespace, Settings], Coroutine[Any, Any, int]]
 
@@ -32,24 +33,32 @@ def add_review_commands(sub: Any, common: argparse.ArgumentParser) -> dict[str, 
 
 
 async def cmd_reopen(args: argparse.Namespace, settings: Settings) -> int:
-    from core.cli import _print_task_summary, _with_workspace
-
-    async def body(ws: Any) -> int:
-        from core.tasks.review import ReviewService
-        from core.tasks.service import TaskService
-
-        review = ReviewService(TaskService(ws))
-        task = await ws.store.get_task(args.task_id)
-        task = await review.reopen(task.id, reason=args.reason, expected_version=args.expected_version)
-        if not args.json:
-            print(f"reopened {task.id[:12]} -> {task.status.value}", file=sys.stderr)
-        await _print_task_summary(ws, task, args.json)
-        return 0
-
-    return await _with_workspace(settings, body)
+    return await _review_move(
+        args,
+        settings,
+        lambda review, task: review.reopen(
+            task.id, reason=args.reason, expected_version=args.expected_version
+        ),
+        lambda task: f"reopened {task.id[:12]} -> {task.status.value}",
+    )
 
 
 async def cmd_undo(args: argparse.Namespace, settings: Settings) -> int:
+    return await _review_move(
+        args,
+        settings,
+        lambda review, task: review.undo(task.id, expected_version=args.expected_version, note=args.note),
+        lambda task: f"undone: {task.id[:12]} is back in {task.status.value}",
+    )
+
+
+async def _review_move(
+    args: argparse.Namespace,
+    settings: Settings,
+    move: Callable[[Any, TaskRecord], Awaitable[TaskRecord]],
+    said: Callable[[TaskRecord], str],
+) -> int:
+    """One analyst move from the command line: resolve the id, move, say what happened, print the task."""
     from core.cli import _print_task_summary, _with_workspace
 
     async def body(ws: Any) -> int:
@@ -57,10 +66,9 @@ async def cmd_undo(args: argparse.Namespace, settings: Settings) -> int:
         from core.tasks.service import TaskService
 
         review = ReviewService(TaskService(ws))
-        task = await ws.store.get_task(args.task_id)
-        task = await review.undo(task.id, expected_version=args.expected_version, note=args.note)
+        task = await move(review, await ws.store.get_task(args.task_id))
         if not args.json:
-            print(f"undone: {task.id[:12]} is back in {task.status.value}", file=sys.stderr)
+            print(said(task), file=sys.stderr)
         await _print_task_summary(ws, task, args.json)
         return 0
 

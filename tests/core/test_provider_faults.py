@@ -276,9 +276,7 @@ async def test_a_slow_provider_times_out_on_its_first_call_too(
     """The first call's set-up allowance never lets a hung provider off: litellm's own timeout bounds
     the HTTP exchange, so the call still ends as a timeout, after one request and its retries."""
     gateway_module._WARMED_PROVIDERS.discard("openai")
-    provider.push(
-        Reply(kind="message", content="late", delay_s=3.0), Reply(kind="message", content="late", delay_s=3.0)
-    )
+    provider.push(Reply.held(), Reply.held())
     settings = _settings(sqlite_url, llm_timeout_s=0.5, llm_num_retries=1)
     gateway = LLMGateway(settings, retry_backoff_s=0.01)
     with pytest.raises(LLMTimeout, match=r"timed out|no answer within"):

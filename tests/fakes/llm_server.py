@@ -91,7 +91,7 @@ class Reply:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     raw_body: str | None = None  # a fault's exact body
-    delay_s: float = 0.0  # hold the reply (a slow provider); used by timeout tests only
+    hold: bool = False  # a hung provider: the reply waits until the server stops (timeout tests)
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -108,6 +108,11 @@ class Reply:
             finish_reason=finish_reason,
             **usage,
         )
+
+    @classmethod
+    def held(cls, content: str = "late") -> Reply:
+        """A provider that hangs: nothing comes back until the test's server is stopped."""
+        return cls(kind="message", content=content, hold=True)
 
     @classmethod
     def structured(cls, value: Any, **usage: int) -> Reply:
@@ -187,6 +192,7 @@ class FakeLLMServer:
         self.responder: Responder | None = None
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
+        self._released = threading.Event()  # lets held replies go when the server stops
         for path in (OPENAI_CHAT, OLLAMA_CHAT, OLLAMA_TAGS, OLLAMA_SHOW, OPENAI_MODELS):
             self.server.expect_request(path).respond_with_handler(self._handle)
 
@@ -196,6 +202,7 @@ class FakeLLMServer:
         return self
 
     def stop(self) -> None:
+        self._released.set()
         if self.server.is_running():
             self.server.stop()
 
@@ -273,8 +280,8 @@ class FakeLLMServer:
                 }
             )
         reply = self._next_reply(recorded)
-        if reply.delay_s:
-            time.sleep(reply.delay_s)
+        if reply.hold:
+            self._released.wait()
         model = str((recorded.body or {}).get("model") or self.models[0])
         if reply.kind == "fault":
             return self._fault(reply, recorded, model)
