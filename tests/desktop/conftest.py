@@ -20,7 +20,7 @@ import traceback
 import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 import qasync
@@ -34,6 +34,9 @@ from core.tasks.service import TaskService
 from core.workspace import Workspace
 from tests.gates import HANG_S, GatedGateway
 from tests.gates import wait_until as wait_until  # the desk tests import their waits from here
+
+if TYPE_CHECKING:
+    from desktop.views.main_window import MainWindow
 
 T = TypeVar("T")
 
@@ -175,6 +178,20 @@ async def wait_signal(signal: SignalInstance, timeout: float = HANG_S) -> tuple[
         return await asyncio.wait_for(future, timeout)
     finally:
         signal.disconnect(fire)
+
+
+async def started(window: MainWindow) -> None:
+    """Start the window and wait for its first queue refresh."""
+    refreshed = wait_signal(window.model.sig_refreshed)
+    window.start()
+    await refreshed
+
+
+async def select(window: MainWindow, task_id: str) -> None:
+    """Select a task in the queue and wait until its dossier is on screen."""
+    shown = wait_signal(window.sig_dossier_shown)
+    assert window.queue.select_task(task_id)
+    await shown
 
 
 def verdict(status: str, score: float = 0.5, prompt: str = "Cite the tide tables.") -> str:

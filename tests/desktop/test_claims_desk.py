@@ -16,7 +16,7 @@ from core.tasks.claims import Claims
 from core.workspace import Workspace
 from desktop.models.queue_model import COL_STATUS
 from desktop.views.main_window import DeskServices, MainWindow
-from tests.desktop.conftest import add_task, run, wait_signal, wait_until
+from tests.desktop.conftest import add_task, run, select, started, wait_until
 
 S = TaskStatus
 
@@ -33,18 +33,6 @@ def desk(
     window.claims.stop()
     run(qloop, services.ops.wait_idle())
     services.bridge.close()
-
-
-async def started(window: MainWindow) -> None:
-    refreshed = wait_signal(window.model.sig_refreshed)
-    window.start()
-    await refreshed
-
-
-async def select(window: MainWindow, task_id: str) -> None:
-    shown = wait_signal(window.sig_dossier_shown)
-    assert window.queue.select_task(task_id)
-    await shown
 
 
 def test_a_task_claimed_by_another_reviewer_is_marked_and_s_asks_to_take_it_over(

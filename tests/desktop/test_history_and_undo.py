@@ -15,9 +15,9 @@ from desktop.dialogs.revise import ReviseDialog
 from desktop.models.queue_model import COL_TITLE
 from desktop.views.history import NoteDialog
 from desktop.views.main_window import MainWindow
-from tests.desktop.conftest import add_task, run, wait_until
+from tests.desktop.conftest import add_task, run, select, started, wait_until
 from tests.desktop.test_main_window import desk as desk  # the window fixture
-from tests.desktop.test_main_window import press, select, started
+from tests.desktop.test_main_window import press
 
 S = TaskStatus
 

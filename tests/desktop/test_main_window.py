@@ -15,7 +15,7 @@ from desktop.dialogs.confirm import ConfirmDialog
 from desktop.dialogs.new_task import NewTaskDialog
 from desktop.dialogs.revise import ReviseDialog
 from desktop.views.main_window import DeskServices, MainWindow
-from tests.desktop.conftest import add_task, gates, run, wait_signal, wait_until
+from tests.desktop.conftest import add_task, gates, run, select, started, wait_signal, wait_until
 
 S = TaskStatus
 
@@ -33,18 +33,6 @@ def desk(
     for task in run(qloop, workspace.store.list_tasks()):
         run(qloop, services.tasks.cancel(task.id))  # False, and nothing done, unless it runs here
     services.bridge.close()
-
-
-async def started(window: MainWindow) -> None:
-    refreshed = wait_signal(window.model.sig_refreshed)
-    window.start()
-    await refreshed
-
-
-async def select(window: MainWindow, task_id: str) -> None:
-    shown = wait_signal(window.sig_dossier_shown)
-    assert window.queue.select_task(task_id)
-    await shown
 
 
 def press(window: MainWindow, key: Qt.Key) -> None:

@@ -10,9 +10,8 @@ from core.tasks.override import overrides_from_events
 from core.workspace import Workspace
 from desktop.views.main_window import MainWindow
 from desktop.views.override import OverrideDialog, record_from_desk
-from tests.desktop.conftest import add_task, run, wait_until
+from tests.desktop.conftest import add_task, run, select, started, wait_until
 from tests.desktop.test_main_window import desk as desk  # the window fixture
-from tests.desktop.test_main_window import select, started
 
 
 def test_recording_a_verdict_keeps_the_validators(
