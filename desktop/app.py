@@ -218,8 +218,9 @@ class DeskLauncher:
         services = self.services
         services.ops.cancel_all()
         await services.ops.wait_idle()
-        for task_id in list(getattr(services.tasks, "_running", {})):
-            await services.tasks.cancel(task_id)
+        if services.tasks_started:  # built on first use: without it nothing ran here
+            for task_id in list(getattr(services.tasks, "_running", {})):
+                await services.tasks.cancel(task_id)
         await services.workspace.close()
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import getpass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.domain import FeedbackAction, TaskStatus
 from core.domain.facts import AttemptState, EventKind, RevisionRequester
@@ -20,8 +20,10 @@ from core.events import TaskChange, TaskChanged
 from core.profiles import roles_for_task
 from core.store import NewEvent, TaskRecord
 from core.tasks.policy import attempt_ending, ensure_writable, is_writable, reopen_trigger, undo_refusal
-from core.tasks.service import TaskService
 from core.tasks.state_machine import IllegalTransition, Trigger, can, next_status, undo_trigger
+
+if TYPE_CHECKING:  # the agent and the LLM gateway load with the service, not with the desk's queue
+    from core.tasks.service import TaskService
 
 _TRIGGERS = {
     FeedbackAction.SATISFIED: Trigger.FEEDBACK_SATISFIED,

@@ -4,26 +4,27 @@ Everything the window needs is injected (``DeskServices``); it reaches for no gl
 call one core service method each through ``CoreOps`` and render what comes back or what the
 bridge announces. Which review actions are enabled comes from ``core.tasks.review.allowed_actions``
 for the task version on screen; the desk never re-derives it from the status.
+
+The window holds layout and wiring only: actions and menus are built in ``window_actions``,
+decisions live in ``window_review``, dialogs in ``window_dialogs``; features add themselves in
+``_install_features``. Nothing the first paint does not show is imported here (the agent, the
+LLM gateway, dialogs): a test keeps it so, since start-up time is mostly import time.
 """
 
 from __future__ import annotations
 
-import html
-import inspect
+import functools
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QIcon, QKeySequence
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent
 from PySide6.QtWidgets import (
     QDialog,
-    QFileDialog,
     QLabel,
     QMainWindow,
-    QMessageBox,
+    QMenu,
     QSplitter,
     QStyle,
     QToolBar,
@@ -33,76 +34,96 @@ from PySide6.QtWidgets import (
 
 from core.domain import FeedbackAction
 from core.domain.records import TaskRecord
-from core.errors import RefusedAction
 from core.events import RunProgress, TaskChanged, TasksChanged
-from core.tasks.dossier import TaskDossier
 from core.tasks.queue import TaskQueue
-from core.tasks.review import ReviewService, allowed_actions
-from core.tasks.service import TaskService
+from core.tasks.review import allowed_actions
 from core.workspace import Workspace
 from desktop.bridge import CoreBridge
-from desktop.dialogs.confirm import ConfirmDialog
-from desktop.dialogs.new_task import NewTaskDialog, NewTaskRequest
-from desktop.dialogs.revise import ReviseDialog
-from desktop.dialogs.settings import SettingsDialog
-from desktop.dialogs.shortcuts import ShortcutSheet
 from desktop.models.queue_model import TaskQueueModel
 from desktop.ops import CoreOps
-from desktop.views.calibration import add_calibration_action
 from desktop.views.claims import ClaimKeeper
 from desktop.views.detail import TaskDetailView
 from desktop.views.history import ReviewMoves
 from desktop.views.live import connect_live
-from desktop.views.navigation import add_navigation_actions, advance_to
-from desktop.views.override import add_override_action
+from desktop.views.navigation import add_navigation_actions
 from desktop.views.queue import QueueView
 from desktop.views.status import WorkspaceStatus
 from desktop.views.watching import LiveWorkspace
 from desktop.views.widgets import EmptyState, MessageBar, RunProgressStrip
+from desktop.views.window_actions import build_actions, icon, restore_layout, save_layout
+from desktop.views.window_dialogs import WindowDialogs
+from desktop.views.window_review import ReviewActions
+
+if TYPE_CHECKING:
+    from core.tasks.dossier import TaskDossier
+    from core.tasks.review import ReviewService
+    from core.tasks.service import TaskService
 
 log = logging.getLogger(__name__)
 
-ICONS_DIR = Path(__file__).resolve().parents[2] / "resources" / "icons"
 
-
-@dataclass
 class DeskServices:
-    """What the window works with; built by ``desktop.app`` (or a test) and handed in."""
+    """What the window works with; built by ``desktop.app`` (or a test) and handed in.
 
-    workspace: Workspace
-    tasks: TaskService
-    review: ReviewService
-    bridge: CoreBridge
-    ops: CoreOps
-    queue: TaskQueue
+    The task and review services are built on first use: they import the agent loop and the
+    LLM gateway, which the queue's first paint does not need.
+    """
+
+    def __init__(self, workspace: Workspace, bridge: CoreBridge, ops: CoreOps, queue: TaskQueue) -> None:
+        self.workspace = workspace
+        self.bridge = bridge
+        self.ops = ops
+        self.queue = queue
+
+    @functools.cached_property
+    def tasks(self) -> TaskService:
+        from core.tasks.service import TaskService
+
+        return TaskService(self.workspace)
+
+    @functools.cached_property
+    def review(self) -> ReviewService:
+        from core.tasks.review import ReviewService
+
+        return ReviewService(self.tasks)
+
+    @property
+    def tasks_started(self) -> bool:
+        """Whether the task service exists yet (at exit: only then can runs need cancelling)."""
+        return "tasks" in self.__dict__
 
     @classmethod
     def for_workspace(cls, workspace: Workspace, ops: CoreOps | None = None) -> DeskServices:
-        tasks = TaskService(workspace)
         return cls(
             workspace=workspace,
-            tasks=tasks,
-            review=ReviewService(tasks),
             bridge=CoreBridge(workspace.bus),
             ops=ops or CoreOps(),
             queue=TaskQueue(workspace.store),
         )
 
 
-def icon(name: str, fallback: QStyle.StandardPixmap) -> QIcon:
-    path = ICONS_DIR / f"{name}.svg"
-    loaded = QIcon(str(path)) if path.is_file() else QIcon()
-    if loaded.isNull():
-        from PySide6.QtWidgets import QApplication
-
-        style = QApplication.style()
-        return style.standardIcon(fallback) if style is not None else QIcon()
-    return loaded
-
-
 class MainWindow(QMainWindow):
     sig_dossier_shown = Signal(str)
     """The right pane now shows this task id's dossier (tests and the screenshot wait on it)."""
+
+    # Built by ``window_actions.build_actions``: the window's keys, menus and tool bar.
+    act_new: QAction
+    act_satisfied: QAction
+    act_revise: QAction
+    act_abandon: QAction
+    act_next: QAction
+    act_prev: QAction
+    act_filter: QAction
+    act_settings: QAction
+    act_help: QAction
+    act_leave_filter: QAction
+    act_open_bundle: QAction
+    act_about: QAction
+    act_quit: QAction
+    review_menu: QMenu
+    help_menu: QMenu
+    tool_bar: QToolBar
+    review_moves: ReviewMoves
 
     def __init__(
         self,
@@ -116,12 +137,15 @@ class MainWindow(QMainWindow):
         self.ops = services.ops
         self.workspace = services.workspace
         self.ui_state = ui_state or QSettings("evidence-desk", "desk")
-        self._demo_builder = demo_builder
         self.live = LiveWorkspace(services.workspace, services.ops, self)
         self._current: TaskRecord | None = None
         self._dossier: TaskDossier | None = None
-        self._select_when_listed: str | None = None
+        self.select_when_listed: str | None = None
+        """A task just created here: select it as soon as the queue lists it."""
         self.active_dialog: QDialog | None = None
+        self.bundle_windows: list[QWidget] = []
+        self.reviewing = ReviewActions(self)
+        self.dialogs = WindowDialogs(self, demo_builder)
 
         self.setWindowTitle(f"Evidence Desk — {self.workspace.display_name}")
         self.model = TaskQueueModel(services.queue, self.ops, parent=self)
@@ -155,101 +179,19 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.busy_label)
         self.workspace_status = WorkspaceStatus(self.statusBar(), self.workspace)
 
-        self._build_actions()
+        build_actions(self)  # act_*, menus, tool bar, review moves (undo, reopen)
         self.nav_actions = add_navigation_actions(self, self.detail)  # [ ] N P Alt+1..3
         self._connect()
         self.claims = ClaimKeeper(self)  # the task on screen is claimed, renewed and released
+        self._install_features()
         self._restore_state()
         self._update_actions()
 
+    def _install_features(self) -> None:
+        """Each desk feature adds itself here with one ``install_<feature>(self)`` call (kept last
+        in construction, so a feature sees every pane, action and menu the window has)."""
+
     # ------------------------------------------------------------------ construction
-    def _build_actions(self) -> None:
-        style = self.style()
-        sp = QStyle.StandardPixmap
-
-        def action(
-            text: str, keys: list[str], slot: Callable[[], None], tip: str, std: Any = None
-        ) -> QAction:
-            act = QAction(text, self)
-            if std is not None:
-                act.setIcon(style.standardIcon(std))
-            act.setShortcuts([QKeySequence(k) for k in keys])
-            act.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-            act.setToolTip(f"{tip} ({' / '.join(keys)})" if keys else tip)
-            act.triggered.connect(lambda _checked=False: slot())
-            self.addAction(act)
-            return act
-
-        self.act_new = action("New task", ["Ctrl+N"], self.new_task, "Create and run a task", sp.SP_FileIcon)
-        self.act_satisfied = action(
-            "Satisfied", ["S"], self.satisfied, "Close the task: the answer is good", sp.SP_DialogApplyButton
-        )
-        self.act_revise = action(
-            "Revise…", ["R"], self.revise, "Ask for another attempt", sp.SP_BrowserReload
-        )
-        self.act_abandon = action(
-            "Abandon…", ["A"], self.abandon, "Give up on the task", sp.SP_DialogDiscardButton
-        )
-        self.act_next = action("Next task", ["J"], lambda: self.queue.select_next(1), "Next task")
-        self.act_prev = action("Previous task", ["K"], lambda: self.queue.select_next(-1), "Previous task")
-        self.act_filter = action("Filter", ["/", "Ctrl+F"], self.queue.focus_filter, "Filter the queue")
-        self.act_settings = action(
-            "Settings…", ["Ctrl+,"], self.open_settings, "Settings", sp.SP_FileDialogDetailedView
-        )
-        self.act_help = action(
-            "Shortcuts", ["?"], self.show_shortcuts, "Keyboard shortcuts", sp.SP_DialogHelpButton
-        )
-        self.act_leave_filter = action("Leave filter", ["Esc"], self._leave_filter, "Back to the queue")
-        self.act_open_bundle = action(
-            "Open case bundle…", ["Ctrl+O"], self.open_case_bundle, "Open an exported case bundle read-only"
-        )
-        self.act_about = action("About Evidence Desk", [], self.show_about, "Version and workspace")
-        self.act_quit = action("Quit", ["Ctrl+Q"], self._quit, "Quit")
-
-        menus = self.menuBar()
-        file_menu = menus.addMenu("&File")
-        file_menu.addAction(self.act_new)
-        file_menu.addAction(self.act_open_bundle)
-        file_menu.addSeparator()
-        file_menu.addAction(self.act_settings)
-        file_menu.addSeparator()
-        file_menu.addAction(self.act_quit)
-        review_menu = menus.addMenu("&Review")
-        for review_act in (
-            self.act_satisfied,
-            self.act_revise,
-            self.act_abandon,
-            self.act_next,
-            self.act_prev,
-            self.act_filter,
-        ):
-            review_menu.addAction(review_act)
-        self.review_moves = ReviewMoves(self, review_menu)  # undo, reopen, decisions with notes
-        add_calibration_action(self, review_menu)
-        add_override_action(self, review_menu)
-        help_menu = menus.addMenu("&Help")
-        help_menu.addAction(self.act_help)
-        help_menu.addAction(self.act_about)
-        self.bundle_windows: list[QWidget] = []
-
-        bar = QToolBar("Actions")
-        bar.setObjectName("ActionBar")
-        bar.setMovable(False)
-        bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        for act in (self.act_new, None, self.act_satisfied, self.act_revise, self.act_abandon, None):
-            if act is None:
-                bar.addSeparator()
-            else:
-                bar.addAction(act)
-        spacer = QWidget()
-        spacer.setSizePolicy(
-            spacer.sizePolicy().horizontalPolicy().Expanding, spacer.sizePolicy().verticalPolicy()
-        )
-        bar.addWidget(spacer)
-        bar.addAction(self.act_settings)
-        bar.addAction(self.act_help)
-        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
-
     def _connect(self) -> None:
         bridge = self.services.bridge
         bridge.sig_task_changed.connect(self._on_task_changed)
@@ -279,25 +221,10 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ state persistence
     def _restore_state(self) -> None:
-        geometry = self.ui_state.value("window/geometry")
-        if isinstance(geometry, QByteArray) and not geometry.isEmpty():
-            self.restoreGeometry(geometry)
-        else:
-            self.resize(1400, 860)
-        splitter = self.ui_state.value("window/splitter")
-        if isinstance(splitter, QByteArray) and not splitter.isEmpty():
-            self.splitter.restoreState(splitter)
-        else:
-            self.splitter.setSizes([640, 760])  # room for readable titles at the default size
-        header = self.ui_state.value("queue/header")
-        if isinstance(header, QByteArray) and not header.isEmpty():
-            self.queue.tree.header().restoreState(header)
+        restore_layout(self)
 
     def save_state(self) -> None:
-        self.ui_state.setValue("window/geometry", self.saveGeometry())
-        self.ui_state.setValue("window/splitter", self.splitter.saveState())
-        self.ui_state.setValue("queue/header", self.queue.tree.header().saveState())
-        self.ui_state.sync()
+        save_layout(self)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.save_state()
@@ -415,8 +342,8 @@ class MainWindow(QMainWindow):
             self.empty_state.hide()
             self.detail.show()
             self._focus_queue_after_empty_state()
-        if task_id == self._select_when_listed and self.queue.select_task(task_id):
-            self._select_when_listed = None
+        if task_id == self.select_when_listed and self.queue.select_task(task_id):
+            self.select_when_listed = None
         elif task_id == self.queue.selected_task_id:
             listed = self.model.task(task_id)
             if listed is not None and (self._current is None or listed.version >= self._current.version):
@@ -424,213 +351,53 @@ class MainWindow(QMainWindow):
                 self._render_progress()
                 self._update_actions()
 
-    # ------------------------------------------------------------------ review actions
-    def _refused(self, task_id: str) -> Callable[[BaseException], bool]:
-        def handle(exc: BaseException) -> bool:
-            if not isinstance(exc, RefusedAction):
-                return False
-            self.show_error(f"{exc}. The task has been reloaded.")
-            self.model.update_task(task_id)
-            if task_id == self.queue.selected_task_id:
-                self._load_detail(task_id)
-            return True
-
-        return handle
+    # ------------------------------------------------------------------ actions (window_review, window_dialogs)
+    @property
+    def dossier(self) -> TaskDossier | None:
+        """The dossier on screen (None while the first one loads)."""
+        return self._dossier
 
     def satisfied(self) -> None:
-        task = self._current
-        if task is None or not self.act_satisfied.isEnabled() or not self.claims.may_act(task):
-            return
-        upcoming = self.queue.next_needing_decision(task.id)
-        self.ops.run(
-            self.services.review.feedback(task.id, FeedbackAction.SATISFIED, expected_version=task.version),
-            what="Closing the task",
-            on_done=lambda _t: self._decided(task, f"Closed: {task.title}", upcoming),
-            on_error=self._refused(task.id),
-        )
-
-    def recommended_prompt(self) -> str:
-        dossier = self._dossier
-        if dossier is None or not dossier.validations:
-            return ""
-        latest = dossier.validations[-1]
-        value = latest.result.get("recommended_revision_prompt") if isinstance(latest.result, dict) else None
-        return value if isinstance(value, str) else ""
+        self.reviewing.satisfied()
 
     def revise(self) -> None:
-        task = self._current
-        if task is None or not self.act_revise.isEnabled() or not self.claims.may_act(task):
-            return
-        dialog = ReviseDialog(task.title, self.recommended_prompt(), self)
-        dialog.accepted.connect(lambda: self._send_revision(task, dialog.prompt, dialog.note))
-        self._open(dialog)
-
-    def _send_revision(self, task: TaskRecord, prompt: str, note: str | None) -> None:
-        async def revise_and_run() -> TaskRecord:
-            updated = await self.services.review.feedback(
-                task.id, FeedbackAction.REVISE, expected_version=task.version, prompt=prompt, note=note
-            )
-            self._watch_run(task.id)
-            return updated
-
-        upcoming = self.queue.next_needing_decision(task.id)
-        self.ops.run(
-            revise_and_run(),
-            what="Sending the revision",
-            on_done=lambda _t: self._decided(task, f"Revision sent: {task.title}", upcoming),
-            on_error=self._refused(task.id),
-        )
+        self.reviewing.revise()
 
     def abandon(self) -> None:
-        task = self._current
-        if task is None or not self.act_abandon.isEnabled() or not self.claims.may_act(task):
-            return
-        running = task.status.is_execution_active
-        dialog = ConfirmDialog(
-            "Abandon task",
-            "Abandon this task?"
-            + (" Its run is cancelled first." if running else "")
-            + " The task and its evidence stay in the workspace.",
-            "Abandon",
-            self,
-            subject=task.title,
-        )
-        dialog.accepted.connect(lambda: self._send_abandon(task))
-        self._open(dialog)
+        self.reviewing.abandon()
 
-    def _send_abandon(self, task: TaskRecord) -> None:
-        upcoming = self.queue.next_needing_decision(task.id)
-        current = self._current if self._current is not None and self._current.id == task.id else task
-        self.ops.run(
-            self.services.review.feedback(task.id, FeedbackAction.ABANDON, expected_version=current.version),
-            what="Abandoning the task",
-            on_done=lambda _t: self._decided(task, f"Abandoned: {task.title}", upcoming),
-            on_error=self._refused(task.id),
-        )
+    def recommended_prompt(self) -> str:
+        return self.reviewing.recommended_prompt()
 
-    def _decided(self, task: TaskRecord, message: str, upcoming: str | None) -> None:
-        """After a decision: say so, and (Settings: auto_advance) select the next task needing one."""
-        self.show_info(message)
-        if self.workspace.settings.auto_advance and self.queue.selected_task_id == task.id:
-            advance_to(self.queue, task.id, upcoming)
+    def _refused(self, task_id: str) -> Callable[[BaseException], bool]:
+        return self.reviewing.refused(task_id)
 
-    def _watch_run(self, task_id: str) -> None:
-        """Start the run in this process; its errors are reported like any other operation's."""
-        handle = self.services.tasks.start(task_id)
-
-        async def follow() -> TaskRecord:
-            return await handle
-
-        self.ops.run(follow(), what="Running the task", on_error=self._refused(task_id))
-
-    # ------------------------------------------------------------------ new task, demo, settings
     def new_task(self) -> None:
-        dialog = NewTaskDialog(self)
-        dialog.accepted.connect(lambda: self._create(dialog, dialog.request()))
-        self._open(dialog)
-
-    def _create(self, dialog: NewTaskDialog, request: NewTaskRequest) -> None:
-        async def create() -> TaskRecord:
-            return await self.services.tasks.create(request.text, team=request.team, title=request.title)
-
-        def created(task: TaskRecord) -> None:
-            self._select_when_listed = task.id
-            if self.model.task(task.id) is not None:
-                self.queue.select_task(task.id)
-                self._select_when_listed = None
-            self._watch_run(task.id)
-
-        def failed(exc: BaseException) -> bool:
-            if not isinstance(exc, Exception) or isinstance(exc, AssertionError):
-                return False
-            dialog.show_error(str(exc))
-            self._open(dialog)  # reopen with everything the analyst typed
-            return True
-
-        self.ops.run(create(), what="Creating the task", on_done=created, on_error=failed)
+        self.dialogs.new_task()
 
     def load_demo(self) -> None:
-        builder = self._demo_builder
-        if builder is None:
-            try:
-                from core.demo import build_demo_workspace
-            except ImportError:
-                self.show_error(
-                    "The demo workspace is not part of this build; use New task (Ctrl+N) instead."
-                )
-                return
-            builder = build_demo_workspace
-
-        async def build() -> None:
-            result = builder(self.services.workspace)
-            if inspect.isawaitable(result):
-                await result
-
-        self.ops.run(build(), what="Loading the demo workspace", on_done=lambda _r: self._refresh_queue())
-
-    def _refresh_queue(self) -> None:
-        self.model.refresh()
+        self.dialogs.load_demo()
 
     def open_settings(self) -> None:
-        self._open(SettingsDialog(self.services.workspace.settings, self))
+        self.dialogs.open_settings()
 
     def show_shortcuts(self) -> None:
-        self._open(ShortcutSheet(self.actions(), self))
+        self.dialogs.show_shortcuts()
 
     def open_case_bundle(self, path: str | None = None) -> None:
-        """File → Open case bundle: a read-only window, with a banner when verification fails."""
-        if path is None:
-            # open(), not the static getOpenFileName: no nested event loop inside qasync.
-            chooser = QFileDialog(self, "Open case bundle", "", "Case bundles (*.zip);;All files (*)")
-            chooser.setFileMode(QFileDialog.FileMode.ExistingFile)
-            chooser.fileSelected.connect(self.open_case_bundle)
-            self._open(chooser)
-            return
-        from core.bundle import BundleError
-        from desktop.views.bundle_window import BundleWindow, read_bundle
-
-        def show(opened: Any) -> None:
-            window = BundleWindow(opened)
-            self.bundle_windows.append(window)
-            window.show()
-
-        def failed(exc: BaseException) -> bool:
-            if isinstance(exc, BundleError):
-                self.show_error(f"Cannot open case bundle: {exc}")
-                return True
-            return False
-
-        self.ops.run(
-            read_bundle(Path(path), db_url=self.workspace.settings.db_url),
-            what="open case bundle",
-            on_done=show,
-            on_error=failed,
-        )
-
-    def _quit(self) -> None:
-        self.close()
+        self.dialogs.open_case_bundle(path)
 
     def show_about(self) -> None:
-        from core.version import app_version
+        self.dialogs.show_about()
 
-        box = QMessageBox(self)
-        box.setWindowTitle("About Evidence Desk")
-        box.setText(
-            f"<b>Evidence Desk {app_version()}</b><br>Review LLM answers against their evidence."
-            f"<br><br>Workspace: {html.escape(self.workspace.display_name)}"
-        )
-        self._open(box)
+    def open_dialog(self, dialog: QDialog) -> None:
+        self.dialogs.open(dialog)
 
-    def _leave_filter(self) -> None:
+    _open = open_dialog  # the name feature modules (history) call
+
+    def quit(self) -> None:
+        self.close()
+
+    def leave_filter(self) -> None:
         if self.queue.filter_edit.hasFocus():
             self.queue.tree.setFocus(Qt.FocusReason.ShortcutFocusReason)
-
-    def _open(self, dialog: QDialog) -> None:
-        """Dialogs open window-modal with ``open()``: no nested event loop inside qasync."""
-        self.active_dialog = dialog
-        dialog.finished.connect(lambda _r: self._dialog_closed(dialog))
-        dialog.open()
-
-    def _dialog_closed(self, dialog: QDialog) -> None:
-        if self.active_dialog is dialog:
-            self.active_dialog = None
