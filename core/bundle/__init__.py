@@ -1,18 +1,57 @@
-"""Case bundles (tamper-evident export, verification, import, read-only open) and audit reports."""
+"""Case bundles (tamper-evident export, verification, import, read-only open) and audit reports.
 
-from core.bundle.export import ExportSummary, export_bundle
-from core.bundle.format import BundleError
-from core.bundle.importer import ImportSummary, import_bundle
-from core.bundle.opened import BundleTask, OpenedBundle, open_bundle
-from core.bundle.report import (
-    ReportData,
-    build_report_data,
-    render_report,
-    report_data_from_bundle,
-    write_report,
-    write_report_from_bundle,
-)
-from core.bundle.verify import VerificationReport, verify_bundle
+Names load on first use (PEP 562): the desk reads ``redact`` at start-up and should not pay
+for export, import and report rendering until a bundle is actually used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from core.bundle.export import ExportSummary, export_bundle
+    from core.bundle.format import BundleError
+    from core.bundle.importer import ImportSummary, import_bundle
+    from core.bundle.opened import BundleTask, OpenedBundle, open_bundle
+    from core.bundle.report import (
+        ReportData,
+        build_report_data,
+        render_report,
+        report_data_from_bundle,
+        write_report,
+        write_report_from_bundle,
+    )
+    from core.bundle.verify import VerificationReport, verify_bundle
+
+_HOMES = {
+    "BundleError": "core.bundle.format",
+    "BundleTask": "core.bundle.opened",
+    "ExportSummary": "core.bundle.export",
+    "ImportSummary": "core.bundle.importer",
+    "OpenedBundle": "core.bundle.opened",
+    "ReportData": "core.bundle.report",
+    "VerificationReport": "core.bundle.verify",
+    "build_report_data": "core.bundle.report",
+    "export_bundle": "core.bundle.export",
+    "import_bundle": "core.bundle.importer",
+    "open_bundle": "core.bundle.opened",
+    "render_report": "core.bundle.report",
+    "report_data_from_bundle": "core.bundle.report",
+    "verify_bundle": "core.bundle.verify",
+    "write_report": "core.bundle.report",
+    "write_report_from_bundle": "core.bundle.report",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BundleError",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
@@ -28,7 +29,9 @@ from core.domain.queue import (
 from core.domain.records import TaskRecord
 from core.domain.status import TaskStatus
 from core.store import Store, queue_sql
-from core.tasks.dossier import TaskDossier, load_dossier
+
+if TYPE_CHECKING:  # the dossier loads evidence rendering: imported when a task is first opened
+    from core.tasks.dossier import TaskDossier
 
 
 class QueueSnapshot(BaseModel):
@@ -119,6 +122,8 @@ class TaskQueue:
     async def dossier(self, task_id: str) -> TaskDossier:
         # A running attempt's events are written behind its loop; wait for them so a view that
         # reloads on an "evidence recorded" notice sees what the notice announced.
+        from core.tasks.dossier import load_dossier
+
         await self._store.flush()
         return await load_dossier(self._store, task_id)
 

@@ -37,7 +37,6 @@ from core.domain.records import TaskRecord
 from core.events import RunProgress, TaskChanged, TasksChanged
 from core.tasks.queue import TaskQueue
 from core.tasks.review import allowed_actions
-from core.workspace import Workspace
 from desktop.bridge import CoreBridge
 from desktop.models.queue_model import TaskQueueModel
 from desktop.ops import CoreOps
@@ -58,6 +57,7 @@ if TYPE_CHECKING:
     from core.tasks.dossier import TaskDossier
     from core.tasks.review import ReviewService
     from core.tasks.service import TaskService
+    from core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 

@@ -9,12 +9,15 @@ is said here once instead of as a badge on every task.
 from __future__ import annotations
 
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QStatusBar
 
-from core.workspace import Workspace
 from desktop.views.validator import warning_line, warning_title
 from desktop.widgets.plain import plain_label, plain_tooltip
+
+if TYPE_CHECKING:  # the workspace module loads the LLM gateway: not needed to paint
+    from core.workspace import Workspace
 
 
 def short_name(display_name: str) -> str:

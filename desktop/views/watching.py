@@ -8,12 +8,14 @@ only ties the watcher's lifetime to the window's.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject
 
-from core.workspace import Workspace
 from desktop.ops import CoreOps
+
+if TYPE_CHECKING:  # the workspace module loads the LLM gateway: not needed to paint
+    from core.workspace import Workspace
 
 
 class LiveWorkspace(QObject):

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtWidgets import QDialog, QFileDialog, QMessageBox
 
 from core.domain.records import TaskRecord
-from core.workspace import Workspace
 
 if TYPE_CHECKING:
+    from core.workspace import Workspace
     from desktop.dialogs.new_task import NewTaskDialog, NewTaskRequest
     from desktop.views.main_window import MainWindow
 

@@ -1,0 +1,50 @@
+"""The main window imports only what its first paint shows: a deterministic guard on start-up time.
+
+Start-up time is mostly import time (litellm alone takes seconds, the agent and the LLM gateway
+with httpx and detect-secrets most of a second), so the window module must not pull them in;
+they load when a run, a dialog or a dossier first needs them. A fresh interpreter is the only
+honest place to look: this test process has long imported everything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+NOT_AT_START = (
+    "litellm",
+    "httpx",
+    "detect_secrets",
+    "core.agent",
+    "core.llm",
+    "core.tasks.service",
+    "core.validation.service",
+    "core.bundle.export",
+    "desktop.dialogs.new_task",
+    "desktop.dialogs.settings",
+)
+
+
+def _loaded_by(statement: str) -> list[str]:
+    code = f"import json, sys\n{statement}\nprint(json.dumps(sorted(sys.modules)))"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "QT_QPA_PLATFORM": "offscreen"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    loaded: list[str] = json.loads(done.stdout.splitlines()[-1])
+    return loaded
+
+
+@pytest.mark.slow
+def test_importing_the_main_window_loads_no_agent_gateway_or_dialogs() -> None:
+    loaded = set(_loaded_by("import desktop.views.main_window"))
+    assert "core.store" in loaded  # the queue's own needs do load: the check itself works
+    assert sorted(name for name in NOT_AT_START if name in loaded) == []
