@@ -11,6 +11,14 @@ three characters or more), PostgreSQL's ``tasks.search`` tsvector with GIN (ever
 starts a word of the task, rechecked with ILIKE so the typed text appears as typed). Counts
 without text come from ``task_counts``, which triggers keep; counts with text cost a query
 over every match and are the caller's to run in the background.
+
+How a text filter's first pages are found depends on how many tasks match, which one bounded
+probe of the index tells (``_text_plan``): a few thousand matches are read from the index and
+sorted; beyond that, each group is walked in the queue's order (its status/updated index) and
+every row is checked until the page is full, so a common word costs a page's worth of rows
+instead of a pass over every match. The check is the index's own rule: a substring, ASCII
+case folded, for ASCII text (exactly what the trigram phrase matches), and the index itself for
+a row or a needle that is not plain ASCII.
 """
 
 from __future__ import annotations
@@ -20,9 +28,10 @@ from collections.abc import Sequence
 from functools import cmp_to_key
 from typing import Any
 
-from sqlalchemy import Boolean, and_, func, literal, literal_column, or_, select, true, union_all
+from sqlalchemy import Boolean, and_, case, func, literal, literal_column, or_, select, true, union_all
 from sqlalchemy import text as sql_text
-from sqlalchemy.sql import Select
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql import CompoundSelect, Select
 from sqlalchemy.sql.elements import ColumnElement
 
 from core.domain.queue import PageCursor, QueueFilter, QueuePage, QueueSort, SortColumn, precedes
@@ -40,17 +49,26 @@ _TRIGRAM_MIN = 3
 # What PostgreSQL's text-search parser treats as part of a word, near enough: the ILIKE recheck
 # keeps any difference from admitting a task that does not contain the typed text.
 _WORD = re.compile(r"[^\W_]+")
+# Above this many index matches a first page is found by walking the queue's order; at or below
+# it, by reading the matches (each a primary-key lookup) and sorting them.
+WALK_ABOVE = 5_000
+# A row whose title or text holds any character outside ASCII: there only the index decides.
+_NOT_ASCII = "*[^\x01-\x7f]*"
 
 
 def like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def filter_clause(store: StoreBase, flt: QueueFilter, *, shared: bool = False) -> ColumnElement[bool]:
+def filter_clause(
+    store: StoreBase, flt: QueueFilter, *, shared: bool = False, walk: bool = False
+) -> ColumnElement[bool]:
     """The one rule that decides whether a task is in the filtered queue (its group aside).
 
     ``shared``: the clause is used by several parts of one statement (a UNION of first pages);
     the index is then asked once, in a materialized CTE, rather than once per part.
+    ``walk``: the statement walks tasks in the queue's order and stops at a page (many matches,
+    see ``_text_plan``); the text is then checked per row rather than by reading every match.
     """
     parts: list[ColumnElement[bool]] = []
     if flt.status is not None:
@@ -63,22 +81,44 @@ def filter_clause(store: StoreBase, flt: QueueFilter, *, shared: bool = False) -
             cond = or_(cond, TaskRow.validation_outcome.is_(None))
         parts.append(cond)
     if flt.text:
-        parts.append(_text_clause(store, flt.text, shared=shared))
+        parts.append(_text_clause(store, flt.text, shared=shared, walk=walk))
     if flt.batch_id:
         parts.append(TaskRow.batch_id == flt.batch_id)
     return and_(true(), *parts)
 
 
-def _text_clause(store: StoreBase, needle: str, *, shared: bool) -> ColumnElement[bool]:
+def _phrase(needle: str) -> str:
+    return '"' + needle.replace('"', '""') + '"'
+
+
+def _fts_hits(needle: str) -> Select[tuple[Any]]:
+    return (
+        select(literal_column("task_id"))
+        .select_from(sql_text("tasks_fts"))
+        .where(sql_text("tasks_fts MATCH :task_search").bindparams(task_search=_phrase(needle)))
+    )
+
+
+def _text_clause(store: StoreBase, needle: str, *, shared: bool, walk: bool) -> ColumnElement[bool]:
     if store.is_sqlite and store.has_task_search and len(needle) >= _TRIGRAM_MIN:
         # The trigram index answers the substring question without scanning every task; a
         # phrase query matches the text exactly as typed.
-        phrase = '"' + needle.replace('"', '""') + '"'
-        hits: Select[tuple[Any]] = (
-            select(literal_column("task_id"))
-            .select_from(sql_text("tasks_fts"))
-            .where(sql_text("tasks_fts MATCH :task_search").bindparams(task_search=phrase))
-        )
+        hits = _fts_hits(needle)
+        if walk:
+            # ``id || ''`` keeps SQLite from driving the statement from the matches (a key
+            # lookup for each, then a sort): it walks the group's order and stops at the page.
+            # The index's answer is only built if a row is not plain ASCII.
+            indexed = TaskRow.id.concat("").in_(hits)
+            if not (needle.isascii() and needle.isprintable()):
+                return indexed
+            pattern = "%" + like_escape(needle) + "%"
+            ascii_text = or_(
+                TaskRow.title.like(pattern, escape="\\"), TaskRow.text.like(pattern, escape="\\")
+            )
+            not_ascii = or_(
+                TaskRow.title.op("GLOB")(literal(_NOT_ASCII)), TaskRow.text.op("GLOB")(literal(_NOT_ASCII))
+            )
+            return case((not_ascii, indexed), else_=ascii_text)
         if shared:
             found = hits.cte("task_hits").prefix_with("MATERIALIZED")
             return TaskRow.id.in_(select(found.c.task_id))
@@ -142,11 +182,14 @@ async def page(
     """One keyset page: the cost is the page, not how far down the group it is."""
     if not statuses:
         return QueuePage(rows=(), next=None)
-    q = select(TaskRow).where(TaskRow.status.in_([s.value for s in statuses]), filter_clause(store, flt))
-    if after is not None:
-        q = q.where(after_clause(store, sort, after))
-    q = q.order_by(*order_by(store, sort)).limit(limit + 1)
     async with store.read_session() as s:
+        walk = await _text_plan(s, store, flt)
+        q = select(TaskRow).where(
+            TaskRow.status.in_([st.value for st in statuses]), filter_clause(store, flt, walk=walk)
+        )
+        if after is not None:
+            q = q.where(after_clause(store, sort, after))
+        q = q.order_by(*order_by(store, sort)).limit(limit + 1)
         rows = [TaskRecord.model_validate(r) for r in (await s.scalars(q)).all()]
     more = len(rows) > limit
     rows = rows[:limit]
@@ -169,20 +212,13 @@ async def first_pages(
     pages = {key: QueuePage(rows=(), next=None) for key, _ in groups}
     if not wanted:
         return pages
-    clause = filter_clause(store, flt, shared=True)
-    arms = []
-    for i, (_key, statuses) in enumerate(wanted):
-        arm = (
-            select(*TaskRow.__table__.c, literal_column(str(i)).label("queue_group"))
-            .where(TaskRow.status.in_([s.value for s in statuses]), clause)
-            .order_by(*order_by(store, sort))
-            .limit(limit + 1)
-            .subquery()
-        )
-        arms.append(select(arm))
-    q = arms[0] if len(arms) == 1 else union_all(*arms)
     async with store.read_session() as s:
-        found = (await s.execute(q)).mappings().all()
+        walk = await _text_plan(s, store, flt)
+        found = (
+            (await s.execute(_first_pages_query(store, wanted, flt=flt, sort=sort, limit=limit, walk=walk)))
+            .mappings()
+            .all()
+        )
     grouped: list[list[TaskRecord]] = [[] for _ in wanted]
     for m in found:
         values = dict(m)
@@ -198,6 +234,43 @@ async def first_pages(
         rows = rows[:limit]
         pages[name] = QueuePage(rows=tuple(rows), next=PageCursor.after(rows[-1], sort) if more else None)
     return pages
+
+
+async def _text_plan(session: AsyncSession, store: StoreBase, flt: QueueFilter) -> bool:
+    """Whether pages should walk the queue's order (True) rather than read the index's matches.
+
+    One bounded probe: the index is asked for at most ``WALK_ABOVE + 1`` matches, so a rare word
+    costs its few matches and a common one a fixed few milliseconds. Only SQLite's trigram index
+    is probed; PostgreSQL's planner has the statistics to choose for itself.
+    """
+    needle = flt.text
+    if not (needle and store.is_sqlite and store.has_task_search and len(needle) >= _TRIGRAM_MIN):
+        return False
+    probe = select(func.count()).select_from(_fts_hits(needle).limit(WALK_ABOVE + 1).subquery())
+    return int((await session.execute(probe)).scalar_one()) > WALK_ABOVE
+
+
+def _first_pages_query(
+    store: StoreBase,
+    wanted: Sequence[tuple[str, Sequence[TaskStatus]]],
+    *,
+    flt: QueueFilter,
+    sort: QueueSort,
+    limit: int,
+    walk: bool,
+) -> Select[Any] | CompoundSelect[Any]:
+    clause = filter_clause(store, flt, shared=True, walk=walk)
+    arms = []
+    for i, (_key, statuses) in enumerate(wanted):
+        arm = (
+            select(*TaskRow.__table__.c, literal_column(str(i)).label("queue_group"))
+            .where(TaskRow.status.in_([s.value for s in statuses]), clause)
+            .order_by(*order_by(store, sort))
+            .limit(limit + 1)
+            .subquery()
+        )
+        arms.append(select(arm))
+    return arms[0] if len(arms) == 1 else union_all(*arms)
 
 
 async def stored_counts(store: StoreBase, flt: QueueFilter) -> dict[TaskStatus, int]:
