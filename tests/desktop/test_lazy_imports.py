@@ -48,3 +48,23 @@ def test_importing_the_main_window_loads_no_agent_gateway_or_dialogs() -> None:
     loaded = set(_loaded_by("import desktop.views.main_window"))
     assert "core.store" in loaded  # the queue's own needs do load: the check itself works
     assert sorted(name for name in NOT_AT_START if name in loaded) == []
+
+
+def test_pyside_import_check_reads_files_and_answers_as_before() -> None:
+    import core.errors
+    import desktop.app
+    from desktop.app import speed_up_pyside_import_hook
+
+    feature = sys.modules.get("shibokensupport.feature")
+    if feature is None or not hasattr(feature, "_mod_uses_pyside"):
+        pytest.skip("this PySide6 has no per-import feature check")
+    before = feature._mod_uses_pyside
+    speed_up_pyside_import_hook()
+    speed_up_pyside_import_hook()  # idempotent: wraps once
+    after = feature._mod_uses_pyside
+    assert getattr(after, "direct_read", False)
+    original = before if not getattr(before, "direct_read", False) else None
+    for module, uses in ((desktop.app, True), (core.errors, False), (json, False)):
+        assert after(module) is uses
+        if original is not None:
+            assert original(module) is uses
