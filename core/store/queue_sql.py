@@ -26,9 +26,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import cmp_to_key
-from typing import Any
+from typing import Any, Literal
 
-from sqlalchemy import Boolean, and_, case, func, literal, literal_column, or_, select, true, union_all
+from sqlalchemy import Boolean, and_, func, literal, literal_column, or_, select, true, union_all
 from sqlalchemy import text as sql_text
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import CompoundSelect, Select
@@ -54,6 +54,7 @@ _WORD = re.compile(r"[^\W_]+")
 WALK_ABOVE = 5_000
 # A row whose title or text holds any character outside ASCII: there only the index decides.
 _NOT_ASCII = "*[^\x01-\x7f]*"
+TextPlan = Literal["plain", "matches", "walk"]
 
 
 def like_escape(text: str) -> str:
@@ -107,7 +108,7 @@ def _text_clause(store: StoreBase, needle: str, *, shared: bool, walk: bool) -> 
         if walk:
             # ``id || ''`` keeps SQLite from driving the statement from the matches (a key
             # lookup for each, then a sort): it walks the group's order and stops at the page.
-            # The index's answer is only built if a row is not plain ASCII.
+            # The index's answer is only built if a row that misses is not plain ASCII.
             indexed = TaskRow.id.concat("").in_(hits)
             if not (needle.isascii() and needle.isprintable()):
                 return indexed
@@ -118,7 +119,9 @@ def _text_clause(store: StoreBase, needle: str, *, shared: bool, walk: bool) -> 
             not_ascii = or_(
                 TaskRow.title.op("GLOB")(literal(_NOT_ASCII)), TaskRow.text.op("GLOB")(literal(_NOT_ASCII))
             )
-            return case((not_ascii, indexed), else_=ascii_text)
+            # An ASCII substring is a trigram match in any row; a row with other characters
+            # that misses it may still match under Unicode case folding: the index decides.
+            return or_(ascii_text, and_(not_ascii, indexed))
         if shared:
             found = hits.cte("task_hits").prefix_with("MATERIALIZED")
             return TaskRow.id.in_(select(found.c.task_id))
@@ -153,6 +156,15 @@ def order_by(store: StoreBase, sort: QueueSort) -> list[ColumnElement[Any]]:
     return [first, TaskRow.id.asc()]
 
 
+def _order_on(columns: Any, store: StoreBase, sort: QueueSort) -> list[ColumnElement[Any]]:
+    """``order_by`` over a set of task columns (the table's, or a CTE's copy of them)."""
+    col: ColumnElement[Any] = columns[sort.column.value]
+    if sort.column in _TEXT_COLUMNS and not store.is_sqlite:
+        col = col.collate("C")
+    first = col.desc().nulls_last() if sort.descending else col.asc().nulls_first()
+    return [first, columns.id.asc()]
+
+
 def after_clause(store: StoreBase, sort: QueueSort, cursor: PageCursor) -> ColumnElement[bool]:
     """Rows strictly after the cursor in the queue's order (NULL lowest, id ascending on ties)."""
     col = _sort_column(store, sort.column)
@@ -183,9 +195,12 @@ async def page(
     if not statuses:
         return QueuePage(rows=(), next=None)
     async with store.read_session() as s:
-        walk = await _text_plan(s, store, flt)
+        plan = await _text_plan(s, store, flt)
+        # A few matches: ``status || ''`` leaves the planner only the key lookups of the matches
+        # (it would walk the whole group looking for them); many: walk and check each row.
+        status = TaskRow.status.concat("") if plan == "matches" else TaskRow.status
         q = select(TaskRow).where(
-            TaskRow.status.in_([st.value for st in statuses]), filter_clause(store, flt, walk=walk)
+            status.in_([st.value for st in statuses]), filter_clause(store, flt, walk=plan == "walk")
         )
         if after is not None:
             q = q.where(after_clause(store, sort, after))
@@ -213,9 +228,9 @@ async def first_pages(
     if not wanted:
         return pages
     async with store.read_session() as s:
-        walk = await _text_plan(s, store, flt)
+        plan = await _text_plan(s, store, flt)
         found = (
-            (await s.execute(_first_pages_query(store, wanted, flt=flt, sort=sort, limit=limit, walk=walk)))
+            (await s.execute(_first_pages_query(store, wanted, flt=flt, sort=sort, limit=limit, plan=plan)))
             .mappings()
             .all()
         )
@@ -229,15 +244,15 @@ async def first_pages(
 
     key = cmp_to_key(compare)
     for (name, _), rows in zip(wanted, grouped, strict=True):
-        rows.sort(key=key)  # a union promises no order; each arm's rows are few
+        rows.sort(key=key)  # a union promises no order; each status's arm brings a page at most
         more = len(rows) > limit
         rows = rows[:limit]
         pages[name] = QueuePage(rows=tuple(rows), next=PageCursor.after(rows[-1], sort) if more else None)
     return pages
 
 
-async def _text_plan(session: AsyncSession, store: StoreBase, flt: QueueFilter) -> bool:
-    """Whether pages should walk the queue's order (True) rather than read the index's matches.
+async def _text_plan(session: AsyncSession, store: StoreBase, flt: QueueFilter) -> TextPlan:
+    """How pages find a text filter's tasks: by the index's matches, by walking the order, or as any filter.
 
     One bounded probe: the index is asked for at most ``WALK_ABOVE + 1`` matches, so a rare word
     costs its few matches and a common one a fixed few milliseconds. Only SQLite's trigram index
@@ -245,9 +260,9 @@ async def _text_plan(session: AsyncSession, store: StoreBase, flt: QueueFilter) 
     """
     needle = flt.text
     if not (needle and store.is_sqlite and store.has_task_search and len(needle) >= _TRIGRAM_MIN):
-        return False
+        return "plain"
     probe = select(func.count()).select_from(_fts_hits(needle).limit(WALK_ABOVE + 1).subquery())
-    return int((await session.execute(probe)).scalar_one()) > WALK_ABOVE
+    return "walk" if int((await session.execute(probe)).scalar_one()) > WALK_ABOVE else "matches"
 
 
 def _first_pages_query(
@@ -257,19 +272,34 @@ def _first_pages_query(
     flt: QueueFilter,
     sort: QueueSort,
     limit: int,
-    walk: bool,
+    plan: TextPlan,
 ) -> Select[Any] | CompoundSelect[Any]:
-    clause = filter_clause(store, flt, shared=True, walk=walk)
+    """One arm per status (each then follows its status/updated index), labelled with its group.
+
+    ``matches``: the few matching tasks are read once by key into a materialized CTE and each
+    arm sorts its share; the planner cannot know the match set is small and would otherwise
+    walk whole groups looking for members.
+    """
+    columns: Any
+    clause: ColumnElement[bool]
+    if plan == "matches":
+        found = (
+            select(TaskRow).where(filter_clause(store, flt)).cte("task_matches").prefix_with("MATERIALIZED")
+        )
+        columns, clause = found.c, true()
+    else:
+        columns, clause = TaskRow.__table__.c, filter_clause(store, flt, shared=True, walk=plan == "walk")
     arms = []
     for i, (_key, statuses) in enumerate(wanted):
-        arm = (
-            select(*TaskRow.__table__.c, literal_column(str(i)).label("queue_group"))
-            .where(TaskRow.status.in_([s.value for s in statuses]), clause)
-            .order_by(*order_by(store, sort))
-            .limit(limit + 1)
-            .subquery()
-        )
-        arms.append(select(arm))
+        for status in statuses:
+            arm = (
+                select(*columns, literal_column(str(i)).label("queue_group"))
+                .where(columns.status == status.value, clause)
+                .order_by(*_order_on(columns, store, sort))
+                .limit(limit + 1)
+                .subquery()
+            )
+            arms.append(select(arm))
     return arms[0] if len(arms) == 1 else union_all(*arms)
 
 

@@ -122,7 +122,9 @@ async def test_a_text_filter_reload_asks_the_index_once(db_url: str) -> None:
         event.listen(store.engine.sync_engine, "before_cursor_execute", seen)
         snapshot = await TaskQueue(store).snapshot(QueueFilter(text="harbour ti"), QueueSort(), page_size=5)
         event.remove(store.engine.sync_engine, "before_cursor_execute", seen)
-        assert len(statements) == 1, statements
+        # SQLite first asks the index for a bounded number of matches (which plan pages take).
+        assert len(statements) == (2 if store.is_sqlite else 1), statements
+        assert all(s.count("tasks_fts MATCH") <= 1 for s in statements)  # the index once per statement
         assert snapshot.counts is None  # counting every match is left to the background
         assert sum(len(p.rows) for p in snapshot.pages.values()) == len(TaskStatus)
         statements.clear()
