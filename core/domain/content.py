@@ -1,0 +1,40 @@
+"""A reference to stored evidence text: what a packet or an event holds instead of a huge value."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, Field
+
+# Keys of packet and payload dicts whose big values are stored as chunks; the reference sits
+# beside the emptied key under ``<key>_ref`` so old readers still find a (blank) string there.
+OFFLOADED_KEYS = ("content", "output_text")
+REF_SUFFIX = "_ref"
+
+
+class ContentRef(BaseModel):
+    """A content object in the chunk store: its sha256, its length in characters and in bytes."""
+
+    sha256: str = Field(min_length=64, max_length=64)
+    length: int = Field(ge=0)  # characters
+    n_bytes: int = Field(ge=0)  # UTF-8 bytes
+    chunks: int = Field(ge=0)
+
+
+@dataclass(frozen=True)
+class ContentPolicy:
+    """How big a text may stay inline and how big a chunk is (in characters).
+
+    A chunk of ``chunk_chars`` characters is at most four times that in UTF-8 bytes: the default
+    (1 Mi characters) keeps every stored value under 4 MiB, far from any database limit.
+    """
+
+    inline_limit: int = 64 * 1024
+    chunk_chars: int = 1 << 20
+    compress: bool = True
+
+    def offloads(self, text: str | None) -> bool:
+        return text is not None and len(text) > self.inline_limit
+
+
+DEFAULT_POLICY = ContentPolicy()
