@@ -148,6 +148,8 @@ def offload_tree(
         if key in OFFLOADED_KEYS and isinstance(v, str) and policy.offloads(v):
             out[key] = ""
             out[key + REF_SUFFIX] = put_content(conn, v, owner, policy).model_dump()
+        elif key.endswith(REF_SUFFIX) and v is None and key in out:
+            continue  # a model's empty ``*_ref`` field, just filled by its emptied text above
         else:
             out[key] = offload_tree(conn, v, owner, policy)
     return out
@@ -203,7 +205,9 @@ class ChunkRepository(StoreBase):
         out: dict[str, Any] = {}
         for key, v in value.items():
             if _is_ref(value, key):
+                # The text comes back; the ref key stays, empty, as a model's dump has it.
                 out[key[: -len(REF_SUFFIX)]] = await self.read_content(ContentRef.model_validate(v))
+                out[key] = None
             elif key in OFFLOADED_KEYS and _is_ref(value, key + REF_SUFFIX):
                 out.setdefault(key, "")
             else:

@@ -79,15 +79,19 @@ class TaskDossier(BaseModel):
         return found[-1] if found else None
 
 
-async def load_dossier(store: Store, task_id: str, *, with_events: bool = True) -> TaskDossier:
+async def load_dossier(
+    store: Store, task_id: str, *, with_events: bool = True, resolve: bool = True
+) -> TaskDossier:
+    """Everything about a task. ``resolve=False`` leaves big evidence texts as chunk references
+    (in packets and events) for a caller that streams them through ``core.evidence.content``."""
     task = await store.get_task(task_id)
     return TaskDossier(
         task=task,
-        attempts=await store.list_attempts(task.id),
+        attempts=await store.list_attempts(task.id, resolve=resolve),
         validations=await store.list_validations(task.id),
         feedback=await store.list_feedback(task.id),
         sessions=await store.list_sessions(task.id),
-        events=await store.get_task_events(task.id) if with_events else [],
+        events=await store.get_task_events(task.id, resolve=resolve) if with_events else [],
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from sqlalchemy import func, select
 
 from core.domain.content import ContentPolicy
@@ -71,8 +73,12 @@ async def test_packet_is_stored_as_an_index_and_read_back_whole(store: Store) ->
     attempt = await store.create_attempt(task.id, 1, trigger="initial", prompt="p")
     packet = {
         "task_id": task.id,
-        "main_run": {"output_text": "short", "tool_results": [{"tool_name": "t", "content": MIXED}]},
-        "team_node_results": [{"node_id": "n", "output_text": MIXED + "!"}],
+        "main_run": {
+            "output_text": "short",
+            "output_text_ref": None,
+            "tool_results": [{"tool_name": "t", "content": MIXED, "content_ref": None}],
+        },
+        "team_node_results": [{"node_id": "n", "output_text": MIXED + "!", "output_text_ref": None}],
     }
     await store.update_attempt(attempt.id, packet=packet)
     raw = await store.get_attempt(attempt.id, resolve=False)
@@ -111,3 +117,58 @@ async def test_sweep_keeps_owned_content_and_drops_orphans(store: Store) -> None
     assert await store.sweep_content() >= 2
     assert await store.read_content(kept) == "k" * 40
     assert await _count(store, ContentObjectRow) == 1 and await _count(store, ContentOwnerRow) == 1
+
+
+async def test_plan_from_cached_counts_never_retokenises_the_evidence(store: Store) -> None:
+    """Chunk planning counts each stored chunk once; planning again tokenises headers only."""
+    from core.domain.evidence import RunEvidence, TaskEvidencePacket, ToolEvidence
+    from core.evidence.content import item_text, materialise
+    from core.evidence.render import render_packet
+    from core.validation.chunking import plan_chunks_cached
+
+    store.content_policy = ContentPolicy(inline_limit=64, chunk_chars=100)
+    big = "".join(f"line {i} é€ of the big result\n" for i in range(200))
+    task = await store.create_task("plan")
+    attempt = await store.create_attempt(task.id, 1, trigger="initial", prompt="p")
+    packet = TaskEvidencePacket(
+        task_id=task.id,
+        attempt_index=1,
+        main_run=RunEvidence(
+            run_id="r",
+            session_id="s",
+            tool_results=[
+                ToolEvidence(tool_name="t", content=big),
+                ToolEvidence(tool_name="u", content="small"),
+            ],
+        ),
+    )
+    await store.update_attempt(attempt.id, packet=packet.model_dump(mode="json"))
+    from core.evidence.content import load_packet
+
+    index = await load_packet(store, attempt.id)
+    assert index is not None
+    items = render_packet(index).items
+    assert items[0].content == "" and items[0].content_ref is not None
+
+    calls: list[int] = []
+
+    def count(text: str) -> int:
+        calls.append(len(text))
+        return max(1, len(text) // 4)
+
+    plan = await plan_chunks_cached(items, chunk_tokens=300, count=count, store=store, model="m")
+    first_calls = len(calls)
+    assert max(calls) < 400  # never a pass over the whole item (it has thousands of characters)
+    parts = [p for chunk in plan for p in chunk if p.evidence_id == items[0].evidence_id]
+    assert len(parts) > 1
+    ranges = [p.content_range for p in parts]
+    assert ranges[0] is not None and ranges[0][0] == 0
+    assert all(a is not None and b is not None and a[0] + a[1] == b[0] for a, b in itertools.pairwise(ranges))
+    assert "".join([await item_text(store, p) for p in parts]) == big  # every character, once, in order
+    shown = await materialise(store, parts)
+    assert all(p.content and p.content_ref is None for p in shown)
+
+    calls.clear()
+    again = await plan_chunks_cached(items, chunk_tokens=300, count=count, store=store, model="m")
+    assert again == plan
+    assert len(calls) < first_calls and max(calls) < 400  # headers only: chunk counts came from the cache
