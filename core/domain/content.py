@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -38,3 +40,32 @@ class ContentPolicy:
 
 
 DEFAULT_POLICY = ContentPolicy()
+
+
+def is_ref(parent: dict[str, Any], key: str) -> bool:
+    """``key`` holds a reference that ``offload_tree`` put beside its emptied text.
+
+    An event's payload copied into a packet also carries a ``content_ref`` (its content lived in the
+    event row): with no ``content`` key beside it, that one is a record, not a hole to fill.
+    """
+    if not key.endswith(REF_SUFFIX):
+        return False
+    base = key[: -len(REF_SUFFIX)]
+    return base in OFFLOADED_KEYS and base in parent and isinstance(parent.get(key), dict)
+
+
+def find_refs(value: Any) -> Iterator[ContentRef]:
+    """Every chunk reference inside a JSON value (a packet, a payload), in document order."""
+    if isinstance(value, list):
+        for v in value:
+            yield from find_refs(v)
+    elif isinstance(value, dict):
+        for key, v in value.items():
+            if is_ref(value, key):
+                yield ContentRef.model_validate(v)
+            else:
+                yield from find_refs(v)
+
+
+def has_refs(value: Any) -> bool:
+    return next(find_refs(value), None) is not None

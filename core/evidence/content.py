@@ -9,9 +9,9 @@ streams (``show``, export, the desk's pager, chunked validation) holds one chunk
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Protocol
+from typing import Any, Protocol
 
-from core.domain.content import ContentRef
+from core.domain.content import ContentRef, has_refs
 from core.domain.evidence import TaskEvidencePacket, ToolEvidence
 from core.errors import StoreError
 from core.evidence.render import EvidenceItem
@@ -24,6 +24,7 @@ __all__ = [
     "iter_item_text",
     "load_packet",
     "materialise",
+    "resolved_packet",
 ]
 
 PIECE = 1 << 20
@@ -97,6 +98,21 @@ async def item_range(
     if ref is None:
         return item.content[base + offset : base + end]
     return await store.read_range(ref, base + offset, end - offset)
+
+
+class TreeResolver(Protocol):
+    async def resolve_tree(self, value: Any) -> Any: ...
+
+
+async def resolved_packet(store: TreeResolver, packet: TaskEvidencePacket) -> TaskEvidencePacket:
+    """``packet`` with every chunk reference read back into its text (a no-op without references).
+
+    For consumers that need the whole text in one value, such as a single validator prompt.
+    """
+    dumped = packet.model_dump(mode="json")
+    if not has_refs(dumped):
+        return packet
+    return TaskEvidencePacket.model_validate(await store.resolve_tree(dumped))
 
 
 class AttemptReader(ContentReader, Protocol):

@@ -22,7 +22,16 @@ from typing import Any
 from sqlalchemy import Connection, delete, exists, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from core.domain.content import DEFAULT_POLICY, OFFLOADED_KEYS, REF_SUFFIX, ContentPolicy, ContentRef
+from core.domain.content import (
+    DEFAULT_POLICY,
+    OFFLOADED_KEYS,
+    REF_SUFFIX,
+    ContentPolicy,
+    ContentRef,
+    find_refs,
+    has_refs,
+    is_ref,
+)
 from core.errors import StoreError
 from core.store.base import StoreBase
 from core.store.models import (
@@ -155,35 +164,6 @@ def offload_tree(
     return out
 
 
-def _is_ref(parent: dict[str, Any], key: str) -> bool:
-    """``key`` holds a reference that ``offload_tree`` put beside its emptied text.
-
-    An event's payload copied into a packet also carries a ``content_ref`` (its content lived in the
-    event row): with no ``content`` key beside it, that one is a record, not a hole to fill.
-    """
-    if not key.endswith(REF_SUFFIX):
-        return False
-    base = key[: -len(REF_SUFFIX)]
-    return base in OFFLOADED_KEYS and base in parent and isinstance(parent.get(key), dict)
-
-
-def find_refs(value: Any) -> Iterator[ContentRef]:
-    """Every chunk reference inside a JSON value (a packet, a payload), in document order."""
-    if isinstance(value, list):
-        for v in value:
-            yield from find_refs(v)
-    elif isinstance(value, dict):
-        for key, v in value.items():
-            if _is_ref(value, key):
-                yield ContentRef.model_validate(v)
-            else:
-                yield from find_refs(v)
-
-
-def has_refs(value: Any) -> bool:
-    return next(find_refs(value), None) is not None
-
-
 class ChunkRepository(StoreBase):
     """Reading, writing and sweeping chunked content; a mixin of ``Store``."""
 
@@ -204,11 +184,11 @@ class ChunkRepository(StoreBase):
             return value
         out: dict[str, Any] = {}
         for key, v in value.items():
-            if _is_ref(value, key):
+            if is_ref(value, key):
                 # The text comes back; the ref key stays, empty, as a model's dump has it.
                 out[key[: -len(REF_SUFFIX)]] = await self.read_content(ContentRef.model_validate(v))
                 out[key] = None
-            elif key in OFFLOADED_KEYS and _is_ref(value, key + REF_SUFFIX):
+            elif key in OFFLOADED_KEYS and is_ref(value, key + REF_SUFFIX):
                 out.setdefault(key, "")
             else:
                 out[key] = await self.resolve_tree(v)
