@@ -172,3 +172,32 @@ async def test_plan_from_cached_counts_never_retokenises_the_evidence(store: Sto
     again = await plan_chunks_cached(items, chunk_tokens=300, count=count, store=store, model="m")
     assert again == plan
     assert len(calls) < first_calls and max(calls) < 400  # headers only: chunk counts came from the cache
+
+
+async def test_a_viewer_lists_an_index_and_pages_a_big_item(store: Store) -> None:
+    """The desk's path: list items without their text, then read ranged pages of one (#18.3)."""
+    from core.domain.evidence import RunEvidence, TaskEvidencePacket, ToolEvidence
+    from core.tasks.dossier import evidence_index, evidence_page
+
+    store.content_policy = TINY
+    task = await store.create_task("pages")
+    attempt = await store.create_attempt(task.id, 1, trigger="initial", prompt="p")
+    packet = TaskEvidencePacket(
+        task_id=task.id,
+        attempt_index=1,
+        main_run=RunEvidence(
+            run_id="r", session_id="s", tool_results=[ToolEvidence(tool_name="t", content=MIXED)]
+        ),
+    )
+    await store.update_attempt(attempt.id, packet=packet.model_dump(mode="json"))
+    items = await evidence_index(store, task.id, 1)
+    assert items[0].content == "" and items[0].content_ref is not None
+    pages, offset = [], 0
+    while True:
+        page = await evidence_page(store, items[0], offset, 37)
+        pages.append(page.text)
+        offset += len(page.text)
+        if not page.more:
+            break
+    assert page.total == len(MIXED) and "".join(pages) == MIXED and len(pages) == -(-len(MIXED) // 37)
+    assert await evidence_index(store, task.id, 2) == []
