@@ -261,33 +261,44 @@ def cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "core.cli", *args]
 
 
-def one_size(size: int, folder: Path) -> dict[str, Any]:
+def one_size(size: int, folder: Path, skip: set[str]) -> dict[str, Any]:
     db = str(folder / "ws.sqlite3")
     row: dict[str, Any] = {"size_mib": round(size / 1024**2)}
+
+    def done(step: str, figures: dict[str, Any]) -> None:
+        row[step] = figures
+        print(f"  {row['size_mib']} MiB {step}: {json.dumps(figures)}", file=sys.stderr, flush=True)
+
     _s, rss, out = measured(me("store", db, size=size))
     stored = json.loads(out)
-    row["store"] = {"seconds": round(stored["seconds"], 2), "peak_rss_mib": round(rss)}
+    done("store", {"seconds": round(stored["seconds"], 2), "peak_rss_mib": round(rss)})
     _s, rss, out = measured(me("reopen", db, attempt_id=stored["attempt_id"], digests=stored["digests"]))
     reopened = json.loads(out)
-    row["reopen"] = {
-        "seconds": round(reopened["seconds"], 2),
-        "peak_rss_mib": round(rss),
-        "intact": reopened["intact"],
-    }
     row["largest_value"] = reopened["largest_value"]
-    seconds, rss, _ = measured(cli("show", stored["task_id"], "--db", db), stdout=subprocess.DEVNULL)
-    row["show"] = {"seconds": round(seconds, 2), "peak_rss_mib": round(rss)}
-    _s, rss, out = measured(me("plan", db, attempt_id=stored["attempt_id"]))
-    row["plan"] = {**json.loads(out), "peak_rss_mib": round(rss)}
+    done(
+        "reopen",
+        {"seconds": round(reopened["seconds"], 2), "peak_rss_mib": round(rss), "intact": reopened["intact"]},
+    )
+    if "show" not in skip:
+        seconds, rss, _ = measured(cli("show", stored["task_id"], "--db", db), stdout=subprocess.DEVNULL)
+        done("show", {"seconds": round(seconds, 2), "peak_rss_mib": round(rss)})
+    if "plan" not in skip:
+        _s, rss, out = measured(me("plan", db, attempt_id=stored["attempt_id"]))
+        done("plan", {**json.loads(out), "peak_rss_mib": round(rss)})
     bundle = folder / "case.zip"
-    seconds, rss, _ = measured(cli("export", stored["task_id"], "-o", str(bundle), "--db", db))
-    row["export"] = {
-        "seconds": round(seconds, 2),
-        "peak_rss_mib": round(rss),
-        "bundle_mib": round(bundle.stat().st_size / 1024**2),
-    }
-    seconds, rss, _ = measured(cli("verify", str(bundle), "--db", db))
-    row["verify"] = {"seconds": round(seconds, 2), "peak_rss_mib": round(rss)}
+    if "export" not in skip:
+        seconds, rss, _ = measured(cli("export", stored["task_id"], "-o", str(bundle), "--db", db))
+        done(
+            "export",
+            {
+                "seconds": round(seconds, 2),
+                "peak_rss_mib": round(rss),
+                "bundle_mib": round(bundle.stat().st_size / 1024**2),
+            },
+        )
+        if "verify" not in skip:
+            seconds, rss, _ = measured(cli("verify", str(bundle), "--db", db))
+            done("verify", {"seconds": round(seconds, 2), "peak_rss_mib": round(rss)})
     row["workspace_mib"] = round(sum(p.stat().st_size for p in folder.glob("ws.sqlite3*")) / 1024**2)
     return row
 
@@ -298,6 +309,9 @@ def main() -> None:
         "--sizes", default="8M,32M", help="comma-separated sizes of tool results (100M,1G,2G)"
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary workspaces")
+    parser.add_argument(
+        "--skip", default="", help="comma-separated steps to leave out (show,plan,export,verify)"
+    )
     parser.add_argument("--step", help=argparse.SUPPRESS)
     parser.add_argument("--db", help=argparse.SUPPRESS)
     parser.add_argument("--params", default="{}", help=argparse.SUPPRESS)
@@ -308,7 +322,7 @@ def main() -> None:
     for size in [parse_size(s) for s in args.sizes.split(",") if s.strip()]:
         folder = scratch_dir()
         try:
-            print(json.dumps(one_size(size, folder)), flush=True)
+            print(json.dumps(one_size(size, folder, set(args.skip.split(",")))), flush=True)
         finally:
             if not args.keep:
                 shutil.rmtree(folder, ignore_errors=True)
