@@ -267,7 +267,9 @@ async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     async def body(ws: Any) -> int:
-        data = await task_dossier(ws.store, args.task_id)
+        # Plain text streams big evidence from the chunk store; JSON and redaction need it whole.
+        streaming = not (args.json or args.redact)
+        data = await task_dossier(ws.store, args.task_id, resolve=not streaming)
         if args.redact:
             from core.bundle.redact import Redactor
 
@@ -276,7 +278,7 @@ async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
         if args.json:
             _emit(data)
         else:
-            _print_dossier(data)
+            await _print_dossier(data, ws.store)
         return EXIT_OK
 
     return await _with_workspace(settings, body)
@@ -536,12 +538,12 @@ async def _print_task_summary(
         )
 
 
-async def task_dossier(store: Any, task_id: str) -> dict[str, Any]:
+async def task_dossier(store: Any, task_id: str, *, resolve: bool = True) -> dict[str, Any]:
     """Everything stored about a task, as plain JSON-ready data (``show`` and audits)."""
     from core.tasks.dossier import load_dossier
     from core.tasks.override import dossier_overrides
 
-    d = await load_dossier(store, task_id)
+    d = await load_dossier(store, task_id, resolve=resolve)
     data = d.model_dump(mode="json")
     data["task"] = {
         **_task_json(d.task),

@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
+from core.domain.evidence import ToolEvidence
 from core.domain.labels import outcome_label
 from core.domain.usage import UsageTotals
+from core.evidence.content import ContentReader, iter_item_text
 
 
-def print_dossier(data: dict[str, Any]) -> None:
+async def _print_tool(tool: dict[str, Any], store: ContentReader | None) -> None:
+    """A tool result's text, streamed chunk by chunk when it is in the chunk store."""
+    flag = " ERROR" if tool.get("is_error") else ""
+    print(f"\n### Tool result {tool['tool_name']} ({tool.get('tool_call_id')}){flag}")
+    if store is None or not tool.get("content_ref"):
+        print(tool["content"])
+        return
+    async for piece in iter_item_text(store, ToolEvidence.model_validate(tool)):
+        sys.stdout.write(piece)
+    sys.stdout.write("\n")
+
+
+async def print_dossier(data: dict[str, Any], store: ContentReader | None = None) -> None:
+    """Print a dossier; with ``store``, chunked evidence (``resolve=False``) is streamed from it."""
     t = data["task"]
     print(f"# Task {t['id']}\n{t['text']}\n")
     shown = outcome_label(t["validation_outcome"], t.get("latest_validation_status"))
@@ -30,10 +46,7 @@ def print_dossier(data: dict[str, Any]) -> None:
             for warning in run.get("warnings", []):
                 print(f"warning: {warning}")
             for tool in run.get("tool_results", []):
-                flag = " ERROR" if tool.get("is_error") else ""
-                print(
-                    f"\n### Tool result {tool['tool_name']} ({tool.get('tool_call_id')}){flag}\n{tool['content']}"
-                )
+                await _print_tool(tool, store)
         for n in packet.get("team_node_results", []):
             print(
                 f"\n### Team node {n['node_id']}: {n['status']} ({n['finish_reason']}) {n.get('error') or ''}"

@@ -1,6 +1,10 @@
 """Evidence gathered by runs, as synthesis and validation consume it.
 
 Contents are never truncated here; renderers decide presentation, never loss.
+
+A big text read from the store without resolving (``resolve=False``) is a blank ``content`` (or
+``output_text``) with a ``*_ref`` to its chunks beside it: read it through
+``core.evidence.content``, which streams it. Resolved packets (the default) carry no refs.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from core.domain.content import ContentRef
 from core.domain.facts import FinishReasonOrText, NodeStatus
 
 
@@ -17,6 +22,7 @@ class ToolEvidence(BaseModel):
     tool_name: str
     tool_call_id: str | None = None
     content: str
+    content_ref: ContentRef | None = None  # the text is in the chunk store; ``content`` is blank
     event_payload: dict[str, Any] = Field(default_factory=dict)
     url: str | None = None
     title: str | None = None
@@ -28,6 +34,7 @@ class RunEvidence(BaseModel):
     run_id: str
     session_id: str
     output_text: str = ""
+    output_text_ref: ContentRef | None = None
     finish_reason: FinishReasonOrText = ""  # empty when the run never said (an old or partial packet)
     transcript: list[dict[str, Any]] = Field(default_factory=list)
     tool_results: list[ToolEvidence] = Field(default_factory=list)
@@ -46,6 +53,7 @@ class NodeRunResult(BaseModel):
     status: NodeStatus
     finish_reason: FinishReasonOrText = ""
     output_text: str = ""
+    output_text_ref: ContentRef | None = None
     error: str | None = None
     evidence: RunEvidence | None = None
 

@@ -36,14 +36,15 @@ def transcript_from_events(events: Sequence[EventRecord]) -> list[dict[str, Any]
                 ]
             messages.append(msg)
         elif ev.kind == EventKind.TOOL_RESULT_RECORDED:
-            messages.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": p.get("tool_call_id"),
-                    "name": p.get("tool_name"),
-                    "content": ev.content or "",
-                }
-            )
+            message = {
+                "role": "tool",
+                "tool_call_id": p.get("tool_call_id"),
+                "name": p.get("tool_name"),
+                "content": ev.content or "",
+            }
+            if ev.content is None and isinstance(p.get("content_ref"), dict):
+                message["content_ref"] = p["content_ref"]  # read unresolved: the text is in chunks
+            messages.append(message)
         elif ev.kind in (EventKind.FINALIZATION_REQUESTED, EventKind.MESSAGE_ADDED):
             messages.append(p["message"])
         elif ev.kind == EventKind.OUTPUT_SCHEMA_REPAIRED and isinstance(p.get("output_text"), str):
@@ -107,6 +108,7 @@ def run_evidence_from_events(run_id: str, session_id: str, events: Sequence[Even
                     tool_name=str(p.get("tool_name", "")),
                     tool_call_id=p.get("tool_call_id"),
                     content=ev.content or "",
+                    content_ref=p.get("content_ref") if ev.content is None else None,
                     event_payload=p,
                     url=p.get("url"),
                     title=p.get("title"),
@@ -148,9 +150,15 @@ def _seconds_between(start: datetime | None, end: datetime | None) -> float | No
     return round(max((end - start).total_seconds(), 0.0), 3)
 
 
-async def build_run_evidence(store: Store, session_id: str, run_id: str) -> RunEvidence:
-    """Evidence of one run; works for runs that ended by budget, cancellation, error or crash."""
-    events = await store.get_run_event_records(session_id, run_id)
+async def build_run_evidence(
+    store: Store, session_id: str, run_id: str, *, resolve: bool = True
+) -> RunEvidence:
+    """Evidence of one run; works for runs that ended by budget, cancellation, error or crash.
+
+    ``resolve=False`` keeps chunked tool results as references (``content_ref``): the packet
+    builder stores them as they are instead of reading gigabytes back only to store them again.
+    """
+    events = await store.get_run_event_records(session_id, run_id, resolve=resolve)
     return run_evidence_from_events(run_id, session_id, events)
 
 

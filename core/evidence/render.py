@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from core.domain.content import ContentRef
 from core.domain.evidence import NodeRunResult, RunEvidence, TaskEvidencePacket, ToolEvidence
 from core.evidence.wrapping import EXTERNAL_CONTENT_WARNING, neutralise, wrap_external
 
@@ -58,6 +59,11 @@ class EvidenceItem(BaseModel):
     url: str | None = None
     title: str | None = None
     content: str
+    # A big item read without resolving: ``content`` is blank and the text is in the chunk store.
+    # ``content_range`` narrows it to ``(offset, length)`` characters (a part of a split item).
+    # Read either through ``core.evidence.content``, never by looking at ``content`` alone.
+    content_ref: ContentRef | None = None
+    content_range: tuple[int, int] | None = None
 
 
 class RenderedEvidence(BaseModel):
@@ -143,6 +149,7 @@ def _tool_item(b: _Builder, tool: ToolEvidence, *, run: RunEvidence, where: str,
         url=tool.url,
         title=tool.title,
         content=tool.content,
+        content_ref=tool.content_ref,
     )
 
 

@@ -7,12 +7,19 @@ from typing import Any
 from sqlalchemy import select, update
 
 from core.domain.records import AttemptRecord
-from core.store.base import StoreBase, new_id
+from core.store.base import new_id
+from core.store.chunks import ChunkRepository, has_refs, offload_tree
 from core.store.models import AttemptRow, utcnow
 
 
-class AttemptRepository(StoreBase):
-    """A mixin of ``Store``."""
+class AttemptRepository(ChunkRepository):
+    """A mixin of ``Store``.
+
+    A packet is stored as an index: its big texts (tool results, outputs) become chunk references
+    in the same transaction (``offload_tree``), so no attempt row approaches a database value limit.
+    Readers get the packet back whole by default; ``resolve=False`` keeps the references for
+    streaming readers (``core.evidence.content``).
+    """
 
     async def create_attempt(self, task_id: str, index: int, *, trigger: str, prompt: str) -> AttemptRecord:
         row = AttemptRow(
@@ -23,13 +30,29 @@ class AttemptRepository(StoreBase):
 
     async def update_attempt(self, attempt_id: str, **fields: Any) -> AttemptRecord:
         values = {k: (v.value if hasattr(v, "value") else v) for k, v in fields.items()}
+        policy = self.content_policy
         async with self._write() as s:
+            if values.get("packet") is not None:
+                task_id = await s.scalar(select(AttemptRow.task_id).where(AttemptRow.id == attempt_id))
+                conn = await s.connection()
+                values["packet"] = await conn.run_sync(offload_tree, values["packet"], task_id, policy)
             await s.execute(update(AttemptRow).where(AttemptRow.id == attempt_id).values(**values))
         return await self.get_attempt(attempt_id)
 
-    async def get_attempt(self, attempt_id: str) -> AttemptRecord:
-        return await self._get(AttemptRecord, AttemptRow, attempt_id, "attempt")
+    async def get_attempt(self, attempt_id: str, *, resolve: bool = True) -> AttemptRecord:
+        record = await self._get(AttemptRecord, AttemptRow, attempt_id, "attempt")
+        return (await self._resolve_packets([record], resolve))[0]
 
-    async def list_attempts(self, task_id: str) -> list[AttemptRecord]:
+    async def list_attempts(self, task_id: str, *, resolve: bool = True) -> list[AttemptRecord]:
         q = select(AttemptRow).where(AttemptRow.task_id == task_id).order_by(AttemptRow.index)
-        return await self._select(AttemptRecord, q)
+        return await self._resolve_packets(await self._select(AttemptRecord, q), resolve)
+
+    async def _resolve_packets(self, records: list[AttemptRecord], resolve: bool) -> list[AttemptRecord]:
+        if not resolve:
+            return records
+        out: list[AttemptRecord] = []
+        for record in records:
+            if record.packet is not None and has_refs(record.packet):
+                record = record.model_copy(update={"packet": await self.resolve_tree(record.packet)})
+            out.append(record)
+        return out

@@ -19,6 +19,7 @@ from sqlalchemy import Select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
+from core.domain.content import DEFAULT_POLICY, ContentPolicy
 from core.errors import StoreError
 from core.store import engine as engines
 
@@ -49,6 +50,8 @@ class StoreBase:
         self._write_sessions = async_sessionmaker(self.write_engine, expire_on_commit=False)
         self._write_lock = asyncio.Lock()
         self._task_search = False  # the SQLite trigram index of task text exists (set by open)
+        # Texts above its inline limit are stored as chunks (core.store.chunks); tests shrink it.
+        self.content_policy: ContentPolicy = DEFAULT_POLICY
 
     @property
     def display_name(self) -> str:

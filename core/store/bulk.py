@@ -13,9 +13,10 @@ from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import insert, select
+from sqlalchemy import Connection, insert, select
 from sqlalchemy.exc import SQLAlchemyError
 
+from core.domain.content import ContentPolicy
 from core.domain.records import (
     AttemptRecord,
     EventRecord,
@@ -27,6 +28,7 @@ from core.domain.records import (
 )
 from core.errors import StoreError
 from core.store.base import StoreBase
+from core.store.chunks import offload_tree, put_content
 from core.store.engine import db_message
 from core.store.models import (
     AttemptRow,
@@ -99,6 +101,20 @@ def _rows(tasks: Sequence[TaskImport]) -> dict[type[Base], list[dict[str, Any]]]
     return rows
 
 
+def _offload_rows(
+    conn: Connection, rows: dict[type[Base], list[dict[str, Any]]], policy: ContentPolicy
+) -> None:
+    """Imported evidence is stored as chunks like any other: big packet texts and event contents."""
+    for attempt in rows[AttemptRow]:
+        if attempt.get("packet") is not None:
+            attempt["packet"] = offload_tree(conn, attempt["packet"], attempt["task_id"], policy)
+    for event in rows[EventRow]:
+        if policy.offloads(event.get("content")):
+            ref = put_content(conn, event["content"], event.get("task_id") or event["session_id"], policy)
+            event["payload"] = {**event["payload"], "content_ref": ref.model_dump()}
+            event["content"] = None
+
+
 def _check(tasks: Sequence[TaskImport]) -> None:
     for t in tasks:
         listed = {s.id for s in t.sessions}
@@ -126,6 +142,7 @@ class BulkImport(StoreBase):
                 existing = set(found.scalars())
                 fresh = [t for t in tasks if t.task.id not in existing]
                 rows = _rows(fresh)
+                await conn.run_sync(_offload_rows, rows, self.content_policy)
                 for model, batch in rows.items():
                     if batch:
                         await conn.execute(insert(model), batch)

@@ -27,10 +27,11 @@ from sqlalchemy import Connection, Integer, String, bindparam, insert, select, u
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from core.domain.content import DEFAULT_POLICY, ContentPolicy, ContentRef
 from core.domain.records import EventRecord
 from core.errors import StoreError
 from core.store import engine as engines
-from core.store.base import StoreBase
+from core.store.chunks import ChunkRepository, put_content
 from core.store.models import EventRow, SessionRow, utcnow
 
 BUSY_RETRIES = 6  # a locked database is retried after 0.1, 0.2, ... 3.2 s before giving up
@@ -69,8 +70,22 @@ class PendingAppend:
     done: asyncio.Future[list[EventRecord]] | None = None
 
 
+def _stored_form(
+    conn: Connection, ev: NewEvent, owner: str, policy: ContentPolicy
+) -> tuple[dict[str, Any], str | None]:
+    """Payload and content as stored: a big content becomes chunks and a ``content_ref`` in the payload."""
+    if not policy.offloads(ev.content):
+        return ev.payload, ev.content
+    assert ev.content is not None
+    ref = put_content(conn, ev.content, owner, policy)
+    return {**ev.payload, "content_ref": ref.model_dump()}, None
+
+
 def insert_events(
-    conn: Connection, appends: Sequence[PendingAppend], now: datetime
+    conn: Connection,
+    appends: Sequence[PendingAppend],
+    now: datetime,
+    policy: ContentPolicy = DEFAULT_POLICY,
 ) -> list[list[dict[str, Any]]]:
     """The only way events are appended; returns each append's stored rows (without ids).
 
@@ -78,6 +93,8 @@ def insert_events(
     ``AsyncConnection.run_sync``, inside any async transaction (a status change and its event).
     Consecutive appends of one session share one counter bump, and all rows go in one
     executemany: per-statement overhead, not the rows, is what a turn of the agent loop pays for.
+    A content above ``policy``'s inline limit is written as chunks in the same transaction, owned
+    by the event's task (or its session outside a task), and the row keeps only the reference.
     """
     out: list[list[dict[str, Any]]] = []
     for session_id, run in groupby(appends, key=attrgetter("session_id")):
@@ -89,21 +106,22 @@ def insert_events(
             raise StoreError(f"no session with id {session_id!r}")
         seq = int(first)
         for a in group:
-            out.append(
-                [
+            rows_of_append: list[dict[str, Any]] = []
+            for i, ev in enumerate(a.events):
+                payload, content = _stored_form(conn, ev, a.task_id or session_id, policy)
+                rows_of_append.append(
                     {
                         "session_id": session_id,
                         "run_id": a.run_id,
                         "task_id": a.task_id,
                         "seq": seq + i,
                         "kind": ev.kind,
-                        "payload": ev.payload,
-                        "content": ev.content,
+                        "payload": payload,
+                        "content": content,
                         "created_at": now,
                     }
-                    for i, ev in enumerate(a.events)
-                ]
-            )
+                )
+            out.append(rows_of_append)
             seq += len(a.events)
     rows = [row for item in out for row in item]
     if rows:
@@ -122,8 +140,10 @@ def stored_records(conn: Connection, rows: list[dict[str, Any]]) -> list[EventRe
     return [EventRecord(id=ids[row["seq"]], **row) for row in rows]
 
 
-def _insert_batch(conn: Connection, batch: list[PendingAppend], now: datetime) -> list[list[EventRecord]]:
-    stored = insert_events(conn, batch, now)
+def _insert_batch(
+    conn: Connection, batch: list[PendingAppend], now: datetime, policy: ContentPolicy = DEFAULT_POLICY
+) -> list[list[EventRecord]]:
+    stored = insert_events(conn, batch, now, policy)
     return [
         stored_records(conn, rows) if a.done is not None else []
         for a, rows in zip(batch, stored, strict=True)
@@ -138,7 +158,7 @@ def is_busy(exc: BaseException) -> bool:
     )
 
 
-class EventLog(StoreBase):
+class EventLog(ChunkRepository):
     """Appending to and reading the event log; a mixin of ``Store``."""
 
     def __init__(
@@ -309,7 +329,7 @@ class EventLog(StoreBase):
             async with self._write_lock:
                 return await asyncio.to_thread(self._commit_in_thread, batch, now)
         async with self._write_conn() as conn:
-            return await conn.run_sync(_insert_batch, batch, now)
+            return await conn.run_sync(_insert_batch, batch, now, self.content_policy)
 
     def _commit_in_thread(self, batch: list[PendingAppend], now: datetime) -> list[list[EventRecord]]:
         """Runs in a worker thread, under ``_write_lock``, on a connection kept open between batches."""
@@ -317,32 +337,50 @@ class EventLog(StoreBase):
             assert self._thread_engine is not None
             self._thread_conn = self._thread_engine.connect()
         with self._thread_conn.begin():
-            return _insert_batch(self._thread_conn, batch, now)
+            return _insert_batch(self._thread_conn, batch, now, self.content_policy)
 
-    async def get_run_event_records(self, session_id: str, run_id: str) -> list[EventRecord]:
+    async def get_run_event_records(
+        self, session_id: str, run_id: str, *, resolve: bool = True
+    ) -> list[EventRecord]:
+        """A run's events; ``resolve=False`` leaves chunked contents as ``payload["content_ref"]``."""
         q = (
             select(EventRow)
             .where(EventRow.session_id == session_id, EventRow.run_id == run_id)
             .order_by(EventRow.seq)
         )
         await self.flush()
-        return await self._select(EventRecord, q)
+        return await self._resolved(await self._select(EventRecord, q), resolve)
 
     async def get_session_events(
-        self, session_id: str, *, kinds: Sequence[str] | None = None
+        self, session_id: str, *, kinds: Sequence[str] | None = None, resolve: bool = True
     ) -> list[EventRecord]:
         q = select(EventRow).where(EventRow.session_id == session_id)
         if kinds:
             q = q.where(EventRow.kind.in_(list(kinds)))
         await self.flush()
-        return await self._select(EventRecord, q.order_by(EventRow.seq))
+        return await self._resolved(await self._select(EventRecord, q.order_by(EventRow.seq)), resolve)
 
-    async def get_task_events(self, task_id: str, *, kinds: Sequence[str] | None = None) -> list[EventRecord]:
+    async def get_task_events(
+        self, task_id: str, *, kinds: Sequence[str] | None = None, resolve: bool = True
+    ) -> list[EventRecord]:
         q = select(EventRow).where(EventRow.task_id == task_id)
         if kinds:
             q = q.where(EventRow.kind.in_(list(kinds)))
         await self.flush()
-        return await self._select(EventRecord, q.order_by(EventRow.id))
+        return await self._resolved(await self._select(EventRecord, q.order_by(EventRow.id)), resolve)
+
+    async def _resolved(self, records: list[EventRecord], resolve: bool) -> list[EventRecord]:
+        """Chunked contents read back into ``content`` (the reference stays in the payload)."""
+        if not resolve:
+            return records
+        out: list[EventRecord] = []
+        for record in records:
+            ref = record.payload.get("content_ref")
+            if record.content is None and isinstance(ref, dict):
+                text = await self.read_content(ContentRef.model_validate(ref))
+                record = record.model_copy(update={"content": text})
+            out.append(record)
+        return out
 
     def _close_event_writer(self) -> None:
         if self._thread_conn is not None:

@@ -14,6 +14,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     UniqueConstraint,
@@ -225,3 +226,56 @@ class ClaimRow(Base):
     expires_at: Mapped[datetime] = mapped_column()
 
     __table_args__ = (Index("ix_claims_reviewer_expires", "reviewer", "expires_at"),)
+
+
+class ContentChunkRow(Base):
+    """One chunk of evidence text (migration 0008_chunks), stored once under its bytes' sha256.
+
+    ``token_counts`` caches the chunk's token count per tokenizer model, so chunk planning counts
+    each chunk once in its life instead of re-tokenising a whole packet per plan.
+    """
+
+    __tablename__ = "content_chunks"
+
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    codec: Mapped[str] = mapped_column(String(8), server_default="")
+    n_chars: Mapped[int] = mapped_column(Integer)
+    n_bytes: Mapped[int] = mapped_column(Integer)
+    token_counts: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class ContentObjectRow(Base):
+    """A whole text (a tool result, a node output) as an ordered list of chunks."""
+
+    __tablename__ = "content_objects"
+
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    n_chars: Mapped[int] = mapped_column(BigInteger)
+    n_bytes: Mapped[int] = mapped_column(BigInteger)
+    n_chunks: Mapped[int] = mapped_column(Integer)
+
+
+class ContentPartRow(Base):
+    __tablename__ = "content_parts"
+
+    content_sha: Mapped[str] = mapped_column(
+        ForeignKey("content_objects.sha256", ondelete="CASCADE"), primary_key=True
+    )
+    idx: Mapped[int] = mapped_column(Integer, primary_key=True)
+    chunk_sha: Mapped[str] = mapped_column(String(64))
+    char_start: Mapped[int] = mapped_column(BigInteger)
+    n_chars: Mapped[int] = mapped_column(Integer)
+
+    __table_args__ = (Index("ix_content_parts_chunk", "chunk_sha"),)
+
+
+class ContentOwnerRow(Base):
+    """Who holds a content object: a task id, or a session id for work outside any task."""
+
+    __tablename__ = "content_owners"
+
+    owner: Mapped[str] = mapped_column(String(32), primary_key=True)
+    content_sha: Mapped[str] = mapped_column(String(64), primary_key=True)
+
+    __table_args__ = (Index("ix_content_owners_content", "content_sha"),)

@@ -15,6 +15,7 @@ from core.store import engine as engines
 from core.store.attempts import AttemptRepository
 from core.store.base import new_id
 from core.store.bulk import BulkImport, ImportResult, TaskImport
+from core.store.chunks import ChunkRepository
 from core.store.claims import ClaimRepository
 from core.store.engine import MIGRATIONS_DIR, SCHEMA_HEAD, normalise_url, sqlite_path
 from core.store.eventlog import NewEvent
@@ -32,6 +33,7 @@ class Store(
     ReviewRepository,
     BulkImport,
     ClaimRepository,
+    ChunkRepository,
 ):
     """Repository API over the workspace database. Create with ``await Store.open(url)``."""
 

@@ -7,13 +7,16 @@ bundle can never tell two different stories about the same attempt.
 
 from __future__ import annotations
 
+import asyncio
+
 from pydantic import BaseModel
 
 from core.domain import TaskEvidencePacket, ValidationOutcome
 from core.domain.facts import AttemptState
 from core.domain.usage import UsageTotals, attempt_usage, task_usage
+from core.evidence.content import item_length, item_range
 from core.evidence.provisional import provisional_packet
-from core.evidence.render import next_evidence_number
+from core.evidence.render import EvidenceItem, next_evidence_number, render_packet
 from core.store import (
     AttemptRecord,
     EventRecord,
@@ -79,16 +82,58 @@ class TaskDossier(BaseModel):
         return found[-1] if found else None
 
 
-async def load_dossier(store: Store, task_id: str, *, with_events: bool = True) -> TaskDossier:
+async def load_dossier(
+    store: Store, task_id: str, *, with_events: bool = True, resolve: bool = True
+) -> TaskDossier:
+    """Everything about a task. ``resolve=False`` leaves big evidence texts as chunk references
+    (in packets and events) for a caller that streams them through ``core.evidence.content``."""
     task = await store.get_task(task_id)
     return TaskDossier(
         task=task,
-        attempts=await store.list_attempts(task.id),
+        attempts=await store.list_attempts(task.id, resolve=resolve),
         validations=await store.list_validations(task.id),
         feedback=await store.list_feedback(task.id),
         sessions=await store.list_sessions(task.id),
-        events=await store.get_task_events(task.id) if with_events else [],
+        events=await store.get_task_events(task.id, resolve=resolve) if with_events else [],
     )
 
 
-__all__ = ["TaskDossier", "load_dossier"]
+PAGE_CHARS = 1 << 20
+
+
+class EvidencePage(BaseModel):
+    """A character range of one evidence item, for a viewer that pages big items."""
+
+    evidence_id: str
+    offset: int
+    text: str
+    total: int  # the item's length in characters
+
+    @property
+    def more(self) -> bool:
+        return self.offset + len(self.text) < self.total
+
+
+async def evidence_index(store: Store, task_id: str, attempt_index: int) -> list[EvidenceItem]:
+    """An attempt's evidence items as an index: big texts stay in the chunk store, unread.
+
+    Built in a worker thread from the packet's references, so a view can list a gigabyte of
+    evidence without loading it, then ask ``evidence_page`` for what it shows.
+    """
+    attempts = await store.list_attempts(task_id, resolve=False)
+    attempt = next((a for a in attempts if a.index == attempt_index), None)
+    if attempt is None or not attempt.packet:
+        return []
+    packet = await asyncio.to_thread(TaskEvidencePacket.model_validate, attempt.packet)
+    return (await asyncio.to_thread(render_packet, packet)).items
+
+
+async def evidence_page(
+    store: Store, item: EvidenceItem, offset: int = 0, length: int = PAGE_CHARS
+) -> EvidencePage:
+    """``length`` characters of ``item`` from ``offset``: reads only the chunks under them."""
+    text = await item_range(store, item, offset, length)
+    return EvidencePage(evidence_id=item.evidence_id, offset=offset, text=text, total=item_length(item))
+
+
+__all__ = ["EvidencePage", "TaskDossier", "evidence_index", "evidence_page", "load_dossier"]

@@ -59,7 +59,7 @@ async def build_attempt_packet(
     """
     main = None
     if main_session_id is not None and main_run_id is not None:
-        main = await build_run_evidence(store, main_session_id, main_run_id)
+        main = await build_run_evidence(store, main_session_id, main_run_id, resolve=False)
     team_runs = []
     node_results = []
     for team in teams or []:

@@ -31,6 +31,7 @@ from core.domain.evidence import TaskEvidencePacket
 from core.domain.facts import EventKind, VerdictWarning, WarningCode
 from core.domain.status import ValidationStatus
 from core.domain.validation import CitationCheck, FailureCategory, ValidationResult
+from core.evidence.content import resolved_packet
 from core.evidence.render import (
     EvidenceItem,
     RenderedEvidence,
@@ -150,7 +151,7 @@ class ValidationService:
                     "(finish_reason=length); the verdict judged an incomplete answer",
                 )
             )
-        packets = [*(earlier or []), packet]
+        packets = [*(earlier or []), await resolved_packet(self.store, packet)]  # whole text (one prompt)
         rendered = await asyncio.to_thread(render_task, packets)
         gathered = await asyncio.to_thread(evidence_char_length, packets)
         debug: dict[str, Any] = {

@@ -523,3 +523,43 @@ async def test_google_style_keys_are_always_redacted(store: Store, tmp_path: Pat
     with zipfile.ZipFile(out) as z:
         blob = b"".join(z.read(n) for n in z.namelist())
     assert key.encode() not in blob
+
+
+async def test_chunked_evidence_round_trips_through_show_export_verify_import(
+    store: Store, other_store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A big tool result lives as chunks, yet show, export, verify and import see it whole (#18.3)."""
+    from core.cli import task_dossier
+    from core.cli_show import print_dossier
+    from core.domain.content import ContentPolicy
+    from core.store.models import AttemptRow, ContentChunkRow
+
+    tiny = ContentPolicy(inline_limit=64, chunk_chars=32)
+    store.content_policy = other_store.content_policy = tiny
+    big = "Challenger Deep 10,935 m — «Tiefe» ✓ 😀\n" * 40
+    task_id = await make_case(store, evidence=big)
+    async with store.read_session() as s:
+        stored_packet = await s.scalar(select(AttemptRow.packet).where(AttemptRow.task_id == task_id))
+        longest_chunk = await s.scalar(select(func.max(func.length(ContentChunkRow.data))))
+        raw_contents = (await s.scalars(select(EventRow.content).where(EventRow.task_id == task_id))).all()
+    assert big not in json.dumps(stored_packet, ensure_ascii=False)  # the packet is an index
+    assert len(json.dumps(stored_packet)) < 4000
+    assert longest_chunk is not None and longest_chunk <= 32 * 4 + 16
+    assert big not in raw_contents
+
+    await print_dossier(await task_dossier(store, task_id, resolve=False), store)
+    shown = capsys.readouterr().out
+    assert big in shown, shown[:3000]  # streamed from the chunks, whole and in order
+
+    bundle = tmp_path / "big.zip"
+    await export_bundle(store, [task_id], bundle, environ={})
+    assert verify_bundle(bundle).ok
+    await import_bundle(other_store, bundle, trust=True)
+    assert await other_store.list_attempts(task_id) == await store.list_attempts(task_id)
+    sid = await main_session(store, task_id)
+    assert [_event_view(e) for e in await other_store.get_session_events(sid)] == [
+        _event_view(e) for e in await store.get_session_events(sid)
+    ]
+    copied = await other_store.get_attempt((await other_store.list_attempts(task_id))[0].id, resolve=False)
+    assert copied.packet is not None
+    assert copied.packet["main_run"]["tool_results"][0]["content_ref"]["length"] == len(big)
