@@ -25,6 +25,10 @@ class AttemptRepository(StoreBase):
         values = {k: (v.value if hasattr(v, "value") else v) for k, v in fields.items()}
         async with self._write() as s:
             await s.execute(update(AttemptRow).where(AttemptRow.id == attempt_id).values(**values))
+            if "packet" in values or "final_output" in values:  # the search index, same transaction
+                from core.search.index import index_attempt  # core.search imports the store
+
+                await index_attempt(await s.connection(), attempt_id)
         return await self.get_attempt(attempt_id)
 
     async def get_attempt(self, attempt_id: str) -> AttemptRecord:
