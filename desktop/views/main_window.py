@@ -56,6 +56,7 @@ from desktop.views.live import connect_live
 from desktop.views.navigation import add_navigation_actions, advance_to
 from desktop.views.override import add_override_action
 from desktop.views.queue import QueueView
+from desktop.views.search import install_search
 from desktop.views.status import WorkspaceStatus
 from desktop.views.watching import LiveWorkspace
 from desktop.views.widgets import EmptyState, MessageBar, RunProgressStrip
@@ -159,6 +160,7 @@ class MainWindow(QMainWindow):
         self.nav_actions = add_navigation_actions(self, self.detail)  # [ ] N P Alt+1..3
         self._connect()
         self.claims = ClaimKeeper(self)  # the task on screen is claimed, renewed and released
+        self.search_panel = install_search(self)  # Ctrl+Shift+F: search everywhere, saved views
         self._restore_state()
         self._update_actions()
 
