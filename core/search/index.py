@@ -111,28 +111,33 @@ async def _replace(
         await conn.execute(insert(SearchDocRow), docs)
 
 
-async def index_attempt(conn: AsyncConnection, attempt_id: str) -> None:
-    """(Re)index an attempt's answer and evidence items from its stored row."""
-    found = (
-        await conn.execute(
-            select(
-                AttemptRow.task_id,
-                AttemptRow.index,
-                AttemptRow.final_output,
-                AttemptRow.packet,
-                AttemptRow.finished_at,
-                AttemptRow.started_at,
-            ).where(AttemptRow.id == attempt_id)
-        )
-    ).first()
-    if found is None:
-        return
-    task_id, index, answer, packet, finished, started = found
-    when = finished or started or utcnow()
+def _attempt_docs(
+    task_id: str, index: int, answer: str | None, packet: dict[str, Any] | None, when: datetime
+) -> list[dict[str, Any]]:
     docs = _docs(task_id, index, DocKind.ANSWER, "", answer, when)
     if packet:
         for evidence_id, text in _evidence_texts(packet):
             docs.extend(_docs(task_id, index, DocKind.EVIDENCE, evidence_id, text, when))
+    return docs
+
+
+_ATTEMPT_COLUMNS = (
+    AttemptRow.task_id,
+    AttemptRow.index,
+    AttemptRow.final_output,
+    AttemptRow.packet,
+    AttemptRow.finished_at,
+    AttemptRow.started_at,
+)
+
+
+async def index_attempt(conn: AsyncConnection, attempt_id: str) -> None:
+    """(Re)index an attempt's answer and evidence items from its stored row."""
+    found = (await conn.execute(select(*_ATTEMPT_COLUMNS).where(AttemptRow.id == attempt_id))).first()
+    if found is None:
+        return
+    task_id, index, answer, packet, finished, started = found
+    docs = _attempt_docs(task_id, index, answer, packet, finished or started or utcnow())
     await _replace(conn, task_id, index, (DocKind.ANSWER, DocKind.EVIDENCE), docs)
 
 
@@ -215,10 +220,10 @@ async def index_tasks(conn: AsyncConnection, task_ids: Iterable[str]) -> None:
                 SearchDocRow.kind.in_([DocKind.ANSWER, DocKind.EVIDENCE, DocKind.ISSUE, DocKind.NOTE]),
             )
         )
-        attempts = await conn.execute(select(AttemptRow.id).where(AttemptRow.task_id.in_(batch)))
-        for (attempt_id,) in attempts.all():
-            await index_attempt(conn, attempt_id)
         docs: list[dict[str, Any]] = []
+        attempts = await conn.execute(select(*_ATTEMPT_COLUMNS).where(AttemptRow.task_id.in_(batch)))
+        for task_id, index, answer, packet, finished, started in attempts.all():
+            docs.extend(_attempt_docs(task_id, index, answer, packet, finished or started or utcnow()))
         validations = await conn.execute(
             select(
                 ValidationRow.task_id,
