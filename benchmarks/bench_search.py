@@ -34,7 +34,7 @@ from sqlalchemy import text as sql_text
 from benchmarks._common import scratch_dir
 from core.domain.evidence import RunEvidence, TaskEvidencePacket, ToolEvidence
 from core.domain.records import AttemptRecord, SessionRecord, TaskRecord, ValidationRecord
-from core.search.query import SearchFilters, SearchQuery, SearchService
+from core.search.query import RANK_LIMIT, SearchFilters, SearchQuery, SearchService
 from core.store import Store, TaskImport
 
 PHRASE = "quartermaster of the drowned lighthouse"
@@ -155,7 +155,13 @@ async def run(url: str, n: int) -> None:
         filtered = query.model_copy(update={"filters": SearchFilters(status="needs_review", min_score=0.1)})
         await timed("time to hits with status+score filters", lambda: search.search(filtered))
         common = SearchQuery(text="harbour survey", limit=50)
-        await timed("a common two-word query, first page of 50", lambda: search.search(common))
+        first = await timed(
+            "a two-word query matching every passage, first page", lambda: search.search(common)
+        )
+        print(f"    ranked: {first.ranked} (beyond {RANK_LIMIT:,} matches hits come newest first)")
+        assert first.more is not None
+        later = common.model_copy(update={"after": first.more})
+        await timed("  ... its next page", lambda: search.search(later))
         if store.is_sqlite:
             floor = "SELECT rowid FROM search_fts WHERE search_fts MATCH :q"
             param = '"' + PHRASE + '"'

@@ -118,13 +118,19 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
                 ),
             )
         if args.json:
-            _emit({"hits": [h.model_dump(mode="json") for h in page.hits], "more": page.more is not None})
+            hits = [h.model_dump(mode="json") for h in page.hits]
+            _emit({"hits": hits, "more": page.more is not None, "ranked": page.ranked})
             return 0
         for h in page.hits:
             where = f"attempt {h.attempt_index} " if h.attempt_index is not None else ""
             ref = f" {h.ref}" if h.ref else ""
             print(f"{h.task_id[:12]}  {h.title}  [{where}{h.kind.value}{ref}]")
             print(f"    {h.marked()}")
+        if not page.ranked:
+            print(
+                "(so many passages match that hits come newest first; add words to rank them)",
+                file=sys.stderr,
+            )
         if not page.hits:
             print("no hits", file=sys.stderr)
         elif page.more is not None:

@@ -30,6 +30,9 @@ MARK_START = "\ue000"
 MARK_END = "\ue001"
 _TOKEN = re.compile(r'"([^"]*)"?|(\S+)')
 _WORD = re.compile(r"[^\W_]+")
+# Ranking costs a score per matching passage (~3 s for 600,000 on SQLite); beyond this many
+# matches hits come newest first, which the index answers in the time of a page.
+RANK_LIMIT = 20_000
 _HEADLINE = f'StartSel="{MARK_START}", StopSel="{MARK_END}", MaxWords=30, MinWords=12, MaxFragments=1'
 
 
@@ -53,6 +56,7 @@ class SearchFilters(BaseModel):
 class SearchCursor(BaseModel):
     rank: float
     doc_id: int
+    ranked: bool = True  # the pages continue in the order the first page chose
 
 
 class SearchQuery(BaseModel):
@@ -89,6 +93,7 @@ class SearchHit(BaseModel):
 class SearchPage(BaseModel):
     hits: list[SearchHit]
     more: SearchCursor | None
+    ranked: bool = True  # False: more than RANK_LIMIT passages match, newest first
 
 
 def parse_terms(text: str) -> tuple[list[str], list[str]]:
@@ -194,11 +199,12 @@ class SearchService:
 
     async def search(self, query: SearchQuery) -> SearchPage:
         await self.ensure_backfilled()
-        if self.store.is_sqlite:
-            rows = await self._sqlite_hits(query)
-        else:
-            rows = await self._pg_hits(query)
         phrases, prefixes = parse_terms(query.text)
+        ranked = query.after.ranked if query.after is not None else await self._few_matches(query.text)
+        if self.store.is_sqlite:
+            rows = await self._sqlite_hits(query, ranked)
+        else:
+            rows = await self._pg_hits(query, ranked)
         terms = phrases + prefixes
         hits = []
         for r in rows[: query.limit]:
@@ -219,10 +225,36 @@ class SearchService:
                     doc_id=int(r["id"]),
                 )
             )
-        more = SearchCursor(rank=hits[-1].rank, doc_id=hits[-1].doc_id) if len(rows) > query.limit else None
-        return SearchPage(hits=hits, more=more)
+        more = (
+            SearchCursor(rank=hits[-1].rank, doc_id=hits[-1].doc_id, ranked=ranked)
+            if len(rows) > query.limit
+            else None
+        )
+        return SearchPage(hits=hits, more=more, ranked=ranked)
 
-    def _page_query(self, matched: Any, query: SearchQuery) -> Any:
+    async def _few_matches(self, text: str) -> bool:
+        """At most ``RANK_LIMIT`` passages match: cheap to rank them all (counts up to the limit only)."""
+        if self.store.is_sqlite:
+            capped: Any = (
+                select(literal_column("rowid"))
+                .select_from(sql_text("search_fts"))
+                .where(sql_text("search_fts MATCH :few_match").bindparams(few_match=fts5_query(text)))
+                .limit(RANK_LIMIT + 1)
+                .subquery()
+            )
+        else:
+            tsv: ColumnElement[Any] = literal_column("search_docs.tsv")
+            capped = (
+                select(SearchDocRow.id)
+                .where(tsv.op("@@")(_pg_tsquery(text)))
+                .limit(RANK_LIMIT + 1)
+                .subquery()
+            )
+        async with self.store.read_session() as s:
+            n = (await s.execute(select(func.count()).select_from(capped))).scalar()
+        return int(n or 0) <= RANK_LIMIT
+
+    def _page_query(self, matched: Any, query: SearchQuery, ranked: bool) -> Any:
         q = (
             select(
                 SearchDocRow.id,
@@ -240,24 +272,30 @@ class SearchService:
             .join(TaskRow, TaskRow.id == SearchDocRow.task_id)
             .where(_filter_clause(query.filters))
         )
+        if not ranked:  # newest first: the index's own order, so only a page is read
+            if query.after is not None:
+                q = q.where(matched.c.id < query.after.doc_id)
+            return q.order_by(matched.c.id.desc()).limit(query.limit + 1)
         if query.after is not None:
             r, i = query.after.rank, query.after.doc_id
             q = q.where(or_(matched.c.rank > r, and_(matched.c.rank == r, matched.c.id > i)))
         return q.order_by(matched.c.rank, matched.c.id).limit(query.limit + 1)
 
-    async def _sqlite_hits(self, query: SearchQuery) -> list[dict[str, Any]]:
+    async def _sqlite_hits(self, query: SearchQuery, ranked: bool) -> list[dict[str, Any]]:
         match = fts5_query(query.text)
+        score = "bm25(search_fts)" if ranked else "-search_fts.rowid"
         matched = (
             select(
                 literal_column("search_fts.rowid").label("id"),
-                literal_column("bm25(search_fts)", Float).label("rank"),
+                literal_column(score, Float).label("rank"),
             )
             .select_from(sql_text("search_fts"))
             .where(sql_text("search_fts MATCH :search_match").bindparams(search_match=match))
             .subquery("matched")
         )
         async with self.store.read_session() as s:
-            rows = [dict(m) for m in (await s.execute(self._page_query(matched, query))).mappings().all()]
+            page = self._page_query(matched, query, ranked)
+            rows = [dict(m) for m in (await s.execute(page)).mappings().all()]
             if rows:
                 ids = ",".join(str(int(r["id"])) for r in rows)
                 snippets = await s.execute(
@@ -272,22 +310,24 @@ class SearchService:
                     r["passage"] = found.get(r["id"], "")
         return rows
 
-    async def _pg_hits(self, query: SearchQuery) -> list[dict[str, Any]]:
+    async def _pg_hits(self, query: SearchQuery, ranked: bool) -> list[dict[str, Any]]:
         tsq = _pg_tsquery(query.text)
         tsv: ColumnElement[Any] = literal_column("search_docs.tsv")
+        score = -func.ts_rank(tsv, tsq) if ranked else -SearchDocRow.id
         matched = (
-            select(SearchDocRow.id.label("id"), (-func.ts_rank(tsv, tsq)).cast(Float).label("rank"))
+            select(SearchDocRow.id.label("id"), score.cast(Float).label("rank"))
             .where(tsv.op("@@")(tsq))
             .subquery("matched")
         )
-        page = self._page_query(matched, query).subquery("page")
+        page = self._page_query(matched, query, ranked).subquery("page")
         headline = func.ts_headline(
             literal_column("'simple'"), SearchDocRow.body, tsq, bindparam("hl_opts", _HEADLINE)
         )
+        order = (page.c.rank, page.c.id) if ranked else (page.c.id.desc(),)
         q = (
             select(page, headline.label("passage"))
             .join(SearchDocRow, SearchDocRow.id == page.c.id)
-            .order_by(page.c.rank, page.c.id)
+            .order_by(*order)
         )
         async with self.store.read_session() as s:
             return [dict(m) for m in (await s.execute(q)).mappings().all()]

@@ -51,7 +51,6 @@ if TYPE_CHECKING:
 __all__ = ["SearchHitsModel", "SearchPanel", "install_search", "open_hit"]
 
 Index = QModelIndex | QPersistentModelIndex
-ANY = "any"
 _NO_DATE = QDate(2000, 1, 1)
 
 
@@ -124,9 +123,9 @@ def where(hit: SearchHit) -> str:
     return " · ".join(parts)
 
 
-def _combo(parent: QWidget, tip: str, values: list[str]) -> QComboBox:
+def _combo(parent: QWidget, tip: str, values: list[str], any_text: str) -> QComboBox:
     box = QComboBox(parent)
-    box.addItem(ANY, None)
+    box.addItem(any_text, None)
     for v in values:
         box.addItem(v.replace("_", " "), v)
     box.setToolTip(tip)
@@ -151,7 +150,7 @@ def _score(parent: QWidget, tip: str, default: float) -> QDoubleSpinBox:
     spin.setDecimals(2)
     spin.setValue(default)
     spin.setToolTip(tip)
-    spin.setPrefix(tip.split()[0] + " ")
+    spin.setPrefix(tip + " ")
     return spin
 
 
@@ -178,10 +177,14 @@ class SearchPanel(QWidget):
         self.query_edit.setPlaceholderText('Search everything: words, "a phrase", prefix*  (Enter)')
         self.query_edit.setClearButtonEnabled(True)
         self.query_edit.returnPressed.connect(self.run_search)
-        self.kind_box = _combo(self, "What to search", [k.value for k in DocKind])
-        self.status_box = _combo(self, "Task status", [s.value for s in TaskStatus])
-        self.outcome_box = _combo(self, "Validation outcome", [o.value for o in ValidationOutcome] + ["none"])
-        self.category_box = _combo(self, "Latest validator category", [c.value for c in FailureCategory])
+        self.kind_box = _combo(self, "What to search", [k.value for k in DocKind], "everywhere")
+        self.status_box = _combo(self, "Task status", [s.value for s in TaskStatus], "any status")
+        self.outcome_box = _combo(
+            self, "Validation outcome", [o.value for o in ValidationOutcome] + ["none"], "any outcome"
+        )
+        self.category_box = _combo(
+            self, "Latest validator category", [c.value for c in FailureCategory], "any category"
+        )
         self.min_score = _score(self, "score ≥", 0.0)
         self.max_score = _score(self, "score ≤", 1.0)
         self.reviewer_edit = QLineEdit(self)
@@ -449,6 +452,7 @@ def install_search(window: MainWindow) -> SearchPanel:
             panel.reload_views()
         dock.show()
         dock.raise_()
+        window.resizeDocks([dock], [max(180, window.height() // 4)], Qt.Orientation.Vertical)
         panel.query_edit.setFocus(Qt.FocusReason.ShortcutFocusReason)
         panel.query_edit.selectAll()
 

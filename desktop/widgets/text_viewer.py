@@ -280,6 +280,12 @@ class TextViewer(QWidget):
         cursor.setPosition(self._to_qt(end), QTextCursor.MoveMode.KeepAnchor)
         self.edit.setTextCursor(cursor)
         self.edit.centerCursor()
+        # Lines do not wrap: keep the line starts in view when the match fits without scrolling.
+        bar = self.edit.horizontalScrollBar()
+        keep = bar.value()
+        bar.setValue(0)
+        if self.edit.cursorRect().right() > self.edit.viewport().width():
+            bar.setValue(keep)
 
     def selected_text(self) -> str:
         """The selection with Qt's paragraph separators turned back into newlines."""

@@ -10,6 +10,7 @@ import pytest
 from core.domain import TaskEvidencePacket
 from core.domain.evidence import RunEvidence, ToolEvidence
 from core.domain.status import TaskStatus
+from core.search import query as query_module
 from core.search.index import SEGMENT_CHARS, DocKind
 from core.search.query import SearchError, SearchFilters, SearchQuery, SearchService, fts5_query
 from core.search.views import SavedView, delete_view, get_view, list_views, save_view
@@ -120,6 +121,30 @@ async def test_filters_narrow_and_pages_continue(db_url: str) -> None:
         assert (await search.search(SearchQuery(text="puff*", limit=100))).hits
         by_ana = await search.search(SearchQuery(text="puffin", filters=SearchFilters(reviewer="ana")))
         assert by_ana.hits == []
+    finally:
+        await store.close()
+
+
+async def test_broad_queries_come_newest_first(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past RANK_LIMIT matches nothing is ranked (that costs a score per match): newest first, paged."""
+    monkeypatch.setattr(query_module, "RANK_LIMIT", 3)
+    store = await Store.open(db_url)
+    try:
+        ids = [(await store.create_task(f"Gannet colony {i}")).id for i in range(7)]
+        search = SearchService(store)
+        seen: list[str] = []
+        after = None
+        while True:
+            page = await search.search(
+                SearchQuery(text="gannet", limit=2, after=after, filters=SearchFilters(kinds=(DocKind.TEXT,)))
+            )
+            assert not page.ranked
+            seen += [h.task_id for h in page.hits]
+            if page.more is None:
+                break
+            after = page.more
+        assert seen == ids[::-1]
+        assert (await search.search(SearchQuery(text='"colony 4"'))).ranked
     finally:
         await store.close()
 
