@@ -90,6 +90,7 @@ screenshots: $(RUN_STAMP)
 	$(BIN)/evidence-desk export --db $(SHOT_WS)/demo.sqlite3 -o $(SHOT_WS)/tides.zip \
 		$$(awk '/ Tides$$/ {print $$1}' $(SHOT_WS)/demo.txt) > /dev/null
 	$(SHOT) docs/screenshots/read-only.png --db $(SHOT_WS)/imported.sqlite3 --import-bundle $(SHOT_WS)/tides.zip
+	$(SHOT) docs/screenshots/search.png --db $(SHOT_WS)/demo.sqlite3 --search '"geometry of their basins"'
 	$(SHOT) docs/screenshots/live.png --db $(SHOT_WS)/demo.sqlite3 \
 		--run-live "What causes ocean tides on a coast with two high tides a day?"
 	rm -rf $(SHOT_WS)

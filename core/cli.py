@@ -105,10 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
     from core.cli_claims import add_claim_commands
     from core.cli_insight import add_insight_commands  # diff, override, calibration
     from core.cli_review import add_review_commands
+    from core.cli_search import add_search_commands  # search, saved views
     from core.cli_team import add_team_commands  # worker, batch, batches, schedule
 
     _COMMANDS.update(add_review_commands(sub, common) | add_team_commands(sub, common))
     _COMMANDS.update(add_claim_commands(sub, common, cmd_list) | add_insight_commands(sub, common))
+    _COMMANDS.update(add_search_commands(sub, common))
     return parser
 
 

@@ -1,7 +1,7 @@
 """Save a PNG of the desk, each documented view reproducible from one command.
 
 ``python -m desktop.screenshot OUT.png --db URL [--task-id PREFIX] [--tab evidence|history|validator]
-[--run-live TEXT] [--import-bundle FILE] [--script FILE] [--size WxH]``
+[--run-live TEXT] [--import-bundle FILE] [--search QUERY] [--script FILE] [--size WxH]``
 
 Opens the desk on the workspace at the desk's own default window size, waits until the queue is
 filled and a task is selected (the one named, else the first needing review, else the first
@@ -11,6 +11,8 @@ listed) and its detail is shown, then grabs the window. Works under Xvfb and wit
 - ``--run-live TEXT`` creates a task whose scripted run is held mid-way (its second model call
   waits an hour), so the shot catches the streamed transcript and the evidence recorded so far
   of a RUNNING task; closing the tool cancels the run, as the desk's Abandon would.
+- ``--search QUERY`` opens the search panel (Ctrl+Shift+F), runs QUERY and opens its first hit,
+  so the shot shows the hit list and the passage it found, selected where it matched.
 - ``--import-bundle FILE`` imports an exported bundle read-only first (trusted: the tool only
   renders it) and selects its first imported task.
 
@@ -58,6 +60,7 @@ class Shot:
     tab: str = "evidence"
     run_live: str | None = None
     import_bundle: Path | None = None
+    search: str | None = None
 
 
 def live_script(text: str, base: Path, folder: Path) -> Path:
@@ -150,6 +153,32 @@ async def _start_live(window: MainWindow, text: str) -> str:
     return str(task.id)
 
 
+async def _search(window: MainWindow, query: str) -> str:
+    """Run ``query`` in the search panel and open its first hit; returns the hit's task id."""
+    panel = window.search_panel
+    done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    opened: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+    def searched(n: int) -> None:
+        if not done.done():
+            done.set_result(n)
+
+    def shown(hit: Any) -> None:
+        if not opened.done():
+            opened.set_result(hit)
+
+    panel.sig_searched.connect(searched)
+    panel.sig_hit_shown.connect(shown)
+    panel.open_panel()
+    panel.query_edit.setText(query)
+    panel.run_search()
+    if not await asyncio.wait_for(done, 60):
+        raise ShotError(f"--search {query!r}: no hits in this workspace")
+    panel.table.activated.emit(panel.model.index(0, 0))
+    hit = await asyncio.wait_for(opened, 60)
+    return str(hit.task_id)
+
+
 def _show_tab(window: MainWindow, tab: str) -> None:
     detail = window.detail
     detail.tabs.setCurrentIndex(1 if tab == "history" else 0)
@@ -179,6 +208,8 @@ async def capture(shot: Shot) -> str:
         await _until(lambda: window.model.loaded_once, "the queue to load")
         if shot.run_live is not None:
             chosen: str | None = await _start_live(window, shot.run_live)
+        elif shot.search is not None:
+            chosen = await _search(window, shot.search)
         else:
             if shot.task_prefix:
                 chosen = _find_task(window, shot.task_prefix)
@@ -186,7 +217,8 @@ async def capture(shot: Shot) -> str:
                 chosen = imported[0] if imported else _first_task(window)
             if chosen is not None:
                 await _select(window, chosen)
-        _show_tab(window, shot.tab)
+        if shot.search is None:
+            _show_tab(window, shot.tab)
         await asyncio.sleep(0.3)  # let layouts settle after the detail pane filled
         pixmap = window.grab()
         if not pixmap.save(str(shot.out)):
@@ -223,7 +255,10 @@ def parse_shot(argv: list[str] | None) -> Shot:
     parser.add_argument(
         "--import-bundle", type=Path, default=None, metavar="FILE", help="import read-only first"
     )
+    parser.add_argument("--search", default=None, metavar="QUERY", help="search, then open the first hit")
     args = parser.parse_args(argv)
+    if args.search is not None and (args.run_live is not None or args.task_id or not args.search.strip()):
+        parser.error("--search needs a query, and picks its own task: no --run-live or --task-id with it")
     if args.run_live is not None and (args.task_id or args.import_bundle):
         parser.error("--run-live shows its own task: no --task-id or --import-bundle with it")
     if args.run_live is not None and not args.run_live.strip():
@@ -237,6 +272,7 @@ def parse_shot(argv: list[str] | None) -> Shot:
         tab=args.tab,
         run_live=args.run_live,
         import_bundle=args.import_bundle,
+        search=args.search,
     )
 
 

@@ -37,6 +37,10 @@ class AttemptRepository(ChunkRepository):
                 conn = await s.connection()
                 values["packet"] = await conn.run_sync(offload_tree, values["packet"], task_id, policy)
             await s.execute(update(AttemptRow).where(AttemptRow.id == attempt_id).values(**values))
+            if "packet" in values or "final_output" in values:  # the search index, same transaction
+                from core.search.index import index_attempt  # core.search imports the store
+
+                await index_attempt(await s.connection(), attempt_id)
         return await self.get_attempt(attempt_id)
 
     async def get_attempt(self, attempt_id: str, *, resolve: bool = True) -> AttemptRecord:

@@ -279,3 +279,40 @@ class ContentOwnerRow(Base):
     content_sha: Mapped[str] = mapped_column(String(64), primary_key=True)
 
     __table_args__ = (Index("ix_content_owners_content", "content_sha"),)
+
+
+class SearchDocRow(Base):
+    """One searchable passage (migration 0009_search): a title, task text, an answer, an evidence
+    segment, a validator issue or a note. SQLite indexes ``body`` in the FTS5 table ``search_fts``;
+    PostgreSQL in an unmapped generated ``tsv`` column with GIN."""
+
+    __tablename__ = "search_docs"
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    attempt_index: Mapped[int | None] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(16))
+    ref: Mapped[str] = mapped_column(String(200), default="")
+    seg: Mapped[int] = mapped_column(Integer, default=0)
+    body: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime | None] = mapped_column()
+
+    __table_args__ = (Index("ix_search_docs_task", "task_id", "attempt_index", "kind"),)
+
+
+class SearchMetaRow(Base):
+    __tablename__ = "search_meta"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(String(200))
+
+
+class SavedViewRow(Base):
+    """A named search (query and filters) kept in the workspace, shared by everyone using it."""
+
+    __tablename__ = "saved_views"
+
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_by: Mapped[str] = mapped_column(String(200), default="")
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -41,7 +41,12 @@ class ReviewRepository(StoreBase):
             debug=debug,
         )
         row.created_at = utcnow()
-        return await self._insert(row, ValidationRecord)
+        from core.search.index import index_validation  # core.search imports the store
+
+        async with self._write() as s:
+            s.add(row)
+            await index_validation(await s.connection(), task_id, attempt_index, result, row.created_at)
+        return ValidationRecord.model_validate(row)
 
     async def list_validations(self, task_id: str) -> list[ValidationRecord]:
         q = select(ValidationRow).where(ValidationRow.task_id == task_id).order_by(ValidationRow.created_at)
@@ -72,7 +77,21 @@ class ReviewRepository(StoreBase):
             to_status=to_status.value,
         )
         row.created_at = created_at or utcnow()
-        return await self._insert(row, FeedbackRecord)
+        from core.search.index import index_feedback  # core.search imports the store
+
+        async with self._write() as s:
+            s.add(row)
+            await s.flush()
+            await index_feedback(
+                await s.connection(),
+                task_id=task_id,
+                attempt_id=attempt_id,
+                feedback_id=row.id,
+                note=note,
+                prompt=prompt,
+                when=row.created_at,
+            )
+        return FeedbackRecord.model_validate(row)
 
     async def list_feedback(self, task_id: str) -> list[FeedbackRecord]:
         q = select(FeedbackRow).where(FeedbackRow.task_id == task_id).order_by(FeedbackRow.created_at)

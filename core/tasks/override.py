@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from core.domain.facts import EventKind
 from core.domain.status import ValidationStatus
 from core.domain.validation import FailureCategory
+from core.search.index import index_override
 from core.store import EventRecord, Store
 from core.tasks.dossier import TaskDossier
 
@@ -76,6 +77,7 @@ async def record_override(
         verdict.model_dump(mode="json", exclude={"created_at"}),
         task_id=task.id,
     )
+    await index_override(store, task.id, attempt.index, event.id, note)
     return verdict.model_copy(update={"created_at": event.created_at})
 
 

@@ -46,6 +46,7 @@ from desktop.views.history import ReviewMoves
 from desktop.views.live import connect_live
 from desktop.views.navigation import add_navigation_actions
 from desktop.views.queue import QueueView
+from desktop.views.search import install_search
 from desktop.views.status import WorkspaceStatus
 from desktop.views.watching import LiveWorkspace
 from desktop.views.widgets import EmptyState, MessageBar, RunProgressStrip
@@ -190,6 +191,7 @@ class MainWindow(QMainWindow):
     def _install_features(self) -> None:
         """Each desk feature adds itself here with one ``install_<feature>(self)`` call (kept last
         in construction, so a feature sees every pane, action and menu the window has)."""
+        self.search_panel = install_search(self)  # Ctrl+Shift+F: search everywhere, saved views
 
     # ------------------------------------------------------------------ construction
     def _connect(self) -> None:

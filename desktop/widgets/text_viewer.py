@@ -25,6 +25,8 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
+from desktop.widgets.find_bar import FindBar
+
 __all__ = [
     "JsonHighlighter",
     "TextViewer",
@@ -182,6 +184,8 @@ class TextViewer(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
         layout.addWidget(self.edit, 1)
+        self.find_bar = FindBar(self)  # Ctrl+F, F3 / Shift+F3, Esc
+        layout.addWidget(self.find_bar)
         layout.addLayout(bar)
         self.edit.verticalScrollBar().valueChanged.connect(self._on_scrolled)
         self._update_status()
@@ -196,6 +200,7 @@ class TextViewer(QWidget):
         self._loaded = min(len(self._display), self._chunk_chars)
         self.edit.setPlainText(self._display[: self._loaded])
         self._update_status()
+        self.find_bar.text_changed()
 
     def clear(self) -> None:
         self.set_text("")
@@ -261,8 +266,13 @@ class TextViewer(QWidget):
         span = self.find_quote(quote)
         if span is None:
             return False
-        start = self._to_display(span[0], after_break=True)
-        end = self._to_display(span[1], after_break=False)
+        self.select_span(*span)
+        return True
+
+    def select_span(self, start_offset: int, end_offset: int) -> None:
+        """Select [start, end) of the full text and scroll to it, loading text up to it if needed."""
+        start = self._to_display(start_offset, after_break=True)
+        end = self._to_display(end_offset, after_break=False)
         if end > self._loaded:
             self._load_to(end + self._chunk_chars // 2)
         cursor = self.edit.textCursor()
@@ -270,7 +280,12 @@ class TextViewer(QWidget):
         cursor.setPosition(self._to_qt(end), QTextCursor.MoveMode.KeepAnchor)
         self.edit.setTextCursor(cursor)
         self.edit.centerCursor()
-        return True
+        # Lines do not wrap: keep the line starts in view when the match fits without scrolling.
+        bar = self.edit.horizontalScrollBar()
+        keep = bar.value()
+        bar.setValue(0)
+        if self.edit.cursorRect().right() > self.edit.viewport().width():
+            bar.setValue(keep)
 
     def selected_text(self) -> str:
         """The selection with Qt's paragraph separators turned back into newlines."""

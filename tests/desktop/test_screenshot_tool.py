@@ -91,6 +91,8 @@ def test_each_documented_view_is_one_command(demo: tuple[Path, Path, dict[str, s
         home, tmp_path / "prompt.png", "--db", str(db), "--tab", "validator", "--task-id", ids["Tides"][:8]
     )
     assert "tab validator" in prompt
+    found = _shot(home, tmp_path / "search.png", "--db", str(db), "--search", '"geometry of their basins"')
+    assert f"selected task {ids['Tides'][:12]}" in found  # the phrase is only inside a Tides tool result
 
     bundle = tmp_path / "tides.zip"
     _ok(_child(home, "core.cli", "export", "--db", str(db), "-o", str(bundle), ids["Tides"]))
@@ -118,3 +120,5 @@ def test_bad_options_say_what_is_wrong_in_one_line(
     assert not out.exists()
     done = _child(home, "desktop.screenshot", str(out), "--run-live", "x", "--task-id", "abc")
     assert done.returncode == 2 and "--run-live shows its own task" in done.stderr
+    done = _child(home, "desktop.screenshot", str(out), "--db", str(db), "--search", "zyzzyvas")
+    assert done.returncode == 2 and done.stderr.strip().splitlines()[-1].endswith("no hits in this workspace")

@@ -1,0 +1,1 @@
+"""Search everywhere: the full-text index over tasks, answers, evidence, issues and notes."""
