@@ -17,6 +17,7 @@ from core.domain.evidence import TaskEvidencePacket, TeamRunResult
 from core.evidence.builder import build_run_evidence
 from core.evidence.render import next_evidence_number
 from core.store import Store
+from core.team.disagreement import find_disagreements
 
 __all__ = ["build_attempt_packet", "earlier_packets"]
 
@@ -55,7 +56,9 @@ async def build_attempt_packet(
 ) -> TaskEvidencePacket:
     """Assemble the packet of one attempt; ``main_run_id`` is the synthesis run in team mode.
 
-    ``earlier`` are the task's earlier packets: this packet's ids continue after theirs.
+    ``earlier`` are the task's earlier packets: this packet's ids continue after theirs. Where the
+    team's nodes contradict each other is recorded here, once, so the validator and the desk read
+    the same marks.
     """
     main = None
     if main_session_id is not None and main_run_id is not None:
@@ -73,4 +76,5 @@ async def build_attempt_packet(
         team_node_results=node_results,
         final_output=final_output,
         evidence_id_start=next_evidence_number(earlier or []),
+        disagreements=find_disagreements(node_results),
     )
