@@ -1,6 +1,6 @@
 """Save a PNG of the desk, each documented view reproducible from one command.
 
-``python -m desktop.screenshot OUT.png --db URL [--task-id PREFIX] [--tab evidence|history|validator]
+``python -m desktop.screenshot OUT.png --db URL [--task-id PREFIX] [--tab evidence|history|validator|disagreements]
 [--run-live TEXT] [--import-bundle FILE] [--script FILE] [--size WxH]``
 
 Opens the desk on the workspace at the desk's own default window size, waits until the queue is
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from desktop.views.main_window import MainWindow
 
 DEFAULT_SIZE = (1400, 860)  # MainWindow's own default (main_window.py, app.py): never a widened one
-TABS = ("evidence", "history", "validator")
+TABS = ("evidence", "history", "validator", "disagreements")
 LIVE_FIRST = "Searching the corpus first; the answer follows once the sources are read."
 LIVE_HOLD_S = 3600.0  # the second call waits this long: the shot is taken long before
 
@@ -153,6 +153,8 @@ async def _start_live(window: MainWindow, text: str) -> str:
 def _show_tab(window: MainWindow, tab: str) -> None:
     detail = window.detail
     detail.tabs.setCurrentIndex(1 if tab == "history" else 0)
+    if tab == "disagreements":
+        detail.tabs.setCurrentWidget(detail.disagreement_view)
     if tab == "validator":
         detail.validator_view.tabs.setCurrentIndex(1)  # the prompt the validator was given
 
