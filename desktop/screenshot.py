@@ -1,7 +1,7 @@
 """Save a PNG of the desk, each documented view reproducible from one command.
 
 ``python -m desktop.screenshot OUT.png --db URL [--task-id PREFIX] [--tab evidence|history|validator|disagreements]
-[--run-live TEXT] [--import-bundle FILE] [--script FILE] [--size WxH]``
+[--run-live TEXT] [--import-bundle FILE] [--script FILE] [--size WxH] [--window desk|calibration]``
 
 Opens the desk on the workspace at the desk's own default window size, waits until the queue is
 filled and a task is selected (the one named, else the first needing review, else the first
@@ -58,6 +58,7 @@ class Shot:
     tab: str = "evidence"
     run_live: str | None = None
     import_bundle: Path | None = None
+    window: str = "desk"
 
 
 def live_script(text: str, base: Path, folder: Path) -> Path:
@@ -190,7 +191,7 @@ async def capture(shot: Shot) -> str:
                 await _select(window, chosen)
         _show_tab(window, shot.tab)
         await asyncio.sleep(0.3)  # let layouts settle after the detail pane filled
-        pixmap = window.grab()
+        pixmap = window.grab() if shot.window == "desk" else await _calibration(window)
         if not pixmap.save(str(shot.out)):
             raise ShotError(f"could not write {shot.out}")
         title_px = window.queue.tree.header().sectionSize(COL_TITLE)
@@ -201,6 +202,18 @@ async def capture(shot: Shot) -> str:
         )
     finally:
         await launcher.close()
+
+
+async def _calibration(window: Any) -> Any:
+    """Review → Calibration…, at the size it opens with, once its figures and batches are in.
+
+    ``window`` is a MainWindow; the action and the view are attributes the calibration module adds.
+    """
+    window.act_calibration.trigger()
+    view = window.calibration_view
+    await _until(lambda: view.calibration is not None and view.batches_loaded, "the calibration figures")
+    await asyncio.sleep(0.3)
+    return view.grab()
 
 
 def _size(value: str) -> tuple[int, int]:
@@ -223,6 +236,9 @@ def parse_shot(argv: list[str] | None) -> Shot:
     parser.add_argument("--tab", choices=TABS, default="evidence", help="the detail tab to show")
     parser.add_argument("--run-live", default=None, metavar="TEXT", help="show a running task asking TEXT")
     parser.add_argument(
+        "--window", choices=("desk", "calibration"), default="desk", help="the window to grab"
+    )
+    parser.add_argument(
         "--import-bundle", type=Path, default=None, metavar="FILE", help="import read-only first"
     )
     args = parser.parse_args(argv)
@@ -239,6 +255,7 @@ def parse_shot(argv: list[str] | None) -> Shot:
         tab=args.tab,
         run_live=args.run_live,
         import_bundle=args.import_bundle,
+        window=args.window,
     )
 
 
