@@ -144,6 +144,9 @@ _ATTRIBUTES = _words(
     "rate date day name figure number amount"
 )
 _GENERIC = {"mount", "mt", "mountain", "lake", "river"}
+_NOT_ENTITY = _STOP | _VERBS | frozenset(_MONTHS)
+_NOT_CONTENT = _NOT_ENTITY | _ATTRIBUTES
+_REACH = 300  # a subject is looked for this many characters back at most: a run-on text stays linear
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +183,7 @@ def _sentences(text: str) -> list[tuple[int, int]]:
     start = 0
     for m in _SENTENCE_END.finditer(text):
         if m.group().strip() and not m.group().startswith("\n"):
-            before = _WORD.findall(text[start : m.start()] or "")
+            before = _WORD.findall(text[max(start, m.start() - 40) : m.start()])  # the last word only
             last = before[-1].lower() if before else ""
             nxt = text[m.end() : m.end() + 1]
             if last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha()) or nxt.islower():
@@ -202,11 +205,11 @@ def _number(raw: str) -> tuple[float, float]:
 _Quantity = tuple[int, int, ClaimKind, str, str, float, float]  # span, kind, unit, as written, value, step
 
 
-def _quantities(text: str, taken: list[tuple[int, int]]) -> list[_Quantity]:
+def _quantities(text: str, taken: bytearray) -> list[_Quantity]:
     found: list[_Quantity] = []
     for pattern in (_MONEY_BEFORE, _MONEY_AFTER, _QUANTITY):
         for m in pattern.finditer(text):
-            if any(m.start() < e and s < m.end() for s, e in taken):
+            if any(taken[m.start() : m.end()]):
                 continue
             value, step = _number(m.group("num"))
             scale_word = (m.group("scale") or "").lower()
@@ -220,20 +223,20 @@ def _quantities(text: str, taken: list[tuple[int, int]]) -> list[_Quantity]:
                 if kind is ClaimKind.TEMPERATURE and factor != 1.0:
                     value = (value - 32) * factor
                     found.append((m.start(), m.end(), kind, unit, written, value, step * factor))
-                    taken.append((m.start(), m.end()))
+                    taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
                     continue
             found.append(
                 (m.start(), m.end(), kind, unit, written, value * scale * factor, step * scale * factor)
             )
-            taken.append((m.start(), m.end()))
+            taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
     return found
 
 
-def _dates(text: str, taken: list[tuple[int, int]]) -> list[tuple[int, int, str]]:
+def _dates(text: str, taken: bytearray) -> list[tuple[int, int, str]]:
     found = []
     for pattern in (_DATE_ISO, _DATE_DMY, _DATE_MDY):
         for m in pattern.finditer(text):
-            if any(m.start() < e and s < m.end() for s, e in taken):
+            if any(taken[m.start() : m.end()]):
                 continue
             month = m.group("m")
             number = int(month) if month.isdigit() else _MONTHS[month.lower()]
@@ -242,20 +245,20 @@ def _dates(text: str, taken: list[tuple[int, int]]) -> list[tuple[int, int, str]
             except ValueError:
                 continue  # "2024-13-45" is not a date, so it is no claim
             found.append((m.start(), m.end(), day.isoformat()))
-            taken.append((m.start(), m.end()))
+            taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
     return found
 
 
-def _names(text: str, taken: list[tuple[int, int]]) -> list[tuple[int, int, str]]:
+def _names(text: str, taken: bytearray) -> list[tuple[int, int, str]]:
     found = []
     for m in _QUOTED.finditer(text):
         name = (m.group("q") or m.group("c") or "").strip()
         if not name or not (name[0].isupper() or name[0].isdigit()) or len(name.split()) > 6:
             continue  # a quoted sentence or phrase, not a name
-        if any(m.start() < e and s < m.end() for s, e in taken):
+        if any(taken[m.start() : m.end()]):
             continue
         found.append((m.start(), m.end(), " ".join(name.casefold().split())))
-        taken.append((m.start(), m.end()))
+        taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
     return found
 
 
@@ -290,12 +293,11 @@ def _subject_of(words: list[str]) -> str:
 
 
 def _has_entity(words: list[str]) -> bool:
-    return any(w[0].isupper() and _clean(w) not in _STOP | _VERBS and _clean(w) not in _MONTHS for w in words)
+    return any(w[0].isupper() and _clean(w) not in _NOT_ENTITY for w in words)
 
 
 def _content(words: list[str]) -> list[str]:
-    skip = _STOP | _VERBS | _ATTRIBUTES
-    return [c for c in (_clean(w) for w in words) if c not in skip and c not in _MONTHS]
+    return [c for c in (_clean(w) for w in words) if c not in _NOT_CONTENT]
 
 
 def _subject_words(segment: list[str], whole: list[str]) -> list[str]:
@@ -313,7 +315,7 @@ def _subject_words(segment: list[str], whole: list[str]) -> list[str]:
 
 def extract_claims(text: str) -> list[Claim]:
     """Every claim in ``text`` that has a subject, in the order they are written."""
-    taken: list[tuple[int, int]] = []
+    taken = bytearray(len(text))  # characters already part of a claim: a date's day is no number
     spans: list[tuple[int, int, ClaimKind, str, str, float | str, float]] = []
     for s, e, iso in _dates(text, taken):
         spans.append((s, e, ClaimKind.DATE, "", "", iso, 0.0))
@@ -323,19 +325,25 @@ def extract_claims(text: str) -> list[Claim]:
     spans.sort(key=lambda x: x[0])
     claims: list[Claim] = []
     sentences = _sentences(text)
-    for sent in sentences:
-        previous_end = sent[0]
-        blanked = text[sent[0] : sent[1]]  # the sentence with the claims before the current one blanked
-        for s, e, kind, unit, written, value, precision in spans:
-            if not (sent[0] <= s < sent[1]):
-                continue
-            segment = _WORD.findall(text[previous_end:s])
-            whole = _WORD.findall(blanked[: s - sent[0]])
-            subject = _subject_of(_subject_words(segment, whole))
-            blanked = blanked[: s - sent[0]] + " " * (e - s) + blanked[e - sent[0] :]
-            previous_end = e
-            if not subject:
-                continue
+    at = 0  # the sentence of the current claim: claims and sentences are both in text order
+    earlier: list[tuple[int, int]] = []  # the claims before the current one in its sentence
+    for s, e, kind, unit, written, value, precision in spans:
+        while at < len(sentences) and sentences[at][1] <= s:
+            at += 1
+            earlier = []
+        if at == len(sentences) or s < sentences[at][0]:
+            continue
+        sent = sentences[at]
+        reach = max(sent[0], s - _REACH)
+        segment = _WORD.findall(text[max(reach, earlier[-1][1]) if earlier else reach : s])
+        before = list(text[reach:s])
+        for cs, ce in reversed(earlier):  # earlier values are not subject words
+            if ce <= reach:
+                break
+            before[max(cs, reach) - reach : ce - reach] = " " * (ce - max(cs, reach))
+        earlier.append((s, e))
+        subject = _subject_of(_subject_words(segment, _WORD.findall("".join(before))))
+        if subject:
             claims.append(Claim(subject, kind, unit, written, value, precision, text[s:e], s, e, sent))
     return claims
 
@@ -352,10 +360,14 @@ def find_disagreements(nodes: Sequence[NodeRunResult]) -> list[Disagreement]:
         if not node.output_text.strip():
             continue
         texts[node.node_id] = node.output_text
+        seen: set[tuple[str, ClaimKind, str, str, float | str]] = set()
         for claim in extract_claims(node.output_text):
-            by_key.setdefault((claim.subject, claim.kind, claim.unit), {}).setdefault(
-                node.node_id, []
-            ).append(claim)
+            said = (claim.subject, claim.kind, claim.unit, claim.written_unit, claim.value)
+            if said in seen:
+                continue  # a value repeated in one answer is one statement (and keeps the pairs few)
+            seen.add(said)
+            per_node = by_key.setdefault((claim.subject, claim.kind, claim.unit), {})
+            per_node.setdefault(node.node_id, []).append(claim)
     found: list[tuple[tuple[int, int], Disagreement]] = []
     order = {node_id: i for i, node_id in enumerate(texts)}
     for (subject, kind, unit), per_node in by_key.items():
