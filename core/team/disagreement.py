@@ -27,7 +27,7 @@ from datetime import date
 from core.domain.disagreement import ClaimKind, Disagreement, NodeStatement
 from core.domain.evidence import NodeRunResult
 
-__all__ = ["Claim", "extract_claims", "find_disagreements", "format_disagreements"]
+__all__ = ["MAX_CHARS", "Claim", "extract_claims", "find_disagreements", "format_disagreements"]
 
 # alias -> (kind, compare unit, factor to the compare unit). Longest aliases are tried first.
 _UNITS: dict[str, tuple[ClaimKind, str, float]] = {}
@@ -146,7 +146,10 @@ _ATTRIBUTES = _words(
 _GENERIC = {"mount", "mt", "mountain", "lake", "river"}
 _NOT_ENTITY = _STOP | _VERBS | frozenset(_MONTHS)
 _NOT_CONTENT = _NOT_ENTITY | _ATTRIBUTES
-_REACH = 300  # a subject is looked for this many characters back at most: a run-on text stays linear
+_REACH = 300
+# Only this much of each node's answer is read (an answer is a few kilobytes; this bounds the
+# rare huge one to about a second, since synthesis builds its message on the event loop).
+MAX_CHARS = 200_000  # a subject is looked for this many characters back at most: a run-on text stays linear
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,6 +356,7 @@ def find_disagreements(nodes: Sequence[NodeRunResult]) -> list[Disagreement]:
 
     A node that states two values (two surveys, say) agrees with any node stating either of them;
     only nodes that never meet are a disagreement. Marks are ordered by where they are first said.
+    Only the first ``MAX_CHARS`` characters of each answer are read.
     """
     by_key: dict[tuple[str, ClaimKind, str], dict[str, list[Claim]]] = {}
     texts: dict[str, str] = {}
@@ -361,7 +365,7 @@ def find_disagreements(nodes: Sequence[NodeRunResult]) -> list[Disagreement]:
             continue
         texts[node.node_id] = node.output_text
         seen: set[tuple[str, ClaimKind, str, str, float | str]] = set()
-        for claim in extract_claims(node.output_text):
+        for claim in extract_claims(node.output_text[:MAX_CHARS]):
             said = (claim.subject, claim.kind, claim.unit, claim.written_unit, claim.value)
             if said in seen:
                 continue  # a value repeated in one answer is one statement (and keeps the pairs few)

@@ -9,6 +9,7 @@ from the attempts recorded before it, so an id never changes meaning between att
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from pydantic import ValidationError
@@ -68,6 +69,8 @@ async def build_attempt_packet(
     for team in teams or []:
         node_results.extend(team.node_results)
         team_runs.extend(team.run_evidence)
+    # Off the event loop: the desk runs core on the GUI's loop, and a long answer takes a moment.
+    disagreements = await asyncio.to_thread(find_disagreements, node_results)
     return TaskEvidencePacket(
         task_id=task_id,
         attempt_index=attempt_index,
@@ -76,5 +79,5 @@ async def build_attempt_packet(
         team_node_results=node_results,
         final_output=final_output,
         evidence_id_start=next_evidence_number(earlier or []),
-        disagreements=find_disagreements(node_results),
+        disagreements=disagreements,
     )

@@ -11,7 +11,7 @@ from core.domain.disagreement import ClaimKind
 from core.domain.evidence import NodeRunResult, TaskEvidencePacket
 from core.domain.facts import NodeStatus
 from core.tasks.service import TaskService
-from core.team.disagreement import extract_claims, find_disagreements
+from core.team.disagreement import MAX_CHARS, extract_claims, find_disagreements
 from core.workspace import Workspace
 from tests.core.conftest import ScriptFactory
 
@@ -201,3 +201,11 @@ async def test_a_team_whose_nodes_disagree_gets_the_mark_on_its_synthesis_eviden
         assert "node 'survey-a' says 8,849 m; node 'survey-b' says 8,848 m" in prompt  # and the validator
     finally:
         await ws.close()
+
+
+def test_only_the_first_max_chars_of_an_answer_are_read() -> None:
+    padding = "Filler text. " * (MAX_CHARS // 13 + 1)
+    late = node("a", padding + "Everest is 8,849 m.")
+    assert find_disagreements([late, node("b", "Everest is 8,848 m.")]) == []
+    early = node("a", "Everest is 8,849 m. " + padding)
+    assert len(find_disagreements([early, node("b", "Everest is 8,848 m.")])) == 1
