@@ -91,6 +91,12 @@ screenshots: $(RUN_STAMP)
 		$$(awk '/ Tides$$/ {print $$1}' $(SHOT_WS)/demo.txt) > /dev/null
 	$(SHOT) docs/screenshots/read-only.png --db $(SHOT_WS)/imported.sqlite3 --import-bundle $(SHOT_WS)/tides.zip
 	$(SHOT) docs/screenshots/search.png --db $(SHOT_WS)/demo.sqlite3 --search '"geometry of their basins"'
+	$(BIN)/evidence-desk run --db $(SHOT_WS)/demo.sqlite3 --script docs/screenshots/disagreement-script.json \
+		--team docs/screenshots/disagreement-team.json --title "Height of Mount Everest" \
+		"How high is Mount Everest, and which survey is current?" > /dev/null
+	$(SHOT) docs/screenshots/disagreement.png --db $(SHOT_WS)/demo.sqlite3 --tab disagreements \
+		--script docs/screenshots/disagreement-script.json \
+		--task-id $$($(BIN)/evidence-desk list --db $(SHOT_WS)/demo.sqlite3 | awk '/ Height of Mount Everest$$/ {print $$1}')
 	$(SHOT) docs/screenshots/live.png --db $(SHOT_WS)/demo.sqlite3 \
 		--run-live "What causes ocean tides on a coast with two high tides a day?"
 	rm -rf $(SHOT_WS)

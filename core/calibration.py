@@ -25,7 +25,7 @@ from datetime import date, datetime, timedelta
 from pydantic import BaseModel
 
 from core.store import Store
-from core.store.calibration_sql import decision_groups, override_rows, verdicts_for
+from core.store.calibration_sql import batch_choices, decision_groups, override_rows, verdicts_for
 
 VALIDATOR_STATUSES = ["accepted", "rejected", "insufficient_evidence", "validator_error", "unvalidated"]
 DECISIONS = ["satisfied", "revised", "abandoned", "overridden"]
@@ -37,6 +37,7 @@ class CalibrationFilter(BaseModel):
     until: datetime | None = None  # decisions before
     validator_model: str | None = None
     category: str | None = None
+    batch_id: str | None = None  # only tasks queued by this batch (tasks.batch_id)
 
 
 class Agreement(BaseModel):
@@ -137,14 +138,16 @@ def _warning_codes(warnings: str | None) -> set[str]:
 async def calibrate(store: Store, flt: CalibrationFilter | None = None) -> Calibration:
     """The calibration figures over every decided attempt matching ``flt``."""
     flt = flt or CalibrationFilter()
+    if flt.batch_id is not None and flt.batch_id not in {b for b, _ in await batch_choices(store)}:
+        raise ValueError(f"no batch {flt.batch_id!r} in this workspace (see `evidence-desk batches`)")
     combos: Counter[tuple[str, str, str, str, date, str | None]] = Counter()
-    for g in await decision_groups(store, since=flt.since, until=flt.until):
+    for g in await decision_groups(store, since=flt.since, until=flt.until, batch_id=flt.batch_id):
         status = g.status or "unvalidated"
         key = (status, _DECISION_OF[g.action], g.category or "none", g.model or "unknown", g.day, g.warnings)
         combos[key] += g.n
     # Overridden attempts (few): the last override of each decides, at its time.
     last: dict[str, datetime] = {}
-    for o in await override_rows(store, since=flt.since, until=flt.until):
+    for o in await override_rows(store, since=flt.since, until=flt.until, batch_id=flt.batch_id):
         last[o.attempt_id] = o.decided_at
     verdicts = await verdicts_for(store, last) if last else {}
     for attempt_id, at in last.items():
@@ -188,6 +191,11 @@ async def calibrate(store: Store, flt: CalibrationFilter | None = None) -> Calib
         ],
         weekly=dict(sorted(weekly.items())),
     )
+
+
+async def calibration_batches(store: Store) -> list[tuple[str, str]]:
+    """The batches a calibration can be narrowed to, as (id, source file), oldest first."""
+    return await batch_choices(store)
 
 
 def format_calibration(cal: Calibration) -> str:
@@ -243,6 +251,7 @@ __all__ = [
     "Calibration",
     "CalibrationFilter",
     "calibrate",
+    "calibration_batches",
     "calibration_csv",
     "cohen_kappa",
     "format_calibration",

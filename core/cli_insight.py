@@ -42,6 +42,7 @@ def add_insight_commands(sub: Any, common: argparse.ArgumentParser) -> dict[str,
     p.add_argument("--until", metavar="YYYY-MM-DD", help="decisions before this day (UTC)")
     p.add_argument("--validator-model", metavar="MODEL", help="only verdicts by this validator model")
     p.add_argument("--category", help="only verdicts of this category")
+    p.add_argument("--batch", metavar="ID", help="only tasks queued by this batch")
     p.add_argument("--csv", metavar="FILE", help="also write the figures as CSV")
     p.add_argument("--html", metavar="FILE", help="also write the figures as a standalone HTML page")
     return {"diff": cmd_diff, "override": cmd_override, "calibration": cmd_calibration}
@@ -121,6 +122,7 @@ async def cmd_calibration(args: argparse.Namespace, settings: Settings) -> int:
             until=_day(args.until, "until"),
             validator_model=args.validator_model,
             category=args.category,
+            batch_id=args.batch,
         )
         cal = await calibrate(ws.store, flt)
         from core.calibration_html import calibration_html

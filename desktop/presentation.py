@@ -102,6 +102,43 @@ def label(value: str) -> str:
     return value.replace("_", " ")
 
 
+# The queue's Outcome column is about 14 characters wide: "not endorsed: insufficient evidence"
+# was elided in the middle ("not en…idence"), the one part that says why. The queue shows these
+# words, coloured when the answer is not endorsed, with the full label as the cell's tooltip.
+_NOT_ENDORSED_SHORT: dict[ValidationStatus, str] = {
+    ValidationStatus.REJECTED: "rejected",
+    ValidationStatus.INSUFFICIENT_EVIDENCE: "no evidence",
+    ValidationStatus.VALIDATOR_ERROR: "error",
+    ValidationStatus.ACCEPTED: "schema unmet",
+}
+_ENDORSEMENT_SHORT: dict[ValidationOutcome, str] = {
+    ValidationOutcome.ACCEPTED: "accepted",
+    ValidationOutcome.FORCE_ACCEPTED: "not endorsed",
+    ValidationOutcome.UNVALIDATED: "unvalidated",
+}
+
+
+@dataclass(frozen=True)
+class OutcomeCell:
+    """An outcome as the queue shows it: short words, the full label, a colour when not endorsed."""
+
+    short: str
+    full: str
+    colour: str | None
+
+
+def outcome_cell(outcome: ValidationOutcome | None, validation_status: str | None = None) -> OutcomeCell:
+    """The queue's Outcome cell; empty for a task with no outcome yet."""
+    if outcome is None:
+        return OutcomeCell("", "", None)
+    full = outcome_text(outcome, validation_status)
+    short = _ENDORSEMENT_SHORT[outcome]
+    if outcome is ValidationOutcome.FORCE_ACCEPTED and validation_status is not None:
+        short = _NOT_ENDORSED_SHORT.get(ValidationStatus(validation_status), short)
+    colour = NOT_ENDORSED_COLOUR if outcome is ValidationOutcome.FORCE_ACCEPTED else None
+    return OutcomeCell(short, full, colour)
+
+
 def outcome_text(outcome: ValidationOutcome | None, validation_status: str | None = None) -> str:
     """Force-accepted is spelled out, with the verdict behind it when known ("not endorsed:
     rejected"), so nobody reads it as an endorsement; the words are core's (``show``, reports)."""
@@ -123,6 +160,8 @@ __all__ = [
     "STATUS_LABELS",
     "VERDICT_COLOURS",
     "GroupLook",
+    "OutcomeCell",
     "label",
+    "outcome_cell",
     "outcome_text",
 ]

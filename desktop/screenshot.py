@@ -1,7 +1,8 @@
 """Save a PNG of the desk, each documented view reproducible from one command.
 
-``python -m desktop.screenshot OUT.png --db URL [--task-id PREFIX] [--tab evidence|history|validator]
-[--run-live TEXT] [--import-bundle FILE] [--search QUERY] [--script FILE] [--size WxH]``
+``python -m desktop.screenshot OUT.png --db URL [--task-id PREFIX]
+[--tab evidence|history|validator|disagreements] [--run-live TEXT] [--import-bundle FILE]
+[--search QUERY] [--script FILE] [--size WxH] [--window desk|calibration]``
 
 Opens the desk on the workspace at the desk's own default window size, waits until the queue is
 filled and a task is selected (the one named, else the first needing review, else the first
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
     from desktop.views.main_window import MainWindow
 
 DEFAULT_SIZE = (1400, 860)  # MainWindow's own default (main_window.py, app.py): never a widened one
-TABS = ("evidence", "history", "validator")
+TABS = ("evidence", "history", "validator", "disagreements")
 LIVE_FIRST = "Searching the corpus first; the answer follows once the sources are read."
 LIVE_HOLD_S = 3600.0  # the second call waits this long: the shot is taken long before
 
@@ -61,6 +62,7 @@ class Shot:
     run_live: str | None = None
     import_bundle: Path | None = None
     search: str | None = None
+    window: str = "desk"
 
 
 def live_script(text: str, base: Path, folder: Path) -> Path:
@@ -182,6 +184,8 @@ async def _search(window: MainWindow, query: str) -> str:
 def _show_tab(window: MainWindow, tab: str) -> None:
     detail = window.detail
     detail.tabs.setCurrentIndex(1 if tab == "history" else 0)
+    if tab == "disagreements":
+        detail.tabs.setCurrentWidget(detail.disagreement_view)
     if tab == "validator":
         detail.validator_view.tabs.setCurrentIndex(1)  # the prompt the validator was given
 
@@ -220,7 +224,7 @@ async def capture(shot: Shot) -> str:
         if shot.search is None:
             _show_tab(window, shot.tab)
         await asyncio.sleep(0.3)  # let layouts settle after the detail pane filled
-        pixmap = window.grab()
+        pixmap = window.grab() if shot.window == "desk" else await _calibration(window)
         if not pixmap.save(str(shot.out)):
             raise ShotError(f"could not write {shot.out}")
         title_px = window.queue.tree.header().sectionSize(COL_TITLE)
@@ -231,6 +235,18 @@ async def capture(shot: Shot) -> str:
         )
     finally:
         await launcher.close()
+
+
+async def _calibration(window: Any) -> Any:
+    """Review → Calibration…, at the size it opens with, once its figures and batches are in.
+
+    ``window`` is a MainWindow; the action and the view are attributes the calibration module adds.
+    """
+    window.act_calibration.trigger()
+    view = window.calibration_view
+    await _until(lambda: view.calibration is not None and view.batches_loaded, "the calibration figures")
+    await asyncio.sleep(0.3)
+    return view.grab()
 
 
 def _size(value: str) -> tuple[int, int]:
@@ -253,6 +269,9 @@ def parse_shot(argv: list[str] | None) -> Shot:
     parser.add_argument("--tab", choices=TABS, default="evidence", help="the detail tab to show")
     parser.add_argument("--run-live", default=None, metavar="TEXT", help="show a running task asking TEXT")
     parser.add_argument(
+        "--window", choices=("desk", "calibration"), default="desk", help="the window to grab"
+    )
+    parser.add_argument(
         "--import-bundle", type=Path, default=None, metavar="FILE", help="import read-only first"
     )
     parser.add_argument("--search", default=None, metavar="QUERY", help="search, then open the first hit")
@@ -273,6 +292,7 @@ def parse_shot(argv: list[str] | None) -> Shot:
         run_live=args.run_live,
         import_bundle=args.import_bundle,
         search=args.search,
+        window=args.window,
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from core.domain.content import ContentRef
+from core.domain.disagreement import Disagreement
 from core.domain.facts import FinishReasonOrText, NodeStatus
 
 
@@ -80,3 +81,6 @@ class TaskEvidencePacket(BaseModel):
     # a task so that an id names the same item in every attempt, verdict and view; None for
     # packets recorded before ids were task-wide (they are numbered from E1 on their own).
     evidence_id_start: int | None = Field(default=None, ge=1)
+    # Where team nodes state different values for one claim (core.team.disagreement); empty for a
+    # single-agent attempt and for packets recorded before marks existed.
+    disagreements: list[Disagreement] = Field(default_factory=list)

@@ -19,7 +19,7 @@ from sqlalchemy import Date, and_, cast, func, select
 from core.domain.facts import EventKind
 from core.domain.status import FeedbackAction
 from core.store.base import StoreBase
-from core.store.models import EventRow, FeedbackRow, ValidationRow
+from core.store.models import BatchRow, EventRow, FeedbackRow, TaskRow, ValidationRow
 
 _CHUNK = 500
 
@@ -99,16 +99,26 @@ def _repeated() -> tuple[Any, Any]:
     return fb.having(func.count() > 1), v.having(func.count() > 1)
 
 
-def _in_range(q: Any, since: datetime | None, until: datetime | None) -> Any:
+def _batch_tasks(batch_id: str) -> Any:
+    return select(TaskRow.id).where(TaskRow.batch_id == batch_id)
+
+
+def _in_range(q: Any, since: datetime | None, until: datetime | None, batch_id: str | None = None) -> Any:
     if since is not None:
         q = q.where(FeedbackRow.created_at >= since)
     if until is not None:
         q = q.where(FeedbackRow.created_at < until)
+    if batch_id is not None:  # tasks.batch_id is indexed (uq_tasks_batch_key leads with it)
+        q = q.where(FeedbackRow.task_id.in_(_batch_tasks(batch_id)))
     return q
 
 
 async def decision_groups(
-    store: StoreBase, *, since: datetime | None = None, until: datetime | None = None
+    store: StoreBase,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    batch_id: str | None = None,
 ) -> list[DecisionGroup]:
     """Attempts decided by feedback (not overridden), counted per verdict and decision.
 
@@ -141,7 +151,7 @@ async def decision_groups(
         )
         groups = [
             DecisionGroup(r[0], r[1], r[2], r[3], r[4] or None, _as_date(r[5]), r[6])
-            for r in await conn.execute(_in_range(q, since, until))
+            for r in await conn.execute(_in_range(q, since, until, batch_id))
         ]
         overridden = {r[0] for r in await conn.execute(_override_attempts())}
         special = {r[0] for r in await conn.execute(many_fb)} | {r[0] for r in await conn.execute(many_v)}
@@ -152,7 +162,7 @@ async def decision_groups(
             q = select(FeedbackRow.attempt_id, FeedbackRow.created_at, FeedbackRow.action).where(
                 _decisions(), FeedbackRow.attempt_id.in_(ids[start : start + _CHUNK])
             )
-            for attempt_id, at, action in await conn.execute(_in_range(q, since, until)):
+            for attempt_id, at, action in await conn.execute(_in_range(q, since, until, batch_id)):
                 if attempt_id not in last or at >= last[attempt_id][0]:
                     last[attempt_id] = (at, action)
     verdicts = await verdicts_for(store, last)
@@ -179,7 +189,11 @@ def _as_date(value: object) -> date:
 
 
 async def override_rows(
-    store: StoreBase, *, since: datetime | None = None, until: datetime | None = None
+    store: StoreBase,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    batch_id: str | None = None,
 ) -> list[OverrideRow]:
     """Every recorded analyst verdict (override), oldest first."""
     attempt = EventRow.payload["attempt_id"].as_string()
@@ -190,6 +204,8 @@ async def override_rows(
         q = q.where(EventRow.created_at >= since)
     if until is not None:
         q = q.where(EventRow.created_at < until)
+    if batch_id is not None:
+        q = q.where(EventRow.task_id.in_(_batch_tasks(batch_id)))
     async with store.read_session() as s:
         result = await s.execute(q.order_by(EventRow.id))
         return [OverrideRow(str(r[0]), str(r[1]), r[2]) for r in result]
@@ -212,4 +228,21 @@ async def verdicts_for(store: StoreBase, attempt_ids: Iterable[str]) -> dict[str
     return found
 
 
-__all__ = ["DecisionGroup", "OverrideRow", "Verdict", "decision_groups", "override_rows", "verdicts_for"]
+async def batch_choices(store: StoreBase) -> list[tuple[str, str]]:
+    """Every batch as (id, source file), oldest first: what a calibration can be narrowed to."""
+    async with store.read_session() as s:
+        rows = await s.execute(
+            select(BatchRow.id, BatchRow.source).order_by(BatchRow.created_at, BatchRow.id)
+        )
+        return [(str(r[0]), str(r[1])) for r in rows]
+
+
+__all__ = [
+    "DecisionGroup",
+    "OverrideRow",
+    "Verdict",
+    "batch_choices",
+    "decision_groups",
+    "override_rows",
+    "verdicts_for",
+]

@@ -9,6 +9,7 @@ from the attempts recorded before it, so an id never changes meaning between att
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from pydantic import ValidationError
@@ -17,6 +18,7 @@ from core.domain.evidence import TaskEvidencePacket, TeamRunResult
 from core.evidence.builder import build_run_evidence
 from core.evidence.render import next_evidence_number
 from core.store import Store
+from core.team.disagreement import find_disagreements
 
 __all__ = ["build_attempt_packet", "earlier_packets"]
 
@@ -55,7 +57,9 @@ async def build_attempt_packet(
 ) -> TaskEvidencePacket:
     """Assemble the packet of one attempt; ``main_run_id`` is the synthesis run in team mode.
 
-    ``earlier`` are the task's earlier packets: this packet's ids continue after theirs.
+    ``earlier`` are the task's earlier packets: this packet's ids continue after theirs. Where the
+    team's nodes contradict each other is recorded here, once, so the validator and the desk read
+    the same marks.
     """
     main = None
     if main_session_id is not None and main_run_id is not None:
@@ -65,6 +69,8 @@ async def build_attempt_packet(
     for team in teams or []:
         node_results.extend(team.node_results)
         team_runs.extend(team.run_evidence)
+    # Off the event loop: the desk runs core on the GUI's loop, and a long answer takes a moment.
+    disagreements = await asyncio.to_thread(find_disagreements, node_results)
     return TaskEvidencePacket(
         task_id=task_id,
         attempt_index=attempt_index,
@@ -73,4 +79,5 @@ async def build_attempt_packet(
         team_node_results=node_results,
         final_output=final_output,
         evidence_id_start=next_evidence_number(earlier or []),
+        disagreements=disagreements,
     )

@@ -14,8 +14,10 @@ from typing import Any
 from core.domain.evidence import TaskEvidencePacket, TeamRunResult
 from core.evidence.render import render_packet
 from core.evidence.wrapping import neutralise
+from core.team.disagreement import find_disagreements, format_disagreements
 
 __all__ = [
+    "DISAGREEMENT_HEAD",
     "SYNTHESIS_INSTRUCTIONS",
     "build_synthesis_message",
     "synthesis_without_evidence",
@@ -29,6 +31,10 @@ Write the final answer to the task above from the team evidence.
 - Answer with what is available, even if some nodes failed or ran out of budget.
 - State clearly what is missing or uncertain, and which nodes failed or were incomplete."""
 
+DISAGREEMENT_HEAD = (
+    "\nThe team's nodes disagree on these values (found by comparing their answers); settle each "
+    "from the evidence or say that it is disputed:\n"
+)
 _TASK_HEAD = "Task:\n"
 _EVIDENCE_HEAD = "\n\nTeam evidence (plan '"
 
@@ -44,6 +50,7 @@ def team_packet(
         team_runs=team.run_evidence,
         team_node_results=list(team.node_results),
         evidence_id_start=evidence_id_start,
+        disagreements=find_disagreements(team.node_results),
     )
 
 
@@ -60,6 +67,8 @@ def build_synthesis_message(
         team, task_id=task_id, attempt_index=attempt_index, evidence_id_start=evidence_id_start
     )
     evidence = render_packet(packet, include_final_output=False).text
+    if packet.disagreements:
+        evidence += DISAGREEMENT_HEAD + neutralise(format_disagreements(packet.disagreements)) + "\n"
     warnings = "".join(
         f"\nTeam warning: {json.dumps(neutralise(w), ensure_ascii=False)}" for w in team.warnings
     )

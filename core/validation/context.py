@@ -64,6 +64,13 @@ def _attempt_lines(packet: TaskEvidencePacket, *, under_review: bool) -> list[st
             lines.append(f"{head}, no run evidence recorded")
     if not packet.final_output.strip():
         lines.append("- no answer was produced")
+    if packet.disagreements:  # values only, never the passages: those are in the evidence section
+        lines.append(
+            f"- the team's nodes disagree on {len(packet.disagreements)} value"
+            f"{'s' if len(packet.disagreements) != 1 else ''} (an answer that picks one should say why; "
+            "you may cite the conflicting passages as `contradicted`):"
+        )
+        lines += [f"  - {_name(d.summary())}" for d in packet.disagreements]
     return lines
 
 

@@ -54,7 +54,7 @@ from desktop.presentation import (
     NEEDS_REVIEW_TEXT,
     STATUS_LABELS,
     GroupLook,
-    outcome_text,
+    outcome_cell,
 )
 
 Index = QModelIndex | QPersistentModelIndex
@@ -615,6 +615,11 @@ class TaskQueueModel(QAbstractItemModel):
             return task.status.value
         if role == PROGRESS_ROLE:
             return self._progress.get(task.id)
+        if column == COL_OUTCOME and role in (Qt.ItemDataRole.ToolTipRole, Qt.ItemDataRole.ForegroundRole):
+            cell = outcome_cell(task.validation_outcome, task.latest_validation_status)  # short words shown
+            if role == Qt.ItemDataRole.ToolTipRole:
+                return cell.full or None
+            return QColor(cell.colour) if cell.colour else None
         if role == Qt.ItemDataRole.ToolTipRole:
             if column == COL_UPDATED:
                 return _local_time(task.updated_at, full=True)
@@ -641,9 +646,7 @@ class TaskQueueModel(QAbstractItemModel):
                 label = f"{label} · {' · '.join(bits)}"
             return label
         if column == COL_OUTCOME:
-            if task.validation_outcome is None:
-                return ""
-            return outcome_text(task.validation_outcome, task.latest_validation_status)
+            return outcome_cell(task.validation_outcome, task.latest_validation_status).short
         if column == COL_SCORE:
             return "—" if task.latest_score is None else f"{task.latest_score:.2f}"
         if column == COL_CATEGORY:

@@ -9,6 +9,7 @@ matrix is a ``QTableView`` heatmap and the weekly trend a small ``QPainter`` spa
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QPointF, Qt, Signal
@@ -30,6 +31,7 @@ from core.domain.validation import FailureCategory
 from desktop.ops import CoreOps
 
 Source = Callable[[CalibrationFilter], Coroutine[Any, Any, Calibration]]
+Batches = Callable[[], Coroutine[Any, Any, list[tuple[str, str]]]]
 Index = QModelIndex | QPersistentModelIndex
 
 
@@ -83,9 +85,12 @@ class MatrixModel(QAbstractTableModel):
 class RowsModel(QAbstractTableModel):
     """A plain read-only table of strings (agreement per category, per model, per warning)."""
 
-    def __init__(self, headers: list[str], parent: QWidget | None = None) -> None:
+    def __init__(
+        self, headers: list[str], parent: QWidget | None = None, *, explained: list[str] | None = None
+    ) -> None:
         super().__init__(parent)
         self._headers = headers
+        self._explained = explained or headers  # header tooltips: short headers fit, the tip says it all
         self._rows: list[list[str]] = []
 
     def set_rows(self, rows: list[list[str]]) -> None:
@@ -103,16 +108,26 @@ class RowsModel(QAbstractTableModel):
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         """Implements ``QAbstractItemModel::data``."""
-        if index.isValid() and role == Qt.ItemDataRole.DisplayRole:
+        if not index.isValid():
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
             return self._rows[index.row()][index.column()]
+        if role == Qt.ItemDataRole.ToolTipRole and index.column() == 0:
+            return self._rows[index.row()][0]  # a long model name or warning code may be elided
+        if role == Qt.ItemDataRole.TextAlignmentRole and index.column() > 0:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 
     def headerData(
         self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
     ) -> Any:
         """Implements ``QAbstractItemModel::headerData``."""
-        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            return self._headers[section] if 0 <= section < len(self._headers) else None
+        if orientation != Qt.Orientation.Horizontal or not 0 <= section < len(self._headers):
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self._headers[section]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return self._explained[section]
         return None
 
 
@@ -156,14 +171,24 @@ class CalibrationView(QWidget):
     sig_loaded = Signal()
     """New figures are shown (after each refresh)."""
 
-    def __init__(self, ops: CoreOps, source: Source, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, ops: CoreOps, source: Source, parent: QWidget | None = None, *, batches: Batches | None = None
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Calibration — how far to trust the validator")
         self._ops = ops
         self._source = source
+        self._batches = batches
         self.calibration: Calibration | None = None
+        self.batches_loaded = batches is None
         self.model_edit = QLineEdit(self)
         self.model_edit.setPlaceholderText("any validator model")
+        hint = self.model_edit.fontMetrics().horizontalAdvance(self.model_edit.placeholderText())
+        self.model_edit.setMinimumWidth(hint + 24)  # the placeholder is read whole, not "any validator mo…"
+        self.batch_combo = QComboBox(self)
+        self.batch_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.batch_combo.addItem("any batch", None)
+        self.batch_combo.setEnabled(batches is not None)
         self.category_combo = QComboBox(self)
         self.category_combo.addItem("any category", None)
         for c in FailureCategory:
@@ -175,27 +200,50 @@ class CalibrationView(QWidget):
         self.matrix = MatrixModel(self)
         self.by_category = RowsModel(["category", "decided", "agreement", "kappa"], self)
         self.by_model = RowsModel(["validator model", "decided", "agreement", "kappa"], self)
-        self.warnings = RowsModel(["warning", "decided", "then overridden", "then revised", "share"], self)
+        self.warnings = RowsModel(
+            ["warning", "decided", "overridden", "revised", "share"],
+            self,
+            explained=[
+                "the verdict warning",
+                "decided attempts whose verdict carried the warning",
+                "of those, attempts the analyst overrode",
+                "of those, attempts the analyst sent back for revision",
+                "overridden or revised, of those decided",
+            ],
+        )
         self.sparkline = Sparkline(self)
         filters = QHBoxLayout()
         filters.addWidget(QLabel("Validator model", self))
         filters.addWidget(self.model_edit)
         filters.addWidget(QLabel("Category", self))
         filters.addWidget(self.category_combo)
+        filters.addWidget(QLabel("Batch", self))
+        filters.addWidget(self.batch_combo)
         filters.addWidget(self.refresh_button)
         filters.addStretch(1)
         layout = QVBoxLayout(self)
         layout.addLayout(filters)
         layout.addWidget(self.summary)
         tables = QHBoxLayout()
+        self.tables: list[QTableView] = []
         for model in (self.matrix, self.by_category, self.by_model, self.warnings):
             view = QTableView(self)
             view.setModel(model)
+            view.setWordWrap(False)
+            self.tables.append(view)
             header = view.horizontalHeader()
-            header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
             if model is self.matrix:
-                layout.addWidget(view, 1)  # the heatmap gets the full width
+                header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+                # Every validator status shows without a scroll bar: five rows are the whole point.
+                view.setSizeAdjustPolicy(QTableView.SizeAdjustPolicy.AdjustToContents)
+                view.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+                layout.addWidget(view)  # the heatmap gets the full width
             else:
+                # Figures take the width of their header; the name column takes the rest (and
+                # elides a long model name, whose full text is its tooltip), so no header is cut.
+                header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+                header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+                view.verticalHeader().hide()
                 tables.addWidget(view)
         layout.addLayout(tables, 1)
         layout.addWidget(QLabel("Agreement per week", self))
@@ -203,12 +251,18 @@ class CalibrationView(QWidget):
 
     def current_filter(self) -> CalibrationFilter:
         model = self.model_edit.text().strip() or None
-        return CalibrationFilter(validator_model=model, category=self.category_combo.currentData())
+        return CalibrationFilter(
+            validator_model=model,
+            category=self.category_combo.currentData(),
+            batch_id=self.batch_combo.currentData(),
+        )
 
     def refresh(self) -> None:
         """Compute the figures for the current filter off the GUI's way; show them when done."""
         self.refresh_button.setEnabled(False)
         self.summary.setText("Computing…")
+        if self._batches is not None:  # batches come and go: the chooser is refilled each time
+            self._ops.run(self._batches(), what="Listing batches", on_done=self.set_batches)
 
         def failed(_exc: BaseException) -> bool:
             self.refresh_button.setEnabled(True)
@@ -219,6 +273,19 @@ class CalibrationView(QWidget):
             self._source(self.current_filter()), what="Computing calibration", on_done=self.show_calibration,
             on_error=failed,
         )  # fmt: skip
+
+    def set_batches(self, batches: list[tuple[str, str]]) -> None:
+        """Fill the chooser with (id, source file) pairs, keeping the chosen batch if it is still there."""
+        chosen = self.batch_combo.currentData()
+        self.batch_combo.blockSignals(True)
+        self.batch_combo.clear()
+        self.batch_combo.addItem("any batch", None)
+        for batch_id, source in batches:
+            self.batch_combo.addItem(f"{batch_id} ({Path(source).name or source})", batch_id)
+            self.batch_combo.setItemData(self.batch_combo.count() - 1, source, Qt.ItemDataRole.ToolTipRole)
+        self.batch_combo.setCurrentIndex(max(0, self.batch_combo.findData(chosen)))
+        self.batch_combo.blockSignals(False)
+        self.batches_loaded = True
 
     def show_calibration(self, cal: Calibration) -> None:
         self.calibration = cal
@@ -259,11 +326,15 @@ def add_calibration_action(window: Any, menu: Any) -> None:
     act.setToolTip("How far the validator agrees with analysts' final decisions")
 
     def open_view() -> None:
-        from core.calibration import calibrate
+        from core.calibration import calibrate, calibration_batches
 
         view = getattr(window, "calibration_view", None)
         if view is None:
-            view = CalibrationView(window.ops, lambda f: calibrate(window.workspace.store, f))
+            view = CalibrationView(
+                window.ops,
+                lambda f: calibrate(window.workspace.store, f),
+                batches=lambda: calibration_batches(window.workspace.store),
+            )
             view.setWindowFlag(Qt.WindowType.Window)
             view.setParent(window, Qt.WindowType.Window)
             view.resize(1000, 520)

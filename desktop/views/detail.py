@@ -34,6 +34,7 @@ from core.tasks.dossier import TaskDossier
 from core.validation.warnings import read_warnings
 from desktop.presentation import NOT_ENDORSED_COLOUR, STATUS_LABELS, label, outcome_text
 from desktop.views.diff import DiffView
+from desktop.views.disagreement import DisagreementView, badge_text
 from desktop.views.evidence import EvidenceView
 from desktop.views.history import HistoryView, attempt_to_show, failure_notice
 from desktop.views.live import GATHERING_NOTE, WORKING_NOTE, is_live
@@ -77,6 +78,17 @@ def warning_badges(
         badges.append(Badge("Not endorsed", "danger", "Delivered without the validator's endorsement."))
     if dossier.attempt_interrupted(attempt):
         badges.append(Badge("Interrupted run", "danger", "The process stopped before this attempt finished."))
+    if packet is not None and packet.disagreements:
+        nodes = sorted({n for d in packet.disagreements for n in d.node_ids})
+        badges.append(
+            Badge(
+                badge_text(len(packet.disagreements)),
+                "warning",
+                "Team nodes stated different values ("
+                + "; ".join(d.subject for d in packet.disagreements)
+                + f") between {', '.join(nodes)}. See the Disagreements tab.",
+            )
+        )
     if validation is None:
         return badges
     warnings = read_warnings(validation.debug)
@@ -218,6 +230,8 @@ class TaskDetailView(QWidget):
         self.tabs.addTab(self.history_view, "History")
         self.diff_view = DiffView(page)
         self.tabs.addTab(self.diff_view, "Diff")
+        self.disagreement_view = DisagreementView(page)
+        self.tabs.addTab(self.disagreement_view, "Disagreements")
         layout.addWidget(self.tabs, 1)
         self._stack.addWidget(page)
         outer = QVBoxLayout(self)
@@ -322,6 +336,15 @@ class TaskDetailView(QWidget):
         self.validator_view.set_validation(validation)
         self.analyst_verdict_label.show_for(dossier, self._attempt_index)
         self._set_badges(warning_badges(dossier, attempt, validation, packet) if attempt is not None else [])
+        self._show_disagreements(packet)
+
+    def _show_disagreements(self, packet: TaskEvidencePacket | None) -> None:
+        """The tab is there only when the shown attempt's team contradicted itself."""
+        marks = packet.disagreements if packet is not None else []
+        self.disagreement_view.set_disagreements(marks)
+        position = self.tabs.indexOf(self.disagreement_view)
+        self.tabs.setTabText(position, f"Disagreements ({len(marks)})")
+        self.tabs.setTabVisible(position, bool(marks))
 
     def show_live_text(self, task_id: str, text: str) -> None:
         """A running task's streamed text (the shell relays it); shown until the attempt has an answer."""

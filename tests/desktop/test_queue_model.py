@@ -3,7 +3,8 @@ from __future__ import annotations
 import asyncio
 
 import qasync
-from PySide6.QtCore import QModelIndex
+from PySide6.QtCore import QModelIndex, Qt
+from PySide6.QtGui import QColor
 from pytestqt.modeltest import ModelTester
 from pytestqt.qtbot import QtBot
 
@@ -13,7 +14,7 @@ from core.tasks.queue import TaskQueue
 from core.workspace import Workspace
 from desktop.models.queue_model import COL_OUTCOME, TASK_ID_ROLE, TaskQueueModel
 from desktop.ops import CoreOps
-from desktop.presentation import GROUPS
+from desktop.presentation import GROUPS, NOT_ENDORSED_COLOUR
 from desktop.views.queue import QueueView
 from tests.desktop.conftest import add_task, run, wait_signal
 
@@ -107,7 +108,11 @@ def test_lazy_pages_and_filters(
         assert model.group_count("closed") == 1
         # Rejected on every attempt: the column says so, never "force-accepted" (read as accepted).
         closed = model.group_index("closed")
-        assert model.index(0, COL_OUTCOME, closed).data() == "not endorsed: rejected"
+        cell = model.index(0, COL_OUTCOME, closed)  # short enough for the column, never elided
+        assert (
+            cell.data() == "rejected" and cell.data(Qt.ItemDataRole.ToolTipRole) == "not endorsed: rejected"
+        )
+        assert cell.data(Qt.ItemDataRole.ForegroundRole) == QColor(NOT_ENDORSED_COLOUR)
         await model.set_filter(QueueFilter(outcome="accepted"))
         assert model.group_count("closed") == 7
         await model.set_filter(QueueFilter(status=S.OPEN))

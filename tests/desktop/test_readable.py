@@ -99,3 +99,29 @@ def test_an_error_about_a_task_goes_when_another_task_is_selected(
         assert window.message_bar.text() == ""
 
     run(qloop, scenario())
+
+
+def test_queue_outcome_words_fit_the_column_and_keep_the_full_label() -> None:
+    from core.domain.labels import outcome_label
+    from core.domain.status import ValidationOutcome, ValidationStatus
+    from desktop.presentation import NOT_ENDORSED_COLOUR, outcome_cell
+
+    forced = ValidationOutcome.FORCE_ACCEPTED
+    cells = {
+        s: outcome_cell(forced, s.value)
+        for s in (
+            ValidationStatus.REJECTED,
+            ValidationStatus.INSUFFICIENT_EVIDENCE,
+            ValidationStatus.VALIDATOR_ERROR,
+            ValidationStatus.ACCEPTED,
+        )
+    }
+    assert [c.short for c in cells.values()] == ["rejected", "no evidence", "error", "schema unmet"]
+    for status, cell in cells.items():
+        assert cell.full == outcome_label(forced, status) and cell.colour == NOT_ENDORSED_COLOUR
+    assert outcome_cell(ValidationOutcome.ACCEPTED, "accepted").short == "accepted"
+    assert outcome_cell(ValidationOutcome.ACCEPTED, "accepted").colour is None
+    assert outcome_cell(forced).short == "not endorsed"
+    assert outcome_cell(None).short == ""
+    every = [outcome_cell(o, s).short for o in ValidationOutcome for s in [None, *ValidationStatus]]
+    assert max(len(w) for w in every) <= 12  # the column's width in characters at the default size

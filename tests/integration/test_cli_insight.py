@@ -100,3 +100,49 @@ def test_diff_override_show_and_calibration(desk: Desk, tmp_path: Path) -> None:
     assert code == 4 and "not a date" in err
     code, _, err = desk.cli("calibration", "--csv", str(tmp_path / "missing" / "x.csv"))
     assert code == 4 and "cannot write" in err
+
+
+async def _seed_batches(db: Path) -> None:
+    from core.store.batches import BatchItem, BatchRepository
+
+    store = await Store.open(str(db))
+    try:
+        for batch_id, actions in (("north", ["satisfied", "revise"]), ("south", ["abandon"])):
+            items = [BatchItem(key=str(i), text=f"{batch_id} {i}") for i in range(len(actions))]
+            result = await BatchRepository(store).queue(batch_id, f"{batch_id}.csv", items)
+            for task_id, action in zip(result.task_ids, actions, strict=True):
+                attempt = await store.create_attempt(task_id, 1, trigger="initial", prompt="p")
+                await store.add_validation(
+                    task_id=task_id,
+                    attempt_id=attempt.id,
+                    attempt_index=1,
+                    result={"status": "accepted", "score": 0.9},
+                    raw_response="{}",
+                    prompt=None,
+                    debug={"validator_model": "scripted/judge"},
+                )
+                await store.add_feedback(
+                    task_id=task_id,
+                    attempt_id=attempt.id,
+                    action=action,
+                    prompt=None,
+                    note=None,
+                    reviewer="ana",
+                    from_status=TaskStatus.AWAITING_FEEDBACK,
+                    to_status=TaskStatus.CLOSED,
+                )
+    finally:
+        await store.close()
+
+
+def test_calibration_by_batch(desk: Desk) -> None:
+    desk.script([{"model": "unused", "turns": [{"content": "no model is called"}]}])
+    asyncio.run(_seed_batches(desk.db))
+    north = desk.cli_json("calibration", "--batch", "north")
+    assert north["n"] == 2 and north["filter"]["batch_id"] == "north"
+    assert north["matrix"]["accepted"] == {"satisfied": 1, "revised": 1, "abandoned": 0, "overridden": 0}
+    south = desk.cli_json("calibration", "--batch", "south")
+    assert south["matrix"]["accepted"] == {"satisfied": 0, "revised": 0, "abandoned": 1, "overridden": 0}
+    assert desk.cli_json("calibration")["n"] == 3
+    code, _, err = desk.cli("calibration", "--batch", "west")
+    assert code == 4 and "no batch 'west'" in err and len(err.strip().splitlines()) == 1

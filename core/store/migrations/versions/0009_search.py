@@ -19,7 +19,7 @@ so the migration leaves a ``search_meta`` row ``backfill = pending`` and the fir
 copied workspace keeps its views.
 
 Revision ID: 0009_search
-Revises: 0007_claims
+Revises: 0008_chunks
 Create Date: 2026-11-25
 """
 
