@@ -225,3 +225,16 @@ class ClaimRow(Base):
     expires_at: Mapped[datetime] = mapped_column()
 
     __table_args__ = (Index("ix_claims_reviewer_expires", "reviewer", "expires_at"),)
+
+
+class PresenceRow(Base):
+    """A reviewer looking at a task (migration 0010_presence); a short lease, renewed while shown."""
+
+    __tablename__ = "presence"
+
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), primary_key=True)
+    reviewer: Mapped[str] = mapped_column(String(200), primary_key=True)
+    seen_at: Mapped[datetime] = mapped_column()
+    expires_at: Mapped[datetime] = mapped_column()
+
+    __table_args__ = (Index("ix_presence_expires", "expires_at"),)
