@@ -57,6 +57,7 @@ from desktop.views.navigation import add_navigation_actions, advance_to
 from desktop.views.override import add_override_action
 from desktop.views.queue import QueueView
 from desktop.views.status import WorkspaceStatus
+from desktop.views.team_pane import install_team
 from desktop.views.watching import LiveWorkspace
 from desktop.views.widgets import EmptyState, MessageBar, RunProgressStrip
 
@@ -159,6 +160,7 @@ class MainWindow(QMainWindow):
         self.nav_actions = add_navigation_actions(self, self.detail)  # [ ] N P Alt+1..3
         self._connect()
         self.claims = ClaimKeeper(self)  # the task on screen is claimed, renewed and released
+        self.team = install_team(self)  # batches, schedules, assigned panes; presence
         self._restore_state()
         self._update_actions()
 
