@@ -1,7 +1,7 @@
 """Save a PNG of the desk, each documented view reproducible from one command.
 
 ``python -m desktop.screenshot OUT.png --db URL [--task-id PREFIX] [--tab evidence|history|validator]
-[--run-live TEXT] [--import-bundle FILE] [--script FILE] [--size WxH]``
+[--run-live TEXT] [--import-bundle FILE] [--script FILE] [--size WxH] [--team]``
 
 Opens the desk on the workspace at the desk's own default window size, waits until the queue is
 filled and a task is selected (the one named, else the first needing review, else the first
@@ -11,6 +11,8 @@ listed) and its detail is shown, then grabs the window. Works under Xvfb and wit
 - ``--run-live TEXT`` creates a task whose scripted run is held mid-way (its second model call
   waits an hour), so the shot catches the streamed transcript and the evidence recorded so far
   of a RUNNING task; closing the tool cancels the run, as the desk's Abandon would.
+- ``--team`` opens the Batches and Schedules panes (the Team menu's) and narrows the queue to
+  the newest batch, so its "Batch: X ✕" chip shows too.
 - ``--import-bundle FILE`` imports an exported bundle read-only first (trusted: the tool only
   renders it) and selects its first imported task.
 
@@ -58,6 +60,7 @@ class Shot:
     tab: str = "evidence"
     run_live: str | None = None
     import_bundle: Path | None = None
+    team: bool = False
 
 
 def live_script(text: str, base: Path, folder: Path) -> Path:
@@ -150,6 +153,22 @@ async def _start_live(window: MainWindow, text: str) -> str:
     return str(task.id)
 
 
+async def _show_team(window: MainWindow) -> None:
+    team = window.team
+    team.show_panes()
+    for pane in (team.batches, team.schedules):
+        reading = pane.reload()
+        if reading is not None:
+            await reading
+    if team.batches.rows:
+        reload = team.batches.set_batch(team.batches.rows[0].batch_id)
+        if reload is not None:
+            await reload
+        first = _first_task(window)  # the batch's task most in need of a decision
+        if first is not None:
+            await _select(window, first)
+
+
 def _show_tab(window: MainWindow, tab: str) -> None:
     detail = window.detail
     detail.tabs.setCurrentIndex(1 if tab == "history" else 0)
@@ -187,6 +206,8 @@ async def capture(shot: Shot) -> str:
             if chosen is not None:
                 await _select(window, chosen)
         _show_tab(window, shot.tab)
+        if shot.team:
+            await _show_team(window)
         await asyncio.sleep(0.3)  # let layouts settle after the detail pane filled
         pixmap = window.grab()
         if not pixmap.save(str(shot.out)):
@@ -223,6 +244,7 @@ def parse_shot(argv: list[str] | None) -> Shot:
     parser.add_argument(
         "--import-bundle", type=Path, default=None, metavar="FILE", help="import read-only first"
     )
+    parser.add_argument("--team", action="store_true", help="show the Batches and Schedules panes")
     args = parser.parse_args(argv)
     if args.run_live is not None and (args.task_id or args.import_bundle):
         parser.error("--run-live shows its own task: no --task-id or --import-bundle with it")
@@ -237,6 +259,7 @@ def parse_shot(argv: list[str] | None) -> Shot:
         tab=args.tab,
         run_live=args.run_live,
         import_bundle=args.import_bundle,
+        team=args.team,
     )
 
 

@@ -8,6 +8,7 @@ in the status bar says the queue is narrowed and clears it with one click.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
@@ -70,7 +71,7 @@ class ProgressDelegate(QStyledItemDelegate):
         bar.progress = decided
         bar.text = f"{decided}/{total}"
         bar.textVisible = True
-        bar.state = option.state
+        bar.state = option.state | QStyle.StateFlag.State_Horizontal  # else Qt 6 fills it bottom-up
         style = option.widget.style() if option.widget is not None else QApplication.style()
         style.drawControl(QStyle.ControlElement.CE_ProgressBar, bar, painter)
 
@@ -94,12 +95,17 @@ class BatchesPane(TeamPane[BatchView]):
         window.statusBar().addWidget(self.chip)
         window.model.sig_refreshed.connect(self._update_chip)
 
-    def set_batch(self, batch_id: str | None) -> None:
-        """Narrow the queue to one batch (None: every task), through the queue's own filter."""
+    def set_batch(self, batch_id: str | None) -> asyncio.Task[Any] | None:
+        """Narrow the queue to one batch (None: every task), through the queue's own filter.
+
+        Returns the queue's reload (None when the filter already was that), for callers that wait.
+        """
         model = self._window.model
+        reload = None
         if model.filter.batch_id != batch_id:
-            model.set_filter(model.filter.model_copy(update={"batch_id": batch_id}))
+            reload = model.set_filter(model.filter.model_copy(update={"batch_id": batch_id}))
         self._update_chip()
+        return reload
 
     def _activated(self, index: QModelIndex) -> None:
         self.set_batch(index.data(BATCH_ID_ROLE))

@@ -162,6 +162,15 @@ class TeamDesk:
     schedules: SchedulesPane
     assigned: AssignedPane
     presence: PresenceKeeper
+    window: MainWindow
+
+    def show_panes(self) -> None:
+        """Batches and Schedules side by side, sharing the window's width."""
+        self.batches.show()
+        self.schedules.show()
+        self.schedules.raise_()
+        half = max(self.window.width() // 2, 200)
+        self.window.resizeDocks([self.batches, self.schedules], [half, half], Qt.Orientation.Horizontal)
 
 
 def install_team(window: MainWindow) -> TeamDesk:
@@ -176,6 +185,7 @@ def install_team(window: MainWindow) -> TeamDesk:
         schedules=install_schedules(window),
         assigned=install_assigned(window),
         presence=install_presence(window),
+        window=window,
     )
     menu = window.menuBar().addMenu("&Team")
     for pane in (team.batches, team.schedules, team.assigned):
