@@ -153,7 +153,8 @@ async def _start_live(window: MainWindow, text: str) -> str:
     return str(task.id)
 
 
-async def _show_team(window: MainWindow) -> None:
+async def _show_team(window: MainWindow) -> str:
+    """Open the Batches and Schedules panes and narrow the queue to the newest batch; say what shows."""
     team = window.team
     team.show_panes()
     for pane in (team.batches, team.schedules):
@@ -167,6 +168,7 @@ async def _show_team(window: MainWindow) -> None:
         first = _first_task(window)  # the batch's task most in need of a decision
         if first is not None:
             await _select(window, first)
+    return f", team panes {len(team.batches.rows)} batch(es) {len(team.schedules.rows)} schedule(s)"
 
 
 def _show_tab(window: MainWindow, tab: str) -> None:
@@ -206,8 +208,8 @@ async def capture(shot: Shot) -> str:
             if chosen is not None:
                 await _select(window, chosen)
         _show_tab(window, shot.tab)
-        if shot.team:
-            await _show_team(window)
+        team_note = await _show_team(window) if shot.team else ""
+        chosen = window.queue.selected_task_id or chosen
         await asyncio.sleep(0.3)  # let layouts settle after the detail pane filled
         pixmap = window.grab()
         if not pixmap.save(str(shot.out)):
@@ -216,7 +218,7 @@ async def capture(shot: Shot) -> str:
         window.close()
         return (
             f"saved {shot.out} ({pixmap.width()}x{pixmap.height()}), selected task "
-            f"{(chosen or '-')[:12]}, tab {shot.tab}, title column {title_px} px"
+            f"{(chosen or '-')[:12]}, tab {shot.tab}{team_note}, title column {title_px} px"
         )
     finally:
         await launcher.close()
