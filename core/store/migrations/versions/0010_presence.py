@@ -9,6 +9,8 @@ exclusive.
 On PostgreSQL both ``claims`` and ``presence`` announce every insert, update and delete with
 ``NOTIFY evidence_desk_team`` carrying the task id, so another desk marks a claim, a release,
 a take-over or a viewer within a second, without waiting for the task row itself to change.
+Renewals (an update that keeps the reviewer) announce nothing: every open desk renews its
+presence every few seconds, and nobody's view changes.
 SQLite desks notice the same through the data-version watch (``core/store/watch.py``).
 
 Revision ID: 0010_presence
@@ -45,6 +47,8 @@ def upgrade() -> None:
         BEGIN
           IF TG_OP = 'DELETE' THEN
             PERFORM pg_notify('evidence_desk_team', OLD.task_id);
+          ELSIF TG_OP = 'UPDATE' AND OLD.reviewer = NEW.reviewer THEN
+            NULL;  -- a renewal: nobody's view changes, and desks renew every few seconds
           ELSE
             PERFORM pg_notify('evidence_desk_team', NEW.task_id);
           END IF;
