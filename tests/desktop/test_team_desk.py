@@ -3,8 +3,8 @@ and claims and presence from another desk shown live.
 
 The panes' rows come from core; these tests check what the analyst sees and does: a batch's
 progress bar and the queue narrowed to it, a cron schedule's next run for a fixed now, only my
-claimed tasks under "Assigned to me", and, on PostgreSQL with two windows on two engines, desk
-A's claim and presence in desk B within the issue's 2 s.
+claimed tasks under "Assigned to me", and, with two windows on two engines (PostgreSQL and
+SQLite), desk A's claim and presence in desk B within the issue's 2 s.
 """
 
 from __future__ import annotations
@@ -175,11 +175,13 @@ def test_assigned_to_me_lists_only_my_claimed_tasks_and_each_reviewer_has_a_queu
     run(qloop, scenario())
 
 
-def test_on_postgresql_a_claim_and_presence_in_one_desk_appear_in_the_other_within_2s(
-    qloop: qasync.QEventLoop, qtbot: QtBot, tmp_path: Path, pg_url: str, desk_settings: Settings
+def test_a_claim_and_presence_in_one_desk_appear_in_the_other_within_2s(
+    qloop: qasync.QEventLoop, qtbot: QtBot, tmp_path: Path, db_url: str, desk_settings: Settings
 ) -> None:
+    """On PostgreSQL through NOTIFY from the claims and presence tables; on SQLite through the
+    data-version watch. Two windows on two engines, as two analysts' desks."""
     spaces = [
-        run(qloop, Workspace.open(desk_settings.model_copy(update={"db_url": pg_url, "reviewer": name})))
+        run(qloop, Workspace.open(desk_settings.model_copy(update={"db_url": db_url, "reviewer": name})))
         for name in ("alice", "bob")
     ]
     windows: list[MainWindow] = []
