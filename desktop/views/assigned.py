@@ -50,6 +50,7 @@ class AssignedPane(TeamPane[AssignedTask]):
         self.me = window.claims.reviewer
         self.combo = QComboBox()
         super().__init__(window, "Assigned", HEADERS, _cell, self._read)
+        self._others: list[str] = []  # reviewers holding claims, as last read
         self.combo.addItem("Everyone", EVERYONE)
         self.combo.addItem(f"Assigned to me ({self.me})", ME)
         self.combo.setCurrentIndex(1)
@@ -83,7 +84,7 @@ class AssignedPane(TeamPane[AssignedTask]):
 
     def shown(self, rows: list[AssignedTask]) -> None:
         known = {self.combo.itemData(i) for i in range(self.combo.count())}
-        for name in getattr(self, "_others", []):
+        for name in self._others:
             if name != self.me and name not in known:
                 self.combo.addItem(name, name)
 

@@ -91,6 +91,7 @@ class TeamPane(QDockWidget, Generic[R]):
         self._closed = False
         self._reading: asyncio.Task[list[R]] | None = None
         self._again = False
+        self._stale = True  # a hidden pane reads nothing after its first rows, until it is shown
         self.model: RowsModel[R] = RowsModel(headers, cell, self)
         self.table = QTableView(self)
         self.table.setModel(self.model)
@@ -109,6 +110,7 @@ class TeamPane(QDockWidget, Generic[R]):
         bridge = window.services.bridge
         bridge.sig_task_changed.connect(self.reload_soon)
         bridge.sig_tasks_changed.connect(self.reload_soon)
+        self.visibilityChanged.connect(self._visibility_changed)
         window.installEventFilter(self)
 
     @property
@@ -116,8 +118,17 @@ class TeamPane(QDockWidget, Generic[R]):
         return self.model.rows
 
     def reload_soon(self, *_args: object) -> None:
-        if not self._closed:
+        """A change was announced: read again shortly if the pane shows (else when it is shown)."""
+        if self._closed:
+            return
+        if self.isVisible() or self._reading is None:  # hidden: only the very first read
             self._debounce.start()
+        else:
+            self._stale = True
+
+    def _visibility_changed(self, visible: bool) -> None:
+        if visible and self._stale:
+            self.reload_soon()
 
     def reload(self) -> asyncio.Task[list[R]] | None:
         """Read the rows again; a reload asked for while one reads runs once more after it."""
@@ -126,6 +137,7 @@ class TeamPane(QDockWidget, Generic[R]):
         if self._reading is not None and not self._reading.done():
             self._again = True
             return self._reading
+        self._stale = False
         self._reading = self._window.ops.run(
             self._load(), what=f"Reading {self.windowTitle().lower()}", on_done=self._show
         )

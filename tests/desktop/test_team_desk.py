@@ -17,6 +17,7 @@ import pytest
 import qasync
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtTest import QTest
+from pytestqt.modeltest import ModelTester
 from pytestqt.qtbot import QtBot
 
 from core.config import Settings
@@ -57,7 +58,7 @@ def listed_ids(window: MainWindow) -> set[str]:
 
 
 def test_batches_pane_shows_progress_and_activating_a_batch_filters_the_queue(
-    qloop: qasync.QEventLoop, workspace: Workspace, desk: MainWindow, qtbot: QtBot
+    qloop: qasync.QEventLoop, workspace: Workspace, desk: MainWindow, qtmodeltester: ModelTester
 ) -> None:
     pane = desk.team.batches
 
@@ -73,6 +74,7 @@ def test_batches_pane_shows_progress_and_activating_a_batch_filters_the_queue(
         assert at.data(PROGRESS_ROLE) == (1, 4) and at.data() == "1/4 decided"
         assert pane.model.index(0, 0).data() == "flagged.jsonl"
         assert not pane.table.grab().isNull()  # the progress bar paints
+        qtmodeltester.check(pane.model)
 
         # Live: a task of the batch is decided elsewhere; the pane's progress follows.
         await workspace.store.update_task(result.task_ids[1], status=S.ABANDONED)
