@@ -89,7 +89,17 @@ class EvidenceRecorded(_Notice):
     count: int
 
 
-BusEvent = TaskChanged | TasksChanged | RunProgress | TranscriptDelta | EvidenceRecorded
+class ReviewersChanged(_Notice):
+    """Who claims or looks at these tasks changed (a claim, release, take-over or presence).
+
+    The task rows themselves did not change: the desk re-reads their claims and viewers only.
+    """
+
+    kind: Literal["reviewers_changed"] = "reviewers_changed"
+    task_ids: tuple[str, ...]
+
+
+BusEvent = TaskChanged | TasksChanged | RunProgress | TranscriptDelta | EvidenceRecorded | ReviewersChanged
 
 Observer = Callable[[BusEvent], None]
 
@@ -126,6 +136,7 @@ __all__ = [
     "EventBus",
     "EvidenceRecorded",
     "Observer",
+    "ReviewersChanged",
     "RunProgress",
     "TaskChange",
     "TaskChanged",

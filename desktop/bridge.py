@@ -20,6 +20,7 @@ from core.events import (
     BusEvent,
     EventBus,
     EvidenceRecorded,
+    ReviewersChanged,
     RunProgress,
     TaskChanged,
     TasksChanged,
@@ -42,6 +43,9 @@ class CoreBridge(QObject):
 
     sig_evidence_recorded = Signal(object)
     """A running attempt recorded tool results: a ``core.events.EvidenceRecorded``."""
+
+    sig_reviewers_changed = Signal(object)
+    """Claims or presence on some tasks changed: a ``core.events.ReviewersChanged``."""
 
     _sig_incoming = Signal(object)  # cross-thread hand-over only
 
@@ -91,3 +95,5 @@ class CoreBridge(QObject):
             self.sig_transcript_delta.emit(event)
         elif isinstance(event, EvidenceRecorded):
             self.sig_evidence_recorded.emit(event)
+        elif isinstance(event, ReviewersChanged):
+            self.sig_reviewers_changed.emit(event)

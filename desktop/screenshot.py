@@ -2,7 +2,7 @@
 
 ``python -m desktop.screenshot OUT.png --db URL [--task-id PREFIX]
 [--tab evidence|history|validator|disagreements] [--run-live TEXT] [--import-bundle FILE]
-[--search QUERY] [--script FILE] [--size WxH] [--window desk|calibration]``
+[--search QUERY] [--script FILE] [--size WxH] [--window desk|calibration] [--team]``
 
 Opens the desk on the workspace at the desk's own default window size, waits until the queue is
 filled and a task is selected (the one named, else the first needing review, else the first
@@ -14,6 +14,8 @@ listed) and its detail is shown, then grabs the window. Works under Xvfb and wit
   of a RUNNING task; closing the tool cancels the run, as the desk's Abandon would.
 - ``--search QUERY`` opens the search panel (Ctrl+Shift+F), runs QUERY and opens its first hit,
   so the shot shows the hit list and the passage it found, selected where it matched.
+- ``--team`` opens the Batches and Schedules panes (the Team menu's) and narrows the queue to
+  the newest batch, so its "Batch: X ✕" chip shows too.
 - ``--import-bundle FILE`` imports an exported bundle read-only first (trusted: the tool only
   renders it) and selects its first imported task.
 
@@ -63,6 +65,7 @@ class Shot:
     import_bundle: Path | None = None
     search: str | None = None
     window: str = "desk"
+    team: bool = False
 
 
 def live_script(text: str, base: Path, folder: Path) -> Path:
@@ -181,6 +184,24 @@ async def _search(window: MainWindow, query: str) -> str:
     return str(hit.task_id)
 
 
+async def _show_team(window: MainWindow) -> str:
+    """Open the Batches and Schedules panes and narrow the queue to the newest batch; say what shows."""
+    team = window.team
+    team.show_panes()
+    for pane in (team.batches, team.schedules):
+        reading = pane.reload()
+        if reading is not None:
+            await reading
+    if team.batches.rows:
+        reload = team.batches.set_batch(team.batches.rows[0].batch_id)
+        if reload is not None:
+            await reload
+        first = _first_task(window)  # the batch's task most in need of a decision
+        if first is not None:
+            await _select(window, first)
+    return f", team panes {len(team.batches.rows)} batch(es) {len(team.schedules.rows)} schedule(s)"
+
+
 def _show_tab(window: MainWindow, tab: str) -> None:
     detail = window.detail
     detail.tabs.setCurrentIndex(1 if tab == "history" else 0)
@@ -223,6 +244,8 @@ async def capture(shot: Shot) -> str:
                 await _select(window, chosen)
         if shot.search is None:
             _show_tab(window, shot.tab)
+        team_note = await _show_team(window) if shot.team else ""
+        chosen = window.queue.selected_task_id or chosen
         await asyncio.sleep(0.3)  # let layouts settle after the detail pane filled
         pixmap = window.grab() if shot.window == "desk" else await _calibration(window)
         if not pixmap.save(str(shot.out)):
@@ -231,7 +254,7 @@ async def capture(shot: Shot) -> str:
         window.close()
         return (
             f"saved {shot.out} ({pixmap.width()}x{pixmap.height()}), selected task "
-            f"{(chosen or '-')[:12]}, tab {shot.tab}, title column {title_px} px"
+            f"{(chosen or '-')[:12]}, tab {shot.tab}{team_note}, title column {title_px} px"
         )
     finally:
         await launcher.close()
@@ -275,6 +298,7 @@ def parse_shot(argv: list[str] | None) -> Shot:
         "--import-bundle", type=Path, default=None, metavar="FILE", help="import read-only first"
     )
     parser.add_argument("--search", default=None, metavar="QUERY", help="search, then open the first hit")
+    parser.add_argument("--team", action="store_true", help="show the Batches and Schedules panes")
     args = parser.parse_args(argv)
     if args.search is not None and (args.run_live is not None or args.task_id or not args.search.strip()):
         parser.error("--search needs a query, and picks its own task: no --run-live or --task-id with it")
@@ -293,6 +317,7 @@ def parse_shot(argv: list[str] | None) -> Shot:
         import_bundle=args.import_bundle,
         search=args.search,
         window=args.window,
+        team=args.team,
     )
 
 

@@ -316,3 +316,16 @@ class SavedViewRow(Base):
     spec: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_by: Mapped[str] = mapped_column(String(200), default="")
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class PresenceRow(Base):
+    """A reviewer looking at a task (migration 0010_presence); a short lease, renewed while shown."""
+
+    __tablename__ = "presence"
+
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), primary_key=True)
+    reviewer: Mapped[str] = mapped_column(String(200), primary_key=True)
+    seen_at: Mapped[datetime] = mapped_column()
+    expires_at: Mapped[datetime] = mapped_column()
+
+    __table_args__ = (Index("ix_presence_expires", "expires_at"),)

@@ -11,6 +11,11 @@ the same typed notices (``TaskChanged``) the desk already turns into one-row ref
 - **PostgreSQL:** the ``tasks_notify`` trigger (migration ``0006_notify``) sends ``NOTIFY`` with
   the task's id, status and version; the watcher ``LISTEN``s on one connection of its own.
 
+Claims and presence (who holds or looks at a task) change without touching the task row, so they
+are announced apart, as ``ReviewersChanged``: on PostgreSQL from the ``evidence_desk_team``
+channel (migration ``0010_presence``), on SQLite by comparing who-holds-what after each
+data_version move (a few rows: one per open desk).
+
 Either way a notice is published only for a task version the bus has not announced already, so
 the desk's own writes are not refreshed twice.
 """
@@ -24,16 +29,18 @@ import logging
 import sqlite3
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import Any
 
 from core.domain.status import TaskStatus
-from core.events import BusEvent, EventBus, TaskChange, TaskChanged, TasksChanged
+from core.events import BusEvent, EventBus, ReviewersChanged, TaskChange, TaskChanged, TasksChanged
 from core.store import engine as engines
 from core.store.base import StoreBase
 
 log = logging.getLogger(__name__)
 
 NOTIFY_CHANNEL = "evidence_desk_tasks"
+TEAM_CHANNEL = "evidence_desk_team"  # claims and presence (payload: the task id)
 POLL_INTERVAL = 0.25  # seconds between two data_version checks on SQLite
 # Rows written by another process may carry a timestamp a little older than one already seen
 # (its clock was read before its commit); each look re-reads this window and drops known versions.
@@ -42,6 +49,7 @@ CLOCK_SLACK_SECONDS = 5
 MAX_SINGLE_NOTICES = 50
 
 Row = tuple[str, str, int]  # task id, status, version
+Holder = tuple[str, str, str]  # "claim" or "presence", task id, reviewer
 
 
 class ChangeWatcher:
@@ -56,6 +64,7 @@ class ChangeWatcher:
         self._task: asyncio.Task[None] | None = None
         self._pg_conn: Any = None  # SQLAlchemy AsyncConnection held for LISTEN
         self._pending: list[Row] = []
+        self._team_pending: set[str] = set()
         self._flush_scheduled = False
         self.ready = asyncio.Event()
         """Set once the watcher listens (tests create their outside write after it)."""
@@ -95,6 +104,7 @@ class ChangeWatcher:
         with contextlib.suppress(Exception):
             raw = await conn.get_raw_connection()
             await raw.driver_connection.remove_listener(NOTIFY_CHANNEL, self._on_notify)
+            await raw.driver_connection.remove_listener(TEAM_CHANNEL, self._on_team_notify)
         with contextlib.suppress(Exception):
             await conn.close()
 
@@ -107,6 +117,7 @@ class ChangeWatcher:
         try:
             conn = await loop.run_in_executor(executor, _open_sqlite, path, self._store.busy_timeout)
             version, mark = await loop.run_in_executor(executor, _sqlite_start, conn)
+            holders = await loop.run_in_executor(executor, _sqlite_holders, conn)
             self.ready.set()
             while True:
                 await asyncio.sleep(self._interval)
@@ -115,11 +126,16 @@ class ChangeWatcher:
                     if now == version:
                         continue
                     rows, new_mark = await loop.run_in_executor(executor, _sqlite_changed, conn, mark)
+                    new_holders = await loop.run_in_executor(executor, _sqlite_holders, conn)
                 except sqlite3.Error as exc:  # a locked or vanished file: try again next tick
                     log.warning("workspace watch: %s", exc)
                     continue
                 version, mark = now, new_mark or mark
                 self._announce(rows)
+                moved = sorted({task_id for _kind, task_id, _who in holders ^ new_holders})
+                holders = new_holders
+                if moved:
+                    self._bus.publish(ReviewersChanged(task_ids=tuple(moved)))
         finally:
             if conn is not None:
                 executor.submit(conn.close)
@@ -132,6 +148,7 @@ class ChangeWatcher:
             raw = await conn.get_raw_connection()
             driver: Any = raw.driver_connection  # asyncpg's Connection
             await driver.add_listener(NOTIFY_CHANNEL, self._on_notify)
+            await driver.add_listener(TEAM_CHANNEL, self._on_team_notify)
         except BaseException:
             await conn.close()
             raise
@@ -150,10 +167,20 @@ class ChangeWatcher:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
 
+    def _on_team_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        """A claim or presence row of task ``payload`` changed (inserted, renewed or deleted)."""
+        self._team_pending.add(payload[:64])
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
     def _flush(self) -> None:
         self._flush_scheduled = False
         rows, self._pending = self._pending, []
         self._announce(rows)
+        team, self._team_pending = self._team_pending, set()
+        if team:
+            self._bus.publish(ReviewersChanged(task_ids=tuple(sorted(team))))
 
     # ------------------------------------------------------------------ announcing
     def _on_bus(self, event: BusEvent) -> None:
@@ -198,6 +225,21 @@ def _sqlite_start(conn: sqlite3.Connection) -> tuple[int, str]:
     return _data_version(conn), str(mark or "")
 
 
+def _sqlite_holders(conn: sqlite3.Connection) -> set[Holder]:
+    """Who holds or looks at which task now (leases in force only, so a lapse counts as a change)."""
+    rows = conn.execute(
+        "SELECT 'claim', task_id, reviewer FROM claims WHERE expires_at > ? "
+        "UNION ALL SELECT 'presence', task_id, reviewer FROM presence WHERE expires_at > ?",
+        (_sqlite_now(), _sqlite_now()),
+    ).fetchall()
+    return {(str(k), str(t), str(r)) for k, t, r in rows}
+
+
+def _sqlite_now() -> str:
+    """Now in the form SQLAlchemy stores times in SQLite (UTC, ``YYYY-MM-DD HH:MM:SS.ffffff``)."""
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
 def _sqlite_changed(conn: sqlite3.Connection, mark: str) -> tuple[list[Row], str]:
     """Tasks written since ``mark`` (less the clock slack), and the new mark."""
     rows = conn.execute(
@@ -209,4 +251,4 @@ def _sqlite_changed(conn: sqlite3.Connection, mark: str) -> tuple[list[Row], str
     return [(str(r[0]), str(r[1]), int(r[2])) for r in rows], new_mark
 
 
-__all__ = ["NOTIFY_CHANNEL", "ChangeWatcher"]
+__all__ = ["NOTIFY_CHANNEL", "TEAM_CHANNEL", "ChangeWatcher"]

@@ -144,6 +144,7 @@ class TaskQueueModel(QAbstractItemModel):
         self.refreshes_started = 0  # for tests and benchmarks: reloads actually run
         self._claims: dict[str, ClaimRecord] = {}
         self.reviewer: str | None = None  # this desk's reviewer: their own claims are not marked
+        self._viewers: dict[str, list[str]] = {}  # task id -> other reviewers looking at it
 
     # ------------------------------------------------------------------ public API
     @property
@@ -598,10 +599,23 @@ class TaskQueueModel(QAbstractItemModel):
         if at.isValid():
             self.dataChanged.emit(at, at.siblingAtColumn(len(COLUMNS) - 1))
 
+    def set_viewers(self, viewers: dict[str, list[str]]) -> None:
+        """Who has which task on screen (desktop/views/presence.py); repaints the rows that changed."""
+        old = self._viewers
+        self._viewers = {t: [n for n in names if n != self.reviewer] for t, names in viewers.items()}
+        self._viewers = {t: names for t, names in self._viewers.items() if names}
+        for task_id in set(old) | set(self._viewers):
+            if old.get(task_id) != self._viewers.get(task_id):
+                self.set_claim(task_id, self._claims.get(task_id))
+
     def claim_note(self, task_id: str) -> str | None:
-        """ "claimed by X until HH:MM" when someone other than this desk's reviewer holds the task."""
+        """ "claimed by X until HH:MM" when someone other than this desk's reviewer holds the task,
+        and "👁 Y" for the others looking at it."""
         claim = self._claims.get(task_id)
-        return claim.describe() if claim is not None and claim.reviewer != self.reviewer else None
+        notes = [claim.describe()] if claim is not None and claim.reviewer != self.reviewer else []
+        if self._viewers.get(task_id):
+            notes.append("👁 " + ", ".join(self._viewers[task_id]))
+        return " · ".join(notes) or None
 
     def _task_data(self, task: TaskRecord, column: int, role: int) -> Any:
         if role == Qt.ItemDataRole.DisplayRole:

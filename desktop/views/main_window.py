@@ -48,6 +48,7 @@ from desktop.views.navigation import add_navigation_actions
 from desktop.views.queue import QueueView
 from desktop.views.search import install_search
 from desktop.views.status import WorkspaceStatus
+from desktop.views.team_pane import install_team
 from desktop.views.watching import LiveWorkspace
 from desktop.views.widgets import EmptyState, MessageBar, RunProgressStrip
 from desktop.views.window_actions import build_actions, icon, restore_layout, save_layout
@@ -192,6 +193,7 @@ class MainWindow(QMainWindow):
         """Each desk feature adds itself here with one ``install_<feature>(self)`` call (kept last
         in construction, so a feature sees every pane, action and menu the window has)."""
         self.search_panel = install_search(self)  # Ctrl+Shift+F: search everywhere, saved views
+        self.team = install_team(self)  # batches, schedules, assigned panes; presence
 
     # ------------------------------------------------------------------ construction
     def _connect(self) -> None:

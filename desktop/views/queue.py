@@ -241,6 +241,7 @@ class QueueView(QWidget):
             text=self.filter_edit.text().strip(),
             status=self.status_combo.currentData(),
             outcome=self.outcome_combo.currentData() or OutcomeFilter.ANY,
+            batch_id=self.model.filter.batch_id,  # set by the Batches pane (desktop/views/batches.py)
         )
 
     def apply_filter(self) -> None:

@@ -107,6 +107,38 @@ def test_each_documented_view_is_one_command(demo: tuple[Path, Path, dict[str, s
     assert LIVE_TEXT in listed  # the live task was really created in the workspace and run
 
 
+def test_the_team_panes_shot_shows_batches_and_schedules_with_the_queue_narrowed(
+    demo: tuple[Path, Path, dict[str, str]], tmp_path: Path
+) -> None:
+    home, _db, _ids = demo
+    db = tmp_path / "team.sqlite3"
+    rows = tmp_path / "flagged.jsonl"
+    rows.write_text("\n".join(json.dumps({"key": str(n), "text": f"flagged {n}"}) for n in range(3)), "utf-8")
+    _ok(_child(home, "core.cli", "batch", str(rows), "--db", str(db), "--json"))
+    script = str(ROOT / "resources" / "demo" / "script.json")
+    _ok(
+        _child(
+            home,
+            "core.cli",
+            "schedule",
+            "add",
+            "Feeds",
+            "--every",
+            "900",
+            "--db",
+            str(db),
+            "--script",
+            script,
+        )
+    )
+    line = _shot(home, tmp_path / "team.png", "--db", str(db), "--team")
+    assert "team panes 1 batch(es) 1 schedule(s)" in line
+    batch_ids = {
+        t["id"][:12] for t in json.loads(_ok(_child(home, "core.cli", "list", "--db", str(db), "--json")))
+    }
+    assert line.split("selected task ", 1)[1][:12] in batch_ids
+
+
 def test_bad_options_say_what_is_wrong_in_one_line(
     demo: tuple[Path, Path, dict[str, str]], tmp_path: Path
 ) -> None:

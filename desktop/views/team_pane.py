@@ -1,0 +1,211 @@
+"""What the team panes share: a dock that reloads its rows from core, live and debounced.
+
+Batches, schedules and "assigned" are small lists read whole (a handful to a few hundred rows),
+so each pane asks core for all of them again shortly after a change is announced rather than
+patching rows: one read per burst of notices, never one per notice. ``install_team`` adds every
+team feature to the main window with one call (the window keeps two hook lines).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QEvent,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    Qt,
+    QTimer,
+)
+from PySide6.QtWidgets import QDockWidget, QHeaderView, QTableView, QVBoxLayout, QWidget
+
+if TYPE_CHECKING:
+    from desktop.views.assigned import AssignedPane
+    from desktop.views.batches import BatchesPane
+    from desktop.views.main_window import MainWindow
+    from desktop.views.presence import PresenceKeeper
+    from desktop.views.schedules import SchedulesPane
+
+R = TypeVar("R")
+Index = QModelIndex | QPersistentModelIndex
+DEBOUNCE_MS = 300  # a burst of notices (a batch being queued) costs one reload
+
+
+class RowsModel(QAbstractTableModel, Generic[R]):
+    """A read-only table over the rows core last answered; ``cell`` says what each column shows."""
+
+    def __init__(self, headers: Sequence[str], cell: Callable[[R, int, int], Any], parent: QObject) -> None:
+        super().__init__(parent)
+        self._headers = list(headers)
+        self._cell = cell
+        self.rows: list[R] = []
+
+    def set_rows(self, rows: list[R]) -> None:
+        self.beginResetModel()
+        self.rows = rows
+        self.endResetModel()
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
+        """QAbstractItemModel.rowCount: a flat table has rows only under the root."""
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
+        """QAbstractItemModel.columnCount."""
+        return 0 if parent.isValid() else len(self._headers)
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        """QAbstractItemModel.data: whatever ``cell`` answers for the row, column and role."""
+        if not index.isValid() or not 0 <= index.row() < len(self.rows):
+            return None
+        return self._cell(self.rows[index.row()], index.column(), role)
+
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
+        """QAbstractItemModel.headerData: column titles."""
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return self._headers[section]
+        return None
+
+
+class TeamPane(QDockWidget, Generic[R]):
+    """A dock listing rows core computes; ``load`` is the coroutine that reads them."""
+
+    def __init__(
+        self,
+        window: MainWindow,
+        title: str,
+        headers: Sequence[str],
+        cell: Callable[[R, int, int], Any],
+        load: Callable[[], Coroutine[Any, Any, list[R]]],
+    ) -> None:
+        super().__init__(title, window)
+        self.setObjectName(f"{title.replace(' ', '')}Pane")
+        self._window = window
+        self._load = load
+        self._closed = False
+        self._reading: asyncio.Task[list[R]] | None = None
+        self._again = False
+        self._stale = True  # a hidden pane reads nothing after its first rows, until it is shown
+        self.model: RowsModel[R] = RowsModel(headers, cell, self)
+        self.table = QTableView(self)
+        self.table.setModel(self.model)
+        self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QTableView.SelectionMode.SingleSelection)
+        self.table.verticalHeader().hide()
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.body = QWidget(self)
+        self.body_layout = QVBoxLayout(self.body)
+        self.body_layout.setContentsMargins(4, 4, 4, 4)
+        self.body_layout.addWidget(self.table)
+        self.setWidget(self.body)
+        self._debounce = QTimer(self, singleShot=True, interval=DEBOUNCE_MS)
+        self._debounce.timeout.connect(self.reload)
+        bridge = window.services.bridge
+        bridge.sig_task_changed.connect(self.reload_soon)
+        bridge.sig_tasks_changed.connect(self.reload_soon)
+        self.visibilityChanged.connect(self._visibility_changed)
+        window.installEventFilter(self)
+
+    @property
+    def rows(self) -> list[R]:
+        return self.model.rows
+
+    def reload_soon(self, *_args: object) -> None:
+        """A change was announced: read again shortly if the pane shows (else when it is shown)."""
+        if self._closed:
+            return
+        if self.isVisible() or self._reading is None:  # hidden: only the very first read
+            self._debounce.start()
+        else:
+            self._stale = True
+
+    def _visibility_changed(self, visible: bool) -> None:
+        if visible and self._stale:
+            self.reload_soon()
+
+    def reload(self) -> asyncio.Task[list[R]] | None:
+        """Read the rows again; a reload asked for while one reads runs once more after it."""
+        if self._closed:
+            return None
+        if self._reading is not None and not self._reading.done():
+            self._again = True
+            return self._reading
+        self._stale = False
+        self._reading = self._window.ops.run(
+            self._load(), what=f"Reading {self.windowTitle().lower()}", on_done=self._show
+        )
+        return self._reading
+
+    def _show(self, rows: list[R]) -> None:
+        if self._closed:
+            return
+        self.model.set_rows(rows)
+        self.shown(rows)
+        if self._again:
+            self._again = False
+            self.reload()
+
+    def shown(self, rows: list[R]) -> None:
+        """Hook: the rows are on screen (subclasses update what depends on them)."""
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """QObject.eventFilter: the window closing stops the pane (no reload after the loop ends)."""
+        if watched is self._window and event.type() == QEvent.Type.Close:
+            self.close_pane()
+        return False
+
+    def close_pane(self) -> None:
+        self._closed = True
+        self._debounce.stop()
+
+
+@dataclass
+class TeamDesk:
+    """The team features installed on one window (tests and the screenshot reach them here)."""
+
+    batches: BatchesPane
+    schedules: SchedulesPane
+    assigned: AssignedPane
+    presence: PresenceKeeper
+    window: MainWindow
+
+    def show_panes(self) -> None:
+        """Batches and Schedules side by side, sharing the window's width."""
+        self.batches.show()
+        self.schedules.show()
+        self.schedules.raise_()
+        half = max(self.window.width() // 2, 200)
+        self.window.resizeDocks([self.batches, self.schedules], [half, half], Qt.Orientation.Horizontal)
+
+
+def install_team(window: MainWindow) -> TeamDesk:
+    """Every team feature on the desk: batches, schedules, assigned, presence (the window's hook)."""
+    from desktop.views.assigned import install_assigned
+    from desktop.views.batches import install_batches
+    from desktop.views.presence import install_presence
+    from desktop.views.schedules import install_schedules
+
+    team = TeamDesk(
+        batches=install_batches(window),
+        schedules=install_schedules(window),
+        assigned=install_assigned(window),
+        presence=install_presence(window),
+        window=window,
+    )
+    menu = window.menuBar().addMenu("&Team")
+    for pane in (team.batches, team.schedules, team.assigned):
+        menu.addAction(pane.toggleViewAction())
+    window.splitDockWidget(team.batches, team.schedules, Qt.Orientation.Horizontal)
+    window.tabifyDockWidget(team.schedules, team.assigned)
+    team.schedules.raise_()
+    return team
+
+
+__all__ = ["DEBOUNCE_MS", "RowsModel", "TeamDesk", "TeamPane", "install_team"]
