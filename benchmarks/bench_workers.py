@@ -8,19 +8,28 @@ before the clock starts), queues the tasks with ``evidence-desk batch``, and mea
 first attempt's start to the last attempt's end, as the database recorded them. Efficiency = throughput(W) /
 (W × throughput(1)); the aim is ≥ 0.9.
 
-Run: ``.venv/bin/python benchmarks/bench_workers.py [--tasks-per-worker 12] [--latency 0.5]``.
+The same run measures desk-to-desk change latency on PostgreSQL: one workspace records a decision,
+a second store's ``ChangeWatcher`` (what an open desk runs) announces it; median and max over
+``--writes`` decisions, aim < 1 s. Each worker count runs ``--runs`` times (min/median/max), with
+the machine's CPU use, the workers' CPU seconds per task and the load average, so a shortfall can
+be told apart: CPU (the workers' ceiling is cores / CPU-per-task) or waiting (queue, locks).
+
+Run: ``.venv/bin/python benchmarks/bench_workers.py [--tasks-per-worker 12] [--latency 0.5] [--runs 3]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 if __package__ in (None, ""):
@@ -55,9 +64,27 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "core.cli", *args]
 
 
-def one_round(server: object, workers: int, tasks: int, latency: float, folder: Path) -> float:
-    """Tasks per second with ``workers`` worker processes (concurrency 1 each)."""
-    url = server.create_database(f"bench_workers_{workers}")  # type: ignore[attr-defined]
+@dataclass
+class Round:
+    workers: int
+    rate: float  # tasks per second
+    machine_busy: float  # fraction of all cores busy during the round (every process, PostgreSQL too)
+    worker_cpu_per_task: float  # CPU seconds the worker processes spent per task
+    load: float  # 1-minute load average at the end of the round
+
+
+def _proc_cpu_s(pid: int) -> float:
+    """utime + stime of a process, seconds (0 once it is gone)."""
+    try:
+        parts = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def one_round(server: object, workers: int, tasks: int, latency: float, folder: Path, run: int) -> Round:
+    """Throughput of ``workers`` worker processes (concurrency 1 each), with what it cost in CPU."""
+    url = server.create_database(f"bench_workers_{workers}_{run}")  # type: ignore[attr-defined]
     script = folder / "script.json"
     script.write_text(
         json.dumps(
@@ -69,9 +96,9 @@ def one_round(server: object, workers: int, tasks: int, latency: float, folder: 
             }
         )
     )
-    rows = folder / f"rows-{workers}.jsonl"
+    rows = folder / f"rows-{workers}-{run}.jsonl"
     rows.write_text(
-        "".join(json.dumps({"text": f"Task {i} of round {workers}"}) + "\n" for i in range(tasks))
+        "".join(json.dumps({"text": f"Task {i} of round {workers}.{run}"}) + "\n" for i in range(tasks))
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "EVIDENCE_DESK_LLM_NUM_RETRIES": "0"}
     base = ("--db", url, "--script", str(script))
@@ -87,9 +114,13 @@ def one_round(server: object, workers: int, tasks: int, latency: float, folder: 
     try:
         while (_scalar(url, "select count(*) from procrastinate_workers") or 0) < workers:  # type: ignore[operator]
             time.sleep(0.2)
+        cpu_before = sum(_proc_cpu_s(p.pid) for p in procs)
+        busy_before = _cpu_busy()
         subprocess.run(_cli("batch", str(rows), *base), env=env, check=True, capture_output=True)
         while (_scalar(url, "select count(*) from attempts where state = 'finished'") or 0) < tasks:  # type: ignore[operator]
             time.sleep(0.05)
+        busy_after = _cpu_busy()
+        cpu_after = sum(_proc_cpu_s(p.pid) for p in procs)
         # from the first attempt's start to the last one's end, as the database recorded them
         # (the batch command's own start-up is not the workers' throughput)
         span = "select extract(epoch from max(finished_at) - min(started_at)) from attempts"
@@ -99,22 +130,117 @@ def one_round(server: object, workers: int, tasks: int, latency: float, folder: 
             p.send_signal(signal.SIGTERM)
         for p in procs:
             p.wait(timeout=120)
-    return tasks / elapsed
+    busy = (busy_after[0] - busy_before[0]) / max(busy_after[1] - busy_before[1], 1)
+    return Round(workers, tasks / elapsed, busy, (cpu_after - cpu_before) / tasks, os.getloadavg()[0])
+
+
+async def _desk_to_desk(url: str, writes: int) -> list[float]:
+    """Seconds from one desk's decision call to the other desk's watcher announcing it, per write.
+
+    Desk A is a workspace whose review service records "satisfied" on a task awaiting feedback;
+    desk B is a second store (its own engine and connections) whose ``ChangeWatcher`` LISTENs,
+    exactly as an open desk does. The clock runs from before A's write to B's bus notice, so it
+    includes A's transaction, the trigger's NOTIFY, the delivery and B's announcement.
+    """
+    from core.config import load_settings
+    from core.domain.status import FeedbackAction, TaskStatus
+    from core.events import EventBus, TaskChanged
+    from core.store import Store
+    from core.store.watch import ChangeWatcher
+    from core.tasks.review import ReviewService
+    from core.tasks.service import TaskService
+    from core.workspace import Workspace
+
+    desk_a = await Workspace.open(load_settings(db_url=url))
+    store_b = await Store.open(url)
+    bus_b = EventBus()
+    seen: dict[str, tuple[int, float]] = {}
+    arrived = asyncio.Event()
+
+    def on_notice(event: object) -> None:
+        if isinstance(event, TaskChanged):
+            seen[event.task_id] = (event.version, time.perf_counter())
+            arrived.set()
+
+    bus_b.subscribe(on_notice)
+    watcher = ChangeWatcher(store_b, bus_b)
+    try:
+        tasks = []
+        for i in range(writes):
+            task = await desk_a.store.create_task(f"Latency probe {i}?")
+            tasks.append(await desk_a.store.update_task(task.id, status=TaskStatus.AWAITING_FEEDBACK))
+        await watcher.start()
+        await watcher.ready.wait()
+        review = ReviewService(TaskService(desk_a))
+        latencies = []
+        for task in tasks:
+            arrived.clear()
+            started = time.perf_counter()
+            await review.feedback(task.id, FeedbackAction.SATISFIED, expected_version=task.version)
+            while not (task.id in seen and seen[task.id][0] > task.version):
+                await asyncio.wait_for(arrived.wait(), timeout=10)
+                arrived.clear()
+            latencies.append(seen[task.id][1] - started)
+        return latencies
+    finally:
+        await watcher.close()
+        await store_b.close()
+        await desk_a.store.close()
+
+
+def latency_round(server: object, writes: int) -> list[float]:
+    url = server.create_database("bench_desk_latency")  # type: ignore[attr-defined]
+    return asyncio.run(_desk_to_desk(url, writes))
+
+
+def _cpu_busy() -> tuple[int, int]:
+    """(busy, total) jiffies of the whole machine, from /proc/stat: CPU use over a round."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def _summary(values: list[float]) -> str:
+    return f"min {min(values):.2f}  median {statistics.median(values):.2f}  max {max(values):.2f}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks-per-worker", type=int, default=12)
     parser.add_argument("--latency", type=float, default=0.5, help="provider latency per task, seconds")
+    parser.add_argument("--runs", type=int, default=3, help="rounds per worker count (min/median/max)")
+    parser.add_argument("--writes", type=int, default=40, help="decisions timed desk to desk")
     args = parser.parse_args()
+    cores = os.cpu_count() or 1
+    print(f"machine: {cores} core(s), load average {os.getloadavg()[0]:.2f} at start")
     with start_server() as server, tempfile.TemporaryDirectory() as tmp:
+        lat = latency_round(server, args.writes)
         tasks = args.tasks_per_worker * 4
-        results = {w: one_round(server, w, tasks, args.latency, Path(tmp)) for w in (1, 2, 4)}
-    base = results[1]
-    print(f"{tasks} tasks, provider latency {args.latency:.2f} s, one task at a time per worker")
-    for w, rate in results.items():
+        rounds = {
+            w: [one_round(server, w, tasks, args.latency, Path(tmp), r) for r in range(args.runs)]
+            for w in (1, 2, 4)
+        }
+    ms = [x * 1000 for x in lat]
+    print(f"desk-to-desk change latency on PostgreSQL, {len(ms)} decisions: {_summary(ms)} ms (aim < 1000)")
+    base = statistics.median(r.rate for r in rounds[1])
+    print(
+        f"{tasks} tasks, provider latency {args.latency:.2f} s, one task at a time per worker, {args.runs} run(s)"
+    )
+    for w, rs in rounds.items():
+        rates = [r.rate for r in rs]
+        eff = [r.rate / (w * base) for r in rs]
+        cpu = statistics.median(r.worker_cpu_per_task for r in rs)
+        busy = statistics.median(r.machine_busy for r in rs)
         print(
-            f"  {w} worker(s): {rate:5.2f} tasks/s  speed-up {rate / base:4.2f}x  efficiency {rate / (w * base):4.2f}"
+            f"  {w} worker(s): tasks/s {_summary(rates)}  efficiency {_summary(eff)}  "
+            f"machine busy {busy:4.0%}  worker CPU {cpu * 1000:4.0f} ms/task  load {rs[-1].load:.2f}"
+        )
+    # The CPU ceiling: every task costs the workers this much CPU, and the machine has `cores`.
+    cpu_per_task = statistics.median(r.worker_cpu_per_task for rs in rounds.values() for r in rs)
+    if cpu_per_task > 0:
+        print(
+            f"  CPU ceiling of the workers alone on {cores} core(s): {cores / cpu_per_task:5.2f} tasks/s "
+            f"(4 workers at linear speed-up would need {4 * base:5.2f} tasks/s)"
         )
 
 

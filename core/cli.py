@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from core.cli_outcome import EXIT_TASK_FAILED, run_outcome
+from core.cli_review import add_take_over
 from core.cli_show import print_dossier as _print_dossier
 from core.config import Settings, load_settings, user_config_file
 from core.domain import FeedbackAction, TaskStatus
@@ -70,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--note", help="a note kept with the decision")
     p.add_argument("--version", dest="expected_version", type=int, help="task version you reviewed")
     p.add_argument("--no-run", action="store_true", help="revise: record only, do not start the new attempt")
+    add_take_over(p)
 
     p = sub.add_parser("recover", parents=[common], help="recover tasks interrupted by a crashed process")
 
@@ -287,7 +289,8 @@ async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_feedback(args: argparse.Namespace, settings: Settings) -> int:
-    from core.tasks.review import ReviewService
+    from core.tasks.claim_guard import decision_claim
+    from core.tasks.review import ReviewService, reviewer_name
     from core.tasks.service import TaskService
 
     action = FeedbackAction(args.action)
@@ -300,9 +303,12 @@ async def cmd_feedback(args: argparse.Namespace, settings: Settings) -> int:
         review = ReviewService(service)
         task = await ws.store.get_task(args.task_id)
         expected = args.expected_version if args.expected_version is not None else task.version
-        task = await review.feedback(
-            task.id, action, expected_version=expected, prompt=args.prompt, note=args.note
-        )
+        async with decision_claim(
+            ws.store, task.id, reviewer_name(settings.reviewer), take_over=args.take_over
+        ):
+            task = await review.feedback(
+                task.id, action, expected_version=expected, prompt=args.prompt, note=args.note
+            )
         if action is FeedbackAction.REVISE and not args.no_run:
             task = await service.run(task.id)
         await _print_task_summary(ws, task, args.json)

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from core.cli_review import add_take_over
 from core.config import Settings
 
 Handler = Callable[[argparse.Namespace, Settings], Coroutine[Any, Any, int]]
@@ -37,6 +38,7 @@ def add_insight_commands(sub: Any, common: argparse.ArgumentParser) -> dict[str,
     p.add_argument("--category", default="none", help="goal_missed, incomplete, rule_violation, ... or none")
     p.add_argument("--note", default="", help="why you disagree (kept with the verdict)")
     p.add_argument("--attempt", type=int, metavar="N", help="the attempt judged (default: the last)")
+    add_take_over(p)  # a verdict is a decision: claims apply (core.tasks.claim_guard)
     p = sub.add_parser("calibration", parents=[common], help="how far the validator agrees with analysts")
     p.add_argument("--since", metavar="YYYY-MM-DD", help="decisions on or after this day (UTC)")
     p.add_argument("--until", metavar="YYYY-MM-DD", help="decisions before this day (UTC)")
@@ -81,19 +83,22 @@ async def cmd_diff(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_override(args: argparse.Namespace, settings: Settings) -> int:
     from core.cli import _emit
+    from core.tasks.claim_guard import decision_claim
     from core.tasks.override import format_override, record_override
     from core.tasks.review import reviewer_name
 
     async def body(ws: Any) -> int:
-        v = await record_override(
-            ws.store,
-            args.task_id,
-            status=args.status,
-            category=args.category,
-            note=args.note,
-            reviewer=reviewer_name(settings.reviewer),
-            attempt_index=args.attempt,
-        )
+        me = reviewer_name(settings.reviewer)
+        async with decision_claim(ws.store, args.task_id, me, take_over=args.take_over):
+            v = await record_override(
+                ws.store,
+                args.task_id,
+                status=args.status,
+                category=args.category,
+                note=args.note,
+                reviewer=me,
+                attempt_index=args.attempt,
+            )
         if args.json:
             _emit(v.model_dump(mode="json"))
         else:

@@ -80,14 +80,7 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         if args.json:
             from core.cli import _emit
 
-            _emit(
-                {
-                    "finished": dict(stats.finished),
-                    "resumed": stats.resumed,
-                    "skipped": stats.skipped,
-                    "errors": stats.errors,
-                }
-            )
+            _emit(stats.as_json())
         else:
             print(stats.summary(), file=sys.stderr)
         return EXIT_OK

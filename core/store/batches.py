@@ -58,6 +58,15 @@ class BatchProgress:
         return sum(n for s, n in self.by_status.items() if not s.is_execution_active and s not in _QUEUED)
 
 
+@dataclass(frozen=True)
+class SuppliedAnswer:
+    """A row's answer to validate only, and its provenance (the batch and the row it came from)."""
+
+    answer: str
+    batch_id: str | None
+    row_key: str | None
+
+
 _QUEUED = (TaskStatus.OPEN, TaskStatus.NEEDS_REVISION)
 
 
@@ -157,6 +166,20 @@ class BatchRepository:
             )
             for b in batches
         ]
+
+    async def supplied_answer(self, task_id: str) -> SuppliedAnswer | None:
+        """The answer a batch row gave to validate only, with where it came from; None if none."""
+        async with self.store._read() as s:
+            row = (
+                await s.execute(
+                    select(TaskRow.given_answer, TaskRow.batch_id, TaskRow.batch_key).where(
+                        TaskRow.id == task_id
+                    )
+                )
+            ).first()
+        if row is None or row[0] is None or not str(row[0]).strip():
+            return None
+        return SuppliedAnswer(answer=str(row[0]), batch_id=row[1], row_key=row[2])
 
     async def tasks(self, batch_id: str) -> list[TaskRecord]:
         q = select(TaskRow).where(TaskRow.batch_id == batch_id).order_by(TaskRow.created_at, TaskRow.id)

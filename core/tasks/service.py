@@ -36,6 +36,7 @@ from core.tasks.prompts import (
 )
 from core.tasks.recovery import runner_id
 from core.tasks.state_machine import Trigger, can, next_status
+from core.tasks.validate_only import is_supplied, supply_answer
 from core.team import TeamPlan, TeamScheduler, load_team_plan, plan_with_model
 from core.team.packet import build_attempt_packet, earlier_packets
 from core.validation import ValidationService
@@ -331,7 +332,7 @@ class TaskService:
             status=result.status,
             skipped=report.skipped,
             validations_done=validations_before + 1,
-            max_validations=self.settings.max_validation_attempts,
+            max_validations=1 if is_supplied(outcome) else self.settings.max_validation_attempts,
             schema_ok=schema_ok,
             truncated=outcome.finish_reason is FinishReason.TRUNCATED,
         )
@@ -374,6 +375,8 @@ class TaskService:
         new_messages: list[dict[str, Any]],
     ) -> tuple[RunOutcome, list[TeamRunResult], list[str]]:
         """Single agent, or team + no-tools synthesis. Returns the main outcome and team results."""
+        if supplied := await supply_answer(self.ws, task.id, attempt_id, session_id, history, new_messages):
+            return supplied, [], []  # a validate-only row: its answer is recorded, no agent runs
         plan, warnings = await self._plan_for(task, session_id)
         on_progress = self._progress_callback(task.id, index)
         if plan is None:
@@ -472,7 +475,7 @@ class TaskService:
             model=self.settings.agent_model,
             messages=request,
             output=schema,
-            max_retries=self.settings.max_schema_retries,
+            max_retries=0 if is_supplied(outcome) else self.settings.max_schema_retries,
             fallback_model=self.settings.schema_fallback_model,
             stuck_after=self.settings.schema_stuck_after,
             on_failure=record,

@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
-from core.domain.facts import RevisionRequester
+from core.domain.facts import EventKind, RevisionRequester
 from core.domain.status import TaskStatus
 from core.errors import RefusedAction
 from core.tasks.policy import is_writable
@@ -51,18 +51,49 @@ class WorkerStats:
     resumed: int = 0
     skipped: int = 0
     errors: int = 0
+    # (task id, outcome, reason) of every task that ended failed or whose run raised: what the
+    # person who started the worker must look at, without reading its log
+    failures: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def runs(self) -> int:
         return sum(self.finished.values())
 
+    def failed(self, task_id: str, outcome: str, reason: str) -> None:
+        self.failures.append((task_id, outcome, reason))
+
     def summary(self) -> str:
         elapsed = time.monotonic() - self.started
         parts = ", ".join(f"{n} {status}" for status, n in sorted(self.finished.items())) or "none"
-        return (
+        lines = [
             f"worker stopped after {elapsed:.1f}s: {self.runs} task(s) run ({parts}); "
             f"{self.resumed} resumed from a dead worker, {self.skipped} skipped, {self.errors} error(s)"
-        )
+        ]
+        for task_id, outcome, reason in self.failures[:SHOWN_FAILURES]:
+            lines.append(f"  {task_id[:12]}  {outcome}: {reason}")
+        if len(self.failures) > SHOWN_FAILURES:
+            lines.append(
+                f"  ... and {len(self.failures) - SHOWN_FAILURES} more (evidence-desk list --status failed)"
+            )
+        return "\n".join(lines)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "finished": dict(self.finished),
+            "resumed": self.resumed,
+            "skipped": self.skipped,
+            "errors": self.errors,
+            "failures": [{"task_id": t, "outcome": o, "reason": r} for t, o, r in self.failures],
+        }
+
+
+SHOWN_FAILURES = 20
+
+
+async def failure_reason(ws: Workspace, task_id: str) -> str:
+    """Why the task ended failed: the reason its last status change recorded."""
+    events = await ws.store.get_task_events(task_id, kinds=[EventKind.TASK_STATUS_CHANGED])
+    return str(events[-1].payload.get("reason") or "no reason recorded") if events else "no reason recorded"
 
 
 class Progress:
@@ -124,8 +155,11 @@ async def run_one(
         raise
     except Exception as exc:  # the service already moved the task and kept the evidence
         stats.errors += 1
+        stats.failed(task_id, "error", f"{type(exc).__name__}: {exc}")
         log.warning("task %s: %s: %s", task_id[:12], type(exc).__name__, exc)
         return "error"
+    if final.status is TaskStatus.FAILED:
+        stats.failed(task_id, final.status.value, await failure_reason(ws, task_id))
     stats.finished[final.status.value] += 1
     progress.done(task_id, final.status.value)
     return final.status.value
@@ -303,9 +337,10 @@ async def _run_local(ws: Workspace, options: WorkerOptions, stats: WorkerStats, 
             for key, handle in list(running.items()):
                 if handle.done():
                     del running[key]
-                    if not handle.cancelled() and handle.exception() is not None:
+                    if not handle.cancelled() and (exc := handle.exception()) is not None:
                         stats.errors += 1
-                        log.warning("%s: %s", key[:12], handle.exception())
+                        stats.failed(key, "error", f"{type(exc).__name__}: {exc}")
+                        log.warning("%s: %s", key[:12], exc)
     finally:
         stopping.cancel()
         for handle in running.values():
