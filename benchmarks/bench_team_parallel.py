@@ -6,6 +6,11 @@ same plan runs with limits 1, 3 and 6 in one process; the speedup is measured ag
 compared with the ideal (``nodes / ceil(nodes / limit)``). Overhead that grows with concurrency
 (store lock contention, litellm per-call cost) shows up as a ratio below 1.
 
+The bare gateway runs the same calls at the same limits in the same run, with no store and no
+scheduler: its own speed-up is the ceiling this machine allows (the model client's per-call CPU runs
+on one event loop), and "of ceiling" (team speed-up over the gateway's) is the load-robust figure.
+Each figure is min / median / max over ``--runs`` runs (default five).
+
 Run: ``.venv/bin/python benchmarks/bench_team_parallel.py`` (no network needed).
 """
 
@@ -16,6 +21,7 @@ import asyncio
 import json
 import math
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -101,26 +107,60 @@ async def _one_run(store: Store, settings: Settings, plan: TeamPlan) -> tuple[fl
     return elapsed, scripted_stats().peak_in_flight
 
 
-async def _bare_gateway(settings: Settings, nodes: int, turns: int) -> float:
-    """The same calls straight through the gateway, all nodes at once: no store, no scheduler.
+async def _bare_gateway(settings: Settings, nodes: int, turns: int, limit: int) -> float:
+    """The same calls straight through the gateway, ``limit`` nodes at a time: no store, no scheduler.
 
     This is the floor the scheduler can reach on this machine; the gap between it and the ideal
     is the model client's own per-call CPU, which one event loop runs one call at a time.
     """
     gateway = LLMGateway(settings)
+    gate = asyncio.Semaphore(limit)
 
     async def node(i: int) -> None:
-        messages: list[dict[str, Any]] = [{"role": "user", "content": f"study BENCHNODE{i}"}]
-        for _ in range(turns):
-            response = await gateway.complete(model=settings.agent_model, messages=messages)
-            messages.append({"role": "assistant", "content": response.content or "tool call"})
+        async with gate:
+            messages: list[dict[str, Any]] = [{"role": "user", "content": f"study BENCHNODE{i}"}]
+            for _ in range(turns):
+                response = await gateway.complete(model=settings.agent_model, messages=messages)
+                messages.append({"role": "assistant", "content": response.content or "tool call"})
 
     started = time.perf_counter()
     await asyncio.gather(*(node(i) for i in range(nodes)))
     return time.perf_counter() - started
 
 
-async def main(nodes: int, turns: int, latency_s: float, limits: list[int]) -> list[dict[str, float]]:
+async def one_measurement(
+    store: Store, base: Settings, nodes: int, turns: int, latency_s: float, limits: list[int]
+) -> list[dict[str, float]]:
+    """Team and bare gateway at every limit, back to back: one run's rows, one per limit."""
+    rows = []
+    for limit in limits:
+        settings = base.model_copy(update={"max_parallel_team_nodes": limit})
+        elapsed, peak = await _one_run(store, settings, _plan(nodes))
+        bare = await _bare_gateway(base, nodes, turns, limit)
+        rows.append({"limit": limit, "wall_s": elapsed, "peak": peak, "bare_s": bare})
+    team_base = next((r["wall_s"] for r in rows if r["limit"] == 1), rows[0]["wall_s"])
+    bare_base = next((r["bare_s"] for r in rows if r["limit"] == 1), rows[0]["bare_s"])
+    for row in rows:
+        limit = int(row["limit"])
+        ideal_speedup = nodes / math.ceil(nodes / limit)
+        row["ideal_wall_s"] = math.ceil(nodes / limit) * turns * latency_s
+        row["speedup"] = team_base / row["wall_s"]
+        row["fraction_of_ideal"] = row["speedup"] / ideal_speedup
+        row["bare_fraction_of_ideal"] = (bare_base / row["bare_s"]) / ideal_speedup
+        row["of_ceiling"] = row["fraction_of_ideal"] / row["bare_fraction_of_ideal"]
+    return rows
+
+
+def _spread(values: list[float], fmt: str) -> str:
+    return f"{min(values):{fmt}}/{statistics.median(values):{fmt}}/{max(values):{fmt}}"
+
+
+async def main(
+    nodes: int, turns: int, latency_s: float, limits: list[int], runs: int = 5
+) -> list[list[dict[str, float]]]:
+    if 1 not in limits:
+        limits = [1, *limits]  # speed-ups are measured against limit 1
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "script.json"
         _script(script, nodes, turns, latency_s)
@@ -129,42 +169,34 @@ async def main(nodes: int, turns: int, latency_s: float, limits: list[int]) -> l
             base = load_settings(script=script)
             # Warm-up: litellm import and first-call costs are paid before anything is timed.
             await _one_run(store, base, _plan(1, prefix="WARMUP"))
-            rows = []
-            for limit in limits:
-                settings = base.model_copy(update={"max_parallel_team_nodes": limit})
-                elapsed, peak = await _one_run(store, settings, _plan(nodes))
-                rows.append({"limit": limit, "wall_s": elapsed, "peak": peak})
-            bare = await _bare_gateway(base, nodes, turns)
+            measurements = [
+                await one_measurement(store, base, nodes, turns, latency_s, limits) for _ in range(runs)
+            ]
         finally:
             await store.close()
-    baseline = next((r["wall_s"] for r in rows if r["limit"] == 1), rows[0]["wall_s"])
+    load_after = os.getloadavg()
     print(f"team parallel benchmark: {nodes} nodes x {turns} turns, {latency_s * 1000:.0f} ms per turn")
     print(
-        f"{'limit':>5} {'wall s':>8} {'ideal s':>8} {'peak':>5} {'speedup':>8} {'ideal x':>8} {'of ideal':>9}"
+        f"{runs} runs; each figure min/median/max; load average {load_before[0]:.2f} -> {load_after[0]:.2f}"
     )
-    for row in rows:
-        limit = int(row["limit"])
-        ideal_wall = math.ceil(nodes / limit) * turns * latency_s
-        ideal_speedup = nodes / math.ceil(nodes / limit)
-        speedup = baseline / row["wall_s"]
-        row.update(ideal_wall_s=ideal_wall, speedup=speedup, ideal_speedup=ideal_speedup)
-        row["fraction_of_ideal"] = speedup / ideal_speedup
-        print(
-            f"{limit:>5} {row['wall_s']:>8.3f} {ideal_wall:>8.3f} {int(row['peak']):>5} "
-            f"{speedup:>7.2f}x {ideal_speedup:>7.2f}x {row['fraction_of_ideal']:>9.2f}"
-        )
-    unlimited = next((r for r in rows if r["limit"] >= nodes), None)
-    ideal_all = turns * latency_s
     print(
-        f"bare gateway, all {nodes} at once (no store, no scheduler): {bare:.3f} s "
-        f"= {ideal_all / bare:.2f} of the ideal {ideal_all:.3f} s"
+        f"{'limit':>5} {'peak':>4} {'team wall s':>18} {'speedup x':>15} {'of ideal':>15} "
+        f"{'bare of ideal':>15} {'of ceiling':>15}"
     )
-    if unlimited is not None:
+    for i, limit in enumerate(limits):
+        rows = [m[i] for m in measurements]
+
+        def col(key: str, fmt: str, rows: list[dict[str, float]] = rows) -> str:
+            return _spread([r[key] for r in rows], fmt)
+
         print(
-            f"scheduler + store overhead over the bare gateway at limit {int(unlimited['limit'])}: "
-            f"{(unlimited['wall_s'] / bare - 1) * 100:+.1f}%"
+            f"{limit:>5} {int(max(r['peak'] for r in rows)):>4} {col('wall_s', '.3f'):>18} "
+            f"{col('speedup', '.2f'):>15} {col('fraction_of_ideal', '.2f'):>15} "
+            f"{col('bare_fraction_of_ideal', '.2f'):>15} {col('of_ceiling', '.2f'):>15}"
         )
-    return rows
+    print("of ideal: team speed-up over limit 1 / ideal speed-up (aim >= 0.9 at limits 3 and 6)")
+    print("bare of ideal: the same for the bare gateway (its ceiling); of ceiling: of ideal / bare of ideal")
+    return measurements
 
 
 if __name__ == "__main__":
@@ -173,5 +205,6 @@ if __name__ == "__main__":
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--latency-ms", type=float, default=100.0)
     parser.add_argument("--limits", type=int, nargs="+", default=[1, 3, 6])
+    parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    asyncio.run(main(args.nodes, args.turns, args.latency_ms / 1000, args.limits))
+    asyncio.run(main(args.nodes, args.turns, args.latency_ms / 1000, args.limits, args.runs))

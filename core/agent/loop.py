@@ -76,27 +76,11 @@ class AgentLoop:
         this run and recorded in ``run_started`` so the transcript can be rebuilt from events alone.
         """
         budget = self.settings.max_tool_iterations if max_tool_iterations is None else max_tool_iterations
-        run = await self.store.create_run(
-            session_id=session_id,
-            kind=run_kind,
-            model=model,
-            task_id=task_id,
-            attempt_id=attempt_id,
-            node_id=node_id,
-        )
-        state = _RunState(
-            run_id=run.id,
-            session_id=session_id,
-            task_id=task_id,
-            node_id=node_id,
-            messages=[*history, *new_messages],
-        )
         schemas = self.tools.schemas() if include_tools and budget > 0 else []
-        state.spent = await self._spent_before(task_id)
-        await self._append(
-            state,
-            EventKind.RUN_STARTED,
-            {
+        spent = await self._spent_before(task_id)
+        started = NewEvent(
+            kind=EventKind.RUN_STARTED,
+            payload={
                 "model": model,
                 "run_kind": run_kind,
                 "node_id": node_id,
@@ -108,6 +92,23 @@ class AgentLoop:
                 "history_length": len(history),
             },
         )
+        run = await self.store.start_run(
+            session_id=session_id,
+            kind=run_kind,
+            model=model,
+            started=started,
+            task_id=task_id,
+            attempt_id=attempt_id,
+            node_id=node_id,
+        )
+        state = _RunState(
+            run_id=run.id,
+            session_id=session_id,
+            task_id=task_id,
+            node_id=node_id,
+            messages=[*history, *new_messages],
+        )
+        state.spent = spent
         try:
             outcome = await self._loop(state, model, schemas, budget, max_tokens, temperature)
         except asyncio.CancelledError:
@@ -405,10 +406,9 @@ class AgentLoop:
 
     async def _finish(self, state: _RunState, finish: _Finish) -> None:
         warnings = _warnings_for(finish)
-        await self._append(
-            state,
-            EventKind.RUN_FINISHED,
-            {
+        finished = NewEvent(
+            kind=EventKind.RUN_FINISHED,
+            payload={
                 "finish_reason": finish.finish_reason,
                 "output_text": finish.output_text,
                 "error": finish.error,
@@ -417,8 +417,13 @@ class AgentLoop:
                 "warnings": warnings,
             },
         )
-        await self.store.finish_run(
-            state.run_id, finish_reason=finish.finish_reason, output_text=finish.output_text
+        await self.store.end_run(
+            state.run_id,
+            session_id=state.session_id,
+            finished=finished,
+            finish_reason=finish.finish_reason,
+            output_text=finish.output_text,
+            task_id=state.task_id,
         )
         self._progress(state, "finished")
 

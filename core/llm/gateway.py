@@ -33,7 +33,7 @@ from core.llm.errors import (
     LLMTimeout,
     ScriptError,
 )
-from core.llm.scripted import PROVIDER_NAME, load_script, request_text
+from core.llm.scripted import PROVIDER_NAME, load_script, request_text, resolved_script_path
 from core.llm.streaming import DeltaSink, stream_completion
 from core.profiles import ModelRole
 from core.secrets import KEY_SHAPES, secret_env_values
@@ -318,7 +318,7 @@ class LLMGateway:
         if script is None:
             raise ConfigurationError(f"model {model} needs a script: set EVIDENCE_DESK_SCRIPT or --script")
         load_script(script)  # a broken script is a configuration problem, reported before any call
-        return str(script.resolve())
+        return str(resolved_script_path(script))
 
     async def complete(
         self,
@@ -365,10 +365,12 @@ class LLMGateway:
             try:
                 warm = provider in _WARMED_PROVIDERS or provider == PROVIDER_NAME
                 setup = 0.0 if warm else FIRST_CALL_SETUP_S
-                call = (
-                    stream_completion(litellm, kwargs, on_delta) if stream else litellm.acompletion(**kwargs)
-                )
-                raw = await asyncio.wait_for(call, timeout + setup)
+                # asyncio.timeout, not wait_for: no extra task and loop pass per call.
+                async with asyncio.timeout(timeout + setup):
+                    if stream:
+                        raw = await stream_completion(litellm, kwargs, on_delta)
+                    else:
+                        raw = await litellm.acompletion(**kwargs)
                 _WARMED_PROVIDERS.add(provider)
             except asyncio.CancelledError:
                 raise

@@ -110,6 +110,20 @@ def _json_path(loc: Sequence[int | str]) -> str:
 
 _cache: dict[Path, tuple[int, int, Script]] = {}
 _cache_lock = threading.Lock()
+_resolved: dict[Path, Path] = {}
+
+
+def resolved_script_path(path: Path) -> Path:
+    """``path.resolve()``, remembered for absolute paths: resolving walks every directory with a
+    system call, twice per scripted call (gateway and provider), and a script does not move while
+    a process uses it. Relative paths depend on the working directory and are resolved each time."""
+    hit = _resolved.get(path)
+    if hit is not None:
+        return hit
+    resolved = path.resolve()
+    if path.is_absolute():
+        _resolved[path] = resolved
+    return resolved
 
 
 def load_script(path: Path) -> Script:
@@ -120,7 +134,7 @@ def load_script(path: Path) -> Script:
     """
     path = Path(path)
     try:
-        resolved = path.resolve()
+        resolved = resolved_script_path(path)
         stat = resolved.stat()
         with _cache_lock:
             hit = _cache.get(resolved)

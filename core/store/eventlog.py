@@ -68,6 +68,7 @@ class PendingAppend:
     run_id: str | None = None
     task_id: str | None = None
     done: asyncio.Future[list[EventRecord]] | None = None
+    before: Callable[[Connection], None] | None = None  # statements committed with these events
 
 
 def _stored_form(
@@ -143,6 +144,9 @@ def stored_records(conn: Connection, rows: list[dict[str, Any]]) -> list[EventRe
 def _insert_batch(
     conn: Connection, batch: list[PendingAppend], now: datetime, policy: ContentPolicy = DEFAULT_POLICY
 ) -> list[list[EventRecord]]:
+    for a in batch:
+        if a.before is not None:
+            a.before(conn)
     stored = insert_events(conn, batch, now, policy)
     return [
         stored_records(conn, rows) if a.done is not None else []
@@ -209,8 +213,12 @@ class EventLog(ChunkRepository):
         *,
         run_id: str | None = None,
         task_id: str | None = None,
+        before: Callable[[Connection], None] | None = None,
     ) -> list[EventRecord]:
         """Append several events of one session atomically, with contiguous ``seq`` numbers.
+
+        ``before`` runs in the same transaction, first: a row the events describe (a run
+        starting or finishing) is written with them, not in a transaction of its own.
 
         Anything queued before with ``enqueue_events`` is written first. Raises if this session's
         earlier write-behind events were lost, instead of writing past the hole. A caller
@@ -220,7 +228,7 @@ class EventLog(ChunkRepository):
             await self.flush(session_id)
             return []
         done: asyncio.Future[list[EventRecord]] = asyncio.get_running_loop().create_future()
-        self._submit(PendingAppend(session_id, list(events), run_id, task_id, done))
+        self._submit(PendingAppend(session_id, list(events), run_id, task_id, done, before))
         return await done
 
     def enqueue_events(

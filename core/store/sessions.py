@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import Connection, insert, select, update
 
 from core.domain.records import RunRecord, SessionRecord
-from core.store.base import StoreBase, new_id
+from core.store.base import new_id
+from core.store.eventlog import EventLog, NewEvent
 from core.store.models import RunRow, SessionRow, utcnow
 
 
-class SessionRepository(StoreBase):
+class SessionRepository(EventLog):
     """A mixin of ``Store``."""
 
     async def create_session(
@@ -78,6 +80,67 @@ class SessionRepository(StoreBase):
                     finished_at=utcnow(),
                 )
             )
+
+    async def start_run(
+        self,
+        *,
+        session_id: str,
+        kind: str,
+        model: str,
+        started: NewEvent,
+        task_id: str | None = None,
+        attempt_id: str | None = None,
+        node_id: str | None = None,
+    ) -> RunRecord:
+        """``create_run`` and the run's first event in one transaction of the event writer.
+
+        The agent loop starts a run per node and per attempt; a transaction of its own for the
+        row and another for the event doubled what starting cost, and neither is useful alone.
+        """
+        values: dict[str, Any] = {
+            "id": new_id(),
+            "session_id": session_id,
+            "kind": kind,
+            "model": model,
+            "task_id": task_id,
+            "attempt_id": attempt_id,
+            "node_id": node_id,
+            "state": "running",
+            "started_at": utcnow(),
+        }
+
+        def insert_run(conn: Connection) -> None:
+            conn.execute(insert(RunRow).values(values))
+
+        await self.append_events(
+            session_id, [started], run_id=values["id"], task_id=task_id, before=insert_run
+        )
+        return RunRecord.model_validate(
+            {**values, "finish_reason": None, "output_text": None, "finished_at": None}
+        )
+
+    async def end_run(
+        self,
+        run_id: str,
+        *,
+        session_id: str,
+        finished: NewEvent,
+        finish_reason: str,
+        output_text: str,
+        task_id: str | None = None,
+    ) -> None:
+        """``finish_run`` and the run's last event in one transaction of the event writer."""
+        values = {
+            "state": "finished",
+            "finish_reason": finish_reason,
+            "output_text": output_text,
+            "finished_at": utcnow(),
+        }
+
+        def finish(conn: Connection) -> None:
+            conn.execute(update(RunRow).where(RunRow.id == run_id).values(values))
+
+        await self.append_events(session_id, [finished], run_id=run_id, task_id=task_id, before=finish)
 
     async def get_run(self, run_id: str) -> RunRecord:
         return await self._get(RunRecord, RunRow, run_id, "run")

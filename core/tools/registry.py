@@ -9,7 +9,8 @@ A tool that never returns is a problem of the same kind: every call has a time l
 passes the model gets an error result and the run goes on. Python cannot kill a thread, so a
 blocking tool runs in a daemon thread of its own that is simply abandoned on timeout; a pooled
 worker (``asyncio.to_thread``) would instead be joined when the event loop or interpreter shuts
-down, and one hung read would keep the whole program from exiting.
+down, and one hung read would keep the whole program from exiting. The daemon threads are reused
+between calls (``core.tools.workers``): starting one per call cost every turn a thread start.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from core.errors import ConfigurationError
+from core.tools.workers import DaemonWorkers
 
 logger = logging.getLogger(__name__)
 
@@ -120,12 +122,22 @@ def _settle(future: asyncio.Future[Any], ok: bool, outcome: Any) -> None:
         future.set_exception(outcome)
 
 
-def _start_in_daemon_thread(name: str, fn: Callable[..., Any], kwargs: dict[str, Any]) -> asyncio.Future[Any]:
-    """Run ``fn`` in a new daemon thread and return a future the event loop can wait on with a limit."""
+_WORKERS = DaemonWorkers()
+
+
+def _start_in_daemon_thread(
+    name: str, fn: Callable[..., Any], kwargs: dict[str, Any]
+) -> tuple[asyncio.Future[Any], Callable[[], None]]:
+    """Run ``fn`` on a daemon worker: a future the event loop can wait on with a limit, and ``abandon``.
+
+    A call abandoned (a timeout, a cancelled run) is finished by its worker alone, which then exits
+    instead of taking more work: it may be the thread a hung tool holds.
+    """
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
+    abandoned = threading.Event()
 
-    def work() -> None:
+    def work() -> tuple[bool, Callable[[], None]]:
         ok = False
         outcome: Any
         try:
@@ -135,14 +147,18 @@ def _start_in_daemon_thread(name: str, fn: Callable[..., Any], kwargs: dict[str,
             outcome = exc
         except BaseException as exc:  # never let e.g. SystemExit from a tool thread vanish unanswered
             outcome = RuntimeError(f"{type(exc).__name__} raised in the tool thread")
-        try:
-            loop.call_soon_threadsafe(_settle, future, ok, outcome)
-        except RuntimeError:  # the loop is closed: the run finished long ago without this result
-            logger.info("tool %s finished after its run ended; result dropped", name)
+
+        def deliver() -> None:
+            try:
+                loop.call_soon_threadsafe(_settle, future, ok, outcome)
+            except RuntimeError:  # the loop is closed: the run finished long ago without this result
+                logger.info("tool %s finished after its run ended; result dropped", name)
+
+        return not abandoned.is_set(), deliver
 
     context = contextvars.copy_context()  # as asyncio.to_thread does, so context variables carry over
-    threading.Thread(target=context.run, args=(work,), name=f"tool-{name}", daemon=True).start()
-    return future
+    _WORKERS.submit(name, lambda: context.run(work))
+    return future, abandoned.set
 
 
 class Tool:
@@ -221,21 +237,20 @@ class Tool:
                 content=f"invalid arguments for {self.name}: {_format_validation_error(exc)}", is_error=True
             )
         kwargs = {key: getattr(validated, key) for key in type(validated).model_fields}
-        running: asyncio.Future[Any] = (
-            asyncio.ensure_future(self.fn(**kwargs))
-            if self.is_async
-            else _start_in_daemon_thread(self.name, self.fn, kwargs)
-        )
+        running: asyncio.Future[Any]
+        abandon: Callable[[], None] | None = None
+        if self.is_async:
+            running = asyncio.ensure_future(self.fn(**kwargs))
+        else:
+            running, abandon = _start_in_daemon_thread(self.name, self.fn, kwargs)
         try:
             # asyncio.wait, not wait_for: a TimeoutError raised *by* the tool is the tool's own error.
             done, _ = await asyncio.wait({running}, timeout=timeout_s)
         except asyncio.CancelledError:
-            running.cancel()
-            running.add_done_callback(_consume)
+            _abandon(running, abandon)
             raise
         if not done:
-            running.cancel()  # stops a coroutine; a thread cannot be stopped and is left to finish alone
-            running.add_done_callback(_consume)
+            _abandon(running, abandon)  # stops a coroutine; a thread cannot be stopped and finishes alone
             logger.warning("tool %s exceeded its %g s limit and was abandoned", self.name, timeout_s)
             return ToolResult(
                 content=(
@@ -252,6 +267,13 @@ class Tool:
             return ToolResult(content=f"{self.name} failed: {exc}", is_error=True)
         except Exception as exc:  # the model must see the failure; CancelledError is not an Exception
             return ToolResult(content=f"{self.name} failed: {type(exc).__name__}: {exc}", is_error=True)
+
+
+def _abandon(running: asyncio.Future[Any], abandon: Callable[[], None] | None) -> None:
+    if abandon is not None:
+        abandon()
+    running.cancel()
+    running.add_done_callback(_consume)
 
 
 def _consume(future: asyncio.Future[Any]) -> None:
