@@ -28,7 +28,7 @@ from core.domain import FeedbackAction
 from core.domain.records import AttemptRecord, TaskRecord
 from core.tasks.dossier import TaskDossier
 from core.tasks.history import EntryKind, case_history
-from core.tasks.review import can_reopen, read_only_reason
+from core.tasks.review import ReviewService, can_reopen, read_only_reason
 
 if TYPE_CHECKING:
     from desktop.views.main_window import MainWindow
@@ -165,9 +165,13 @@ class NoteDialog(QDialog):
 class ReviewMoves:
     """Undo, reopen and noted decisions for ``window``; built once, updated with the actions."""
 
+    @property
+    def review(self) -> ReviewService:
+        """Asked when first needed: building it loads the task service and the agent."""
+        return self.window.services.review
+
     def __init__(self, window: MainWindow, menu: QMenu) -> None:
         self.window = window
-        self.review = window.services.review
 
         def action(text: str, keys: str, slot: Callable[[], None], tip: str) -> QAction:
             act = QAction(text, window)
@@ -203,7 +207,8 @@ class ReviewMoves:
         self.act_satisfied_note.setEnabled(w.act_satisfied.isEnabled())
         self.act_abandon_note.setEnabled(w.act_abandon.isEnabled())
         self.act_reopen.setEnabled(task is not None and can_reopen(task))
-        self.act_undo.setEnabled(self.review.last_decided is not None or (task is not None and why is None))
+        decided = self.review.last_decided if self.window.services.review_started else None
+        self.act_undo.setEnabled(decided is not None or (task is not None and why is None))
 
     # ------------------------------------------------------------------ moves
     def satisfied_with_note(self) -> None:

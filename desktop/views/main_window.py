@@ -90,6 +90,10 @@ class DeskServices:
         return ReviewService(self.tasks)
 
     @property
+    def review_started(self) -> bool:
+        return "review" in self.__dict__
+
+    @property
     def tasks_started(self) -> bool:
         """Whether the task service exists yet (at exit: only then can runs need cancelling)."""
         return "tasks" in self.__dict__

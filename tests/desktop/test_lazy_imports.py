@@ -15,6 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import qasync
+from PySide6.QtCore import QSettings
+from pytestqt.qtbot import QtBot
+
+from core.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,3 +73,19 @@ def test_pyside_import_check_reads_files_and_answers_as_before() -> None:
         assert after(module) is uses
         if original is not None:
             assert original(module) is uses
+
+
+def test_the_window_is_built_and_started_without_the_task_or_review_service(
+    qloop: qasync.QEventLoop, workspace: Workspace, qtbot: QtBot, ui_state: QSettings
+) -> None:
+    from desktop.views.main_window import DeskServices, MainWindow
+    from tests.desktop.conftest import run, wait_until
+
+    services = DeskServices.for_workspace(workspace)
+    window = MainWindow(services, ui_state=ui_state)
+    qtbot.addWidget(window)
+    window.show()
+    window.start()
+    run(qloop, wait_until(lambda: window.model.loaded_once, what="the queue's first load"))
+    # Built on first use (a decision, a run): they load the agent and the LLM gateway.
+    assert not services.tasks_started and not services.review_started
