@@ -9,6 +9,7 @@ from sqlalchemy import select, update
 from core.domain.records import AttemptRecord
 from core.store.base import StoreBase, new_id
 from core.store.models import AttemptRow, utcnow
+from core.store.search_index import index_attempt
 
 
 class AttemptRepository(StoreBase):
@@ -26,8 +27,6 @@ class AttemptRepository(StoreBase):
         async with self._write() as s:
             await s.execute(update(AttemptRow).where(AttemptRow.id == attempt_id).values(**values))
             if "packet" in values or "final_output" in values:  # the search index, same transaction
-                from core.search.index import index_attempt  # core.search imports the store
-
                 await index_attempt(await s.connection(), attempt_id)
         return await self.get_attempt(attempt_id)
 

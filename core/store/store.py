@@ -19,6 +19,7 @@ from core.store.claims import ClaimRepository
 from core.store.engine import MIGRATIONS_DIR, SCHEMA_HEAD, normalise_url, sqlite_path
 from core.store.eventlog import NewEvent
 from core.store.reviews import ReviewRepository
+from core.store.search_index import SearchIndexRepository
 from core.store.sessions import SessionRepository
 from core.store.task_queries import TaskQueries
 from core.store.tasks import TaskRepository
@@ -32,6 +33,7 @@ class Store(
     ReviewRepository,
     BulkImport,
     ClaimRepository,
+    SearchIndexRepository,
 ):
     """Repository API over the workspace database. Create with ``await Store.open(url)``."""
 
