@@ -9,37 +9,19 @@ anyone types), and no PostgreSQL ``tsvector`` approaches its 1 MB limit.
 
 Existing workspaces are backfilled lazily: the migration leaves ``search_meta.backfill = pending``
 and the first search (``SearchService``) or ``evidence-desk search --reindex`` runs ``backfill``.
+This module builds the passages (pure); ``core.store.search_index`` writes them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import and_, delete, insert, select
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from core.domain.evidence import TaskEvidencePacket
-from core.domain.facts import EventKind
-from core.evidence.render import render_packet
-from core.store.base import StoreBase
-from core.store.models import (
-    AttemptRow,
-    EventRow,
-    FeedbackRow,
-    SearchDocRow,
-    SearchMetaRow,
-    TaskRow,
-    ValidationRow,
-    utcnow,
-)
 
 SEGMENT_CHARS = 65_536
 OVERLAP_CHARS = 512
-BACKFILL_KEY = "backfill"
-_BATCH = 200
 
 
 class DocKind(StrEnum):
@@ -64,12 +46,14 @@ def _evidence_texts(packet: dict[str, Any]) -> list[tuple[str, str]]:
     The one place that reads evidence content: when evidence moves to a chunk store, this is the
     function to re-point.
     """
+    from core.evidence.render import render_packet  # core.evidence imports the store, which imports this
+
     parsed = TaskEvidencePacket.model_validate(packet)
     rendered = render_packet(parsed, include_final_output=False)
     return [(item.evidence_id, item.content) for item in rendered.items if item.content.strip()]
 
 
-def _docs(
+def passages(
     task_id: str,
     attempt_index: int | None,
     kind: DocKind,
@@ -93,81 +77,27 @@ def _docs(
     ]
 
 
-async def _replace(
-    conn: AsyncConnection,
-    task_id: str,
-    attempt_index: int | None,
-    kinds: Sequence[DocKind],
-    docs: list[dict[str, Any]],
-) -> None:
-    await conn.execute(
-        delete(SearchDocRow).where(
-            SearchDocRow.task_id == task_id,
-            SearchDocRow.attempt_index == attempt_index,
-            SearchDocRow.kind.in_([k.value for k in kinds]),
-        )
-    )
-    if docs:
-        await conn.execute(insert(SearchDocRow), docs)
-
-
-def _attempt_docs(
+def attempt_docs(
     task_id: str, index: int, answer: str | None, packet: dict[str, Any] | None, when: datetime
 ) -> list[dict[str, Any]]:
-    docs = _docs(task_id, index, DocKind.ANSWER, "", answer, when)
+    docs = passages(task_id, index, DocKind.ANSWER, "", answer, when)
     if packet:
         for evidence_id, text in _evidence_texts(packet):
-            docs.extend(_docs(task_id, index, DocKind.EVIDENCE, evidence_id, text, when))
+            docs.extend(passages(task_id, index, DocKind.EVIDENCE, evidence_id, text, when))
     return docs
 
 
-_ATTEMPT_COLUMNS = (
-    AttemptRow.task_id,
-    AttemptRow.index,
-    AttemptRow.final_output,
-    AttemptRow.packet,
-    AttemptRow.finished_at,
-    AttemptRow.started_at,
-)
-
-
-async def index_attempt(conn: AsyncConnection, attempt_id: str) -> None:
-    """(Re)index an attempt's answer and evidence items from its stored row."""
-    found = (await conn.execute(select(*_ATTEMPT_COLUMNS).where(AttemptRow.id == attempt_id))).first()
-    if found is None:
-        return
-    task_id, index, answer, packet, finished, started = found
-    docs = _attempt_docs(task_id, index, answer, packet, finished or started or utcnow())
-    await _replace(conn, task_id, index, (DocKind.ANSWER, DocKind.EVIDENCE), docs)
-
-
-def _issue_docs(
+def issue_docs(
     task_id: str, attempt_index: int, result: dict[str, Any], when: datetime | None
 ) -> list[dict[str, Any]]:
     docs: list[dict[str, Any]] = []
     for field, label in (("issues", "issue"), ("missing_requirements", "missing"), ("evidence_gaps", "gap")):
         for i, text in enumerate(result.get(field) or []):
-            docs.extend(_docs(task_id, attempt_index, DocKind.ISSUE, f"{label} {i + 1}", str(text), when))
+            docs.extend(passages(task_id, attempt_index, DocKind.ISSUE, f"{label} {i + 1}", str(text), when))
     return docs
 
 
-async def index_validation(
-    conn: AsyncConnection, task_id: str, attempt_index: int, result: dict[str, Any], when: datetime | None
-) -> None:
-    """The validator's issues, missing requirements and evidence gaps of one attempt (the latest wins)."""
-    await _replace(
-        conn, task_id, attempt_index, (DocKind.ISSUE,), _issue_docs(task_id, attempt_index, result, when)
-    )
-
-
-async def _attempt_index(conn: AsyncConnection, attempt_id: str | None) -> int | None:
-    if attempt_id is None:
-        return None
-    found = await conn.execute(select(AttemptRow.index).where(AttemptRow.id == attempt_id))
-    return found.scalar()
-
-
-def _feedback_docs(
+def feedback_docs(
     task_id: str,
     attempt_index: int | None,
     feedback_id: str,
@@ -175,129 +105,34 @@ def _feedback_docs(
     prompt: str | None,
     when: datetime,
 ) -> list[dict[str, Any]]:
-    return _docs(task_id, attempt_index, DocKind.NOTE, f"note {feedback_id}", note, when) + _docs(
+    return passages(task_id, attempt_index, DocKind.NOTE, f"note {feedback_id}", note, when) + passages(
         task_id, attempt_index, DocKind.NOTE, f"revision {feedback_id}", prompt, when
     )
 
 
-async def index_feedback(
-    conn: AsyncConnection,
-    *,
-    task_id: str,
-    attempt_id: str | None,
-    feedback_id: str,
-    note: str | None,
-    prompt: str | None,
-    when: datetime,
-) -> None:
-    """An analyst's decision note and revision prompt (each decision adds; none replaces another)."""
-    docs = _feedback_docs(task_id, await _attempt_index(conn, attempt_id), feedback_id, note, prompt, when)
-    if docs:
-        await conn.execute(insert(SearchDocRow), docs)
+async def backfill(store: Any) -> int:
+    """Index every stored task's answers, evidence, issues and notes; returns how many tasks."""
+    return int(await store.search_backfill())
 
 
-async def index_override(
-    store: StoreBase, task_id: str, attempt_index: int, event_id: int, note: str
-) -> None:
+async def backfill_pending(store: Any) -> bool:
+    return bool(await store.search_backfill_pending())
+
+
+async def index_override(store: Any, task_id: str, attempt_index: int, event_id: int, note: str) -> None:
     """An analyst verdict's note; overrides are events, written by the event log's own writer."""
-    docs = _docs(task_id, attempt_index, DocKind.NOTE, f"verdict {event_id}", note, utcnow())
-    if docs:
-        async with store._write_conn() as conn:
-            await conn.execute(insert(SearchDocRow), docs)
-
-
-async def index_tasks(conn: AsyncConnection, task_ids: Iterable[str]) -> None:
-    """Everything but titles and text (the triggers' part) of the given tasks, from their rows.
-
-    Used by bulk imports and the backfill; replaces what was there.
-    """
-    ids = list(task_ids)
-    for start in range(0, len(ids), _BATCH):
-        batch = ids[start : start + _BATCH]
-        await conn.execute(
-            delete(SearchDocRow).where(
-                SearchDocRow.task_id.in_(batch),
-                SearchDocRow.kind.in_([DocKind.ANSWER, DocKind.EVIDENCE, DocKind.ISSUE, DocKind.NOTE]),
-            )
-        )
-        docs: list[dict[str, Any]] = []
-        attempts = await conn.execute(select(*_ATTEMPT_COLUMNS).where(AttemptRow.task_id.in_(batch)))
-        for task_id, index, answer, packet, finished, started in attempts.all():
-            docs.extend(_attempt_docs(task_id, index, answer, packet, finished or started or utcnow()))
-        validations = await conn.execute(
-            select(
-                ValidationRow.task_id,
-                ValidationRow.attempt_index,
-                ValidationRow.result,
-                ValidationRow.created_at,
-            )
-            .where(ValidationRow.task_id.in_(batch))
-            .order_by(ValidationRow.created_at)
-        )
-        latest: dict[tuple[str, int], tuple[dict[str, Any], datetime | None]] = {}
-        for task_id, index, result, when in validations.all():
-            latest[(task_id, index)] = (result, when)
-        for (task_id, index), (result, when) in latest.items():
-            docs.extend(_issue_docs(task_id, index, result, when))
-        feedback = await conn.execute(
-            select(
-                FeedbackRow.task_id,
-                AttemptRow.index,
-                FeedbackRow.id,
-                FeedbackRow.note,
-                FeedbackRow.prompt,
-                FeedbackRow.created_at,
-            )
-            .outerjoin(AttemptRow, AttemptRow.id == FeedbackRow.attempt_id)
-            .where(FeedbackRow.task_id.in_(batch))
-        )
-        for task_id, index, feedback_id, note, prompt, when in feedback.all():
-            docs.extend(_feedback_docs(task_id, index, feedback_id, note, prompt, when))
-        overrides = await conn.execute(
-            select(EventRow.task_id, EventRow.id, EventRow.payload, EventRow.created_at).where(
-                and_(EventRow.task_id.in_(batch), EventRow.kind == EventKind.ANALYST_VERDICT_RECORDED.value)
-            )
-        )
-        for task_id, event_id, payload, when in overrides.all():
-            note = str(payload.get("note") or "")
-            docs.extend(
-                _docs(task_id, payload.get("attempt_index"), DocKind.NOTE, f"verdict {event_id}", note, when)
-            )
-        if docs:
-            await conn.execute(insert(SearchDocRow), docs)
-
-
-async def backfill_pending(store: StoreBase) -> bool:
-    async with store.read_session() as s:
-        found = await s.get(SearchMetaRow, BACKFILL_KEY)
-    return found is not None
-
-
-async def backfill(store: StoreBase) -> int:
-    """Index every stored task's answers, evidence, issues and notes; returns how many tasks.
-
-    One transaction per batch of tasks, so a large workspace does not hold the write lock for
-    the whole pass; the pending mark goes last, so an interrupted backfill runs again in full.
-    """
-    async with store.read_session() as s:
-        ids = list((await s.scalars(select(TaskRow.id).order_by(TaskRow.id))).all())
-    for start in range(0, len(ids), _BATCH):
-        async with store._write_conn() as conn:
-            await index_tasks(conn, ids[start : start + _BATCH])
-    async with store._write_conn() as conn:
-        await conn.execute(delete(SearchMetaRow).where(SearchMetaRow.key == BACKFILL_KEY))
-    return len(ids)
+    await store.index_search_note(task_id, attempt_index, f"verdict {event_id}", note)
 
 
 __all__ = [
     "SEGMENT_CHARS",
     "DocKind",
+    "attempt_docs",
     "backfill",
     "backfill_pending",
-    "index_attempt",
-    "index_feedback",
+    "feedback_docs",
     "index_override",
-    "index_tasks",
-    "index_validation",
+    "issue_docs",
+    "passages",
     "segments",
 ]

@@ -7,12 +7,12 @@ the command line can run one by name. Saving under an existing name replaces it.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel
-from sqlalchemy import delete, select
 
 from core.search.query import SearchFilters
-from core.store.base import StoreBase
-from core.store.models import SavedViewRow, utcnow
+from core.store import search_sql
 
 MAX_NAME = 200
 
@@ -33,47 +33,36 @@ def _clean_name(name: str) -> str:
     return cleaned
 
 
-async def save_view(store: StoreBase, view: SavedView) -> SavedView:
+async def save_view(store: Any, view: SavedView) -> SavedView:
     """Keep ``view`` under its name, replacing any view of that name."""
     view = view.model_copy(update={"name": _clean_name(view.name)})
     spec = {"text": view.text, "filters": view.filters.model_dump(mode="json", exclude_defaults=True)}
-    async with store._write() as s:
-        row = await s.get(SavedViewRow, view.name)
-        if row is None:
-            s.add(SavedViewRow(name=view.name, spec=spec, created_by=view.created_by, updated_at=utcnow()))
-        else:
-            row.spec = spec
-            row.updated_at = utcnow()
+    await search_sql.save_view_row(store, view.name, spec, view.created_by)
     return view
 
 
-def _view(row: SavedViewRow) -> SavedView:
+def _view(name: str, spec: dict[str, Any], created_by: str) -> SavedView:
     return SavedView(
-        name=row.name,
-        text=str(row.spec.get("text", "")),
-        filters=SearchFilters.model_validate(row.spec.get("filters") or {}),
-        created_by=row.created_by,
+        name=name,
+        text=str(spec.get("text", "")),
+        filters=SearchFilters.model_validate(spec.get("filters") or {}),
+        created_by=created_by,
     )
 
 
-async def list_views(store: StoreBase) -> list[SavedView]:
-    async with store.read_session() as s:
-        rows = (await s.scalars(select(SavedViewRow).order_by(SavedViewRow.name))).all()
-        return [_view(r) for r in rows]
+async def list_views(store: Any) -> list[SavedView]:
+    return [_view(*row) for row in await search_sql.view_rows(store)]
 
 
-async def get_view(store: StoreBase, name: str) -> SavedView:
-    async with store.read_session() as s:
-        row = await s.get(SavedViewRow, _clean_name(name))
-        if row is None:
-            raise ValueError(f"no saved view named {name!r}")
-        return _view(row)
+async def get_view(store: Any, name: str) -> SavedView:
+    found = await search_sql.view_rows(store, _clean_name(name))
+    if not found:
+        raise ValueError(f"no saved view named {name!r}")
+    return _view(*found[0])
 
 
-async def delete_view(store: StoreBase, name: str) -> bool:
-    async with store._write() as s:
-        done = await s.execute(delete(SavedViewRow).where(SavedViewRow.name == _clean_name(name)))
-    return bool(getattr(done, "rowcount", 0))
+async def delete_view(store: Any, name: str) -> bool:
+    return await search_sql.delete_view_row(store, _clean_name(name))
 
 
 __all__ = ["SavedView", "delete_view", "get_view", "list_views", "save_view"]

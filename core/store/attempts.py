@@ -10,6 +10,7 @@ from core.domain.records import AttemptRecord
 from core.store.base import new_id
 from core.store.chunks import ChunkRepository, has_refs, offload_tree
 from core.store.models import AttemptRow, utcnow
+from core.store.search_index import index_attempt
 
 
 class AttemptRepository(ChunkRepository):
@@ -38,8 +39,6 @@ class AttemptRepository(ChunkRepository):
                 values["packet"] = await conn.run_sync(offload_tree, values["packet"], task_id, policy)
             await s.execute(update(AttemptRow).where(AttemptRow.id == attempt_id).values(**values))
             if "packet" in values or "final_output" in values:  # the search index, same transaction
-                from core.search.index import index_attempt  # core.search imports the store
-
                 await index_attempt(await s.connection(), attempt_id)
         return await self.get_attempt(attempt_id)
 

@@ -40,6 +40,7 @@ from core.store.models import (
     TaskRow,
     ValidationRow,
 )
+from core.store.search_index import index_tasks
 
 
 class TaskImport(BaseModel):
@@ -146,8 +147,6 @@ class BulkImport(StoreBase):
                 for model, batch in rows.items():
                     if batch:
                         await conn.execute(insert(model), batch)
-                from core.search.index import index_tasks  # core.search imports the store
-
                 await index_tasks(conn, [t.task.id for t in fresh])
         except SQLAlchemyError as exc:
             raise StoreError(f"the database refused the import ({db_message(exc)})") from None

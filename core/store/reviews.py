@@ -11,6 +11,7 @@ from core.domain.records import FeedbackRecord, ValidationRecord
 from core.domain.status import TaskStatus
 from core.store.base import StoreBase, new_id
 from core.store.models import FeedbackRow, ValidationRow, utcnow
+from core.store.search_index import index_feedback, index_validation
 
 
 class ReviewRepository(StoreBase):
@@ -41,8 +42,6 @@ class ReviewRepository(StoreBase):
             debug=debug,
         )
         row.created_at = utcnow()
-        from core.search.index import index_validation  # core.search imports the store
-
         async with self._write() as s:
             s.add(row)
             await index_validation(await s.connection(), task_id, attempt_index, result, row.created_at)
@@ -77,8 +76,6 @@ class ReviewRepository(StoreBase):
             to_status=to_status.value,
         )
         row.created_at = created_at or utcnow()
-        from core.search.index import index_feedback  # core.search imports the store
-
         async with self._write() as s:
             s.add(row)
             await s.flush()

@@ -20,6 +20,7 @@ from core.store.claims import ClaimRepository
 from core.store.engine import MIGRATIONS_DIR, SCHEMA_HEAD, normalise_url, sqlite_path
 from core.store.eventlog import NewEvent
 from core.store.reviews import ReviewRepository
+from core.store.search_index import SearchIndexRepository
 from core.store.sessions import SessionRepository
 from core.store.task_queries import TaskQueries
 from core.store.tasks import TaskRepository
@@ -34,6 +35,7 @@ class Store(
     BulkImport,
     ClaimRepository,
     ChunkRepository,
+    SearchIndexRepository,
 ):
     """Repository API over the workspace database. Create with ``await Store.open(url)``."""
 

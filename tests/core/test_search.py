@@ -10,11 +10,10 @@ import pytest
 from core.domain import TaskEvidencePacket
 from core.domain.evidence import RunEvidence, ToolEvidence
 from core.domain.status import TaskStatus
-from core.search import query as query_module
 from core.search.index import SEGMENT_CHARS, DocKind
 from core.search.query import SearchError, SearchFilters, SearchQuery, SearchService, fts5_query
 from core.search.views import SavedView, delete_view, get_view, list_views, save_view
-from core.store import Store
+from core.store import Store, search_sql
 from core.tasks.override import record_override
 
 
@@ -127,7 +126,7 @@ async def test_filters_narrow_and_pages_continue(db_url: str) -> None:
 
 async def test_broad_queries_come_newest_first(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past RANK_LIMIT matches nothing is ranked (that costs a score per match): newest first, paged."""
-    monkeypatch.setattr(query_module, "RANK_LIMIT", 3)
+    monkeypatch.setattr(search_sql, "RANK_LIMIT", 3)
     store = await Store.open(db_url)
     try:
         ids = [(await store.create_task(f"Gannet colony {i}")).id for i in range(7)]

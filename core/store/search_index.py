@@ -1,0 +1,214 @@
+"""Writing the search index's rows (``search_docs``); the passages come from ``core.search.index``.
+
+Called from the store's own write transactions (an attempt's packet and answer, a validation, a
+feedback row, a bulk import) so a search never misses what the desk shows; see that module and
+migration 0009_search for the why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, delete, insert, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from core.domain.facts import EventKind
+from core.search.index import DocKind, attempt_docs, feedback_docs, issue_docs, passages
+from core.store.base import StoreBase
+from core.store.models import (
+    AttemptRow,
+    EventRow,
+    FeedbackRow,
+    SearchDocRow,
+    SearchMetaRow,
+    TaskRow,
+    ValidationRow,
+    utcnow,
+)
+
+BACKFILL_KEY = "backfill"
+_BATCH = 200
+
+
+async def _replace(
+    conn: AsyncConnection,
+    task_id: str,
+    attempt_index: int | None,
+    kinds: Sequence[DocKind],
+    docs: list[dict[str, Any]],
+) -> None:
+    await conn.execute(
+        delete(SearchDocRow).where(
+            SearchDocRow.task_id == task_id,
+            SearchDocRow.attempt_index == attempt_index,
+            SearchDocRow.kind.in_([k.value for k in kinds]),
+        )
+    )
+    if docs:
+        await conn.execute(insert(SearchDocRow), docs)
+
+
+_ATTEMPT_COLUMNS = (
+    AttemptRow.task_id,
+    AttemptRow.index,
+    AttemptRow.final_output,
+    AttemptRow.packet,
+    AttemptRow.finished_at,
+    AttemptRow.started_at,
+)
+
+
+async def index_attempt(conn: AsyncConnection, attempt_id: str) -> None:
+    """(Re)index an attempt's answer and evidence items from its stored row."""
+    found = (await conn.execute(select(*_ATTEMPT_COLUMNS).where(AttemptRow.id == attempt_id))).first()
+    if found is None:
+        return
+    task_id, index, answer, packet, finished, started = found
+    docs = attempt_docs(task_id, index, answer, packet, finished or started or utcnow())
+    await _replace(conn, task_id, index, (DocKind.ANSWER, DocKind.EVIDENCE), docs)
+
+
+async def index_validation(
+    conn: AsyncConnection, task_id: str, attempt_index: int, result: dict[str, Any], when: datetime | None
+) -> None:
+    """The validator's issues, missing requirements and evidence gaps of one attempt (the latest wins)."""
+    await _replace(
+        conn, task_id, attempt_index, (DocKind.ISSUE,), issue_docs(task_id, attempt_index, result, when)
+    )
+
+
+async def _attempt_index(conn: AsyncConnection, attempt_id: str | None) -> int | None:
+    if attempt_id is None:
+        return None
+    found = await conn.execute(select(AttemptRow.index).where(AttemptRow.id == attempt_id))
+    return found.scalar()
+
+
+async def index_feedback(
+    conn: AsyncConnection,
+    *,
+    task_id: str,
+    attempt_id: str | None,
+    feedback_id: str,
+    note: str | None,
+    prompt: str | None,
+    when: datetime,
+) -> None:
+    """An analyst's decision note and revision prompt (each decision adds; none replaces another)."""
+    docs = feedback_docs(task_id, await _attempt_index(conn, attempt_id), feedback_id, note, prompt, when)
+    if docs:
+        await conn.execute(insert(SearchDocRow), docs)
+
+
+async def index_tasks(conn: AsyncConnection, task_ids: Iterable[str]) -> None:
+    """Everything but titles and text (the triggers' part) of the given tasks, from their rows.
+
+    Used by bulk imports and the backfill; replaces what was there.
+    """
+    ids = list(task_ids)
+    for start in range(0, len(ids), _BATCH):
+        batch = ids[start : start + _BATCH]
+        await conn.execute(
+            delete(SearchDocRow).where(
+                SearchDocRow.task_id.in_(batch),
+                SearchDocRow.kind.in_([DocKind.ANSWER, DocKind.EVIDENCE, DocKind.ISSUE, DocKind.NOTE]),
+            )
+        )
+        docs: list[dict[str, Any]] = []
+        attempts = await conn.execute(select(*_ATTEMPT_COLUMNS).where(AttemptRow.task_id.in_(batch)))
+        for task_id, index, answer, packet, finished, started in attempts.all():
+            docs.extend(attempt_docs(task_id, index, answer, packet, finished or started or utcnow()))
+        validations = await conn.execute(
+            select(
+                ValidationRow.task_id,
+                ValidationRow.attempt_index,
+                ValidationRow.result,
+                ValidationRow.created_at,
+            )
+            .where(ValidationRow.task_id.in_(batch))
+            .order_by(ValidationRow.created_at)
+        )
+        latest: dict[tuple[str, int], tuple[dict[str, Any], datetime | None]] = {}
+        for task_id, index, result, when in validations.all():
+            latest[(task_id, index)] = (result, when)
+        for (task_id, index), (result, when) in latest.items():
+            docs.extend(issue_docs(task_id, index, result, when))
+        feedback = await conn.execute(
+            select(
+                FeedbackRow.task_id,
+                AttemptRow.index,
+                FeedbackRow.id,
+                FeedbackRow.note,
+                FeedbackRow.prompt,
+                FeedbackRow.created_at,
+            )
+            .outerjoin(AttemptRow, AttemptRow.id == FeedbackRow.attempt_id)
+            .where(FeedbackRow.task_id.in_(batch))
+        )
+        for task_id, index, feedback_id, note, prompt, when in feedback.all():
+            docs.extend(feedback_docs(task_id, index, feedback_id, note, prompt, when))
+        overrides = await conn.execute(
+            select(EventRow.task_id, EventRow.id, EventRow.payload, EventRow.created_at).where(
+                and_(EventRow.task_id.in_(batch), EventRow.kind == EventKind.ANALYST_VERDICT_RECORDED.value)
+            )
+        )
+        for task_id, event_id, payload, when in overrides.all():
+            note = str(payload.get("note") or "")
+            docs.extend(
+                passages(
+                    task_id, payload.get("attempt_index"), DocKind.NOTE, f"verdict {event_id}", note, when
+                )
+            )
+        if docs:
+            await conn.execute(insert(SearchDocRow), docs)
+
+
+async def backfill_pending(store: StoreBase) -> bool:
+    async with store.read_session() as s:
+        found = await s.get(SearchMetaRow, BACKFILL_KEY)
+    return found is not None
+
+
+async def backfill(store: StoreBase) -> int:
+    """Index every stored task's answers, evidence, issues and notes; returns how many tasks.
+
+    One transaction per batch of tasks, so a large workspace does not hold the write lock for
+    the whole pass; the pending mark goes last, so an interrupted backfill runs again in full.
+    """
+    async with store.read_session() as s:
+        ids = list((await s.scalars(select(TaskRow.id).order_by(TaskRow.id))).all())
+    for start in range(0, len(ids), _BATCH):
+        async with store._write_conn() as conn:
+            await index_tasks(conn, ids[start : start + _BATCH])
+    async with store._write_conn() as conn:
+        await conn.execute(delete(SearchMetaRow).where(SearchMetaRow.key == BACKFILL_KEY))
+    return len(ids)
+
+
+class SearchIndexRepository(StoreBase):
+    """A mixin of ``Store``: the index's writes that are not part of another write."""
+
+    async def index_search_note(self, task_id: str, attempt_index: int | None, ref: str, text: str) -> None:
+        rows = passages(task_id, attempt_index, DocKind.NOTE, ref, text, utcnow())
+        if rows:
+            async with self._write_conn() as conn:
+                await conn.execute(insert(SearchDocRow), rows)
+
+    async def search_backfill_pending(self) -> bool:
+        return await backfill_pending(self)
+
+    async def search_backfill(self) -> int:
+        return await backfill(self)
+
+
+__all__ = [
+    "SearchIndexRepository",
+    "backfill",
+    "backfill_pending",
+    "index_attempt",
+    "index_feedback",
+    "index_tasks",
+    "index_validation",
+]
