@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from core.bundle.paths import MachineScrub, machine_scrub
 from core.bundle.redact import Redactor
@@ -134,6 +134,43 @@ async def task_decisions(
     return rows
 
 
+async def write_decision_rows(
+    store: Store,
+    fh: IO[str],
+    fmt: DecisionFormat | str = DecisionFormat.CSV,
+    flt: DecisionFilter | None = None,
+    *,
+    progress: ProgressSink | None = None,
+    cancel: Cancellation | None = None,
+    scrub: MachineScrub | None = None,
+    redact: Sequence[str] = (),
+) -> tuple[int, int]:
+    """Write the header and rows to an open text file (``newline=""`` for CSV); (rows, tasks)."""
+    fmt = DecisionFormat(fmt)
+    flt = flt or DecisionFilter()
+    scrub = scrub or machine_scrub()
+    redactor = await asyncio.to_thread(Redactor.build, redact, None)
+    tasks = await _tasks(store, flt)
+    total, rows, with_rows = len(tasks), 0, 0
+    writer = csv.DictWriter(fh, fieldnames=COLUMNS) if fmt is DecisionFormat.CSV else None
+    if writer is not None:
+        writer.writeheader()
+    for done, task in enumerate(tasks):
+        check(cancel, "decisions export", done, total)
+        found = await task_decisions(store, task, flt)
+        for row in found:
+            clean = redactor.value(scrub.value(row), "decisions")
+            if writer is not None:
+                writer.writerow({k: csv_safe(v) for k, v in clean.items()})
+            else:
+                fh.write(json.dumps(clean, ensure_ascii=False) + "\n")
+        rows += len(found)
+        with_rows += bool(found)
+        if progress is not None:
+            progress(Step(done + 1, total, task.title))
+    return rows, with_rows
+
+
 async def write_decisions(
     store: Store,
     out: Path,
@@ -147,29 +184,11 @@ async def write_decisions(
 ) -> DecisionsSummary:
     """Write the decisions file; cancelled (``ExportCancelled``) or failed, no file is left behind."""
     fmt = DecisionFormat(fmt)
-    flt = flt or DecisionFilter()
-    scrub = scrub or machine_scrub()
-    redactor = await asyncio.to_thread(Redactor.build, redact, None)
-    tasks = await _tasks(store, flt)
-    total, rows, with_rows = len(tasks), 0, 0
     with replacing(Path(out), newline="" if fmt is DecisionFormat.CSV else None) as fh:
-        writer = csv.DictWriter(fh, fieldnames=COLUMNS) if fmt is DecisionFormat.CSV else None
-        if writer is not None:
-            writer.writeheader()
-        for done, task in enumerate(tasks):
-            check(cancel, "decisions export", done, total)
-            found = await task_decisions(store, task, flt)
-            for row in found:
-                clean = redactor.value(scrub.value(row), "decisions")
-                if writer is not None:
-                    writer.writerow({k: csv_safe(v) for k, v in clean.items()})
-                else:
-                    fh.write(json.dumps(clean, ensure_ascii=False) + "\n")
-            rows += len(found)
-            with_rows += bool(found)
-            if progress is not None:
-                progress(Step(done + 1, total, task.title))
-    return DecisionsSummary(path=Path(out), rows=rows, tasks=with_rows)
+        rows, tasks = await write_decision_rows(
+            store, fh, fmt, flt, progress=progress, cancel=cancel, scrub=scrub, redact=redact
+        )
+    return DecisionsSummary(path=Path(out), rows=rows, tasks=tasks)
 
 
 __all__ = [
@@ -179,5 +198,6 @@ __all__ = [
     "DecisionsSummary",
     "csv_safe",
     "task_decisions",
+    "write_decision_rows",
     "write_decisions",
 ]
