@@ -48,6 +48,7 @@ from desktop.dialogs.settings import SettingsDialog
 from desktop.dialogs.shortcuts import ShortcutSheet
 from desktop.models.queue_model import TaskQueueModel
 from desktop.ops import CoreOps
+from desktop.views.bulk import install_bulk
 from desktop.views.calibration import add_calibration_action
 from desktop.views.claims import ClaimKeeper
 from desktop.views.detail import TaskDetailView
@@ -159,6 +160,7 @@ class MainWindow(QMainWindow):
         self.nav_actions = add_navigation_actions(self, self.detail)  # [ ] N P Alt+1..3
         self._connect()
         self.claims = ClaimKeeper(self)  # the task on screen is claimed, renewed and released
+        self.bulk = install_bulk(self)  # multi-select bulk actions, desk exports with progress and cancel
         self._restore_state()
         self._update_actions()
 
