@@ -1,7 +1,7 @@
 """Save a PNG of the desk, each documented view reproducible from one command.
 
 ``python -m desktop.screenshot OUT.png --db URL [--task-id PREFIX] [--tab evidence|history|validator]
-[--run-live TEXT] [--import-bundle FILE] [--script FILE] [--size WxH]``
+[--run-live TEXT] [--import-bundle FILE] [--script FILE] [--size WxH] [--bulk N]``
 
 Opens the desk on the workspace at the desk's own default window size, waits until the queue is
 filled and a task is selected (the one named, else the first needing review, else the first
@@ -58,6 +58,7 @@ class Shot:
     tab: str = "evidence"
     run_live: str | None = None
     import_bundle: Path | None = None
+    bulk: int = 0  # select this many tasks of the first group and show the bulk confirmation
 
 
 def live_script(text: str, base: Path, folder: Path) -> Path:
@@ -187,8 +188,12 @@ async def capture(shot: Shot) -> str:
             if chosen is not None:
                 await _select(window, chosen)
         _show_tab(window, shot.tab)
+        if shot.bulk:
+            await _bulk_confirmation(window, shot.bulk)
         await asyncio.sleep(0.3)  # let layouts settle after the detail pane filled
-        pixmap = window.grab()
+        screen = window.screen()
+        # The confirmation is its own window: grab the screen so the picture holds both.
+        pixmap = screen.grabWindow(0) if shot.bulk and screen is not None else window.grab()
         if not pixmap.save(str(shot.out)):
             raise ShotError(f"could not write {shot.out}")
         title_px = window.queue.tree.header().sectionSize(COL_TITLE)
@@ -199,6 +204,27 @@ async def capture(shot: Shot) -> str:
         )
     finally:
         await launcher.close()
+
+
+async def _bulk_confirmation(window: MainWindow, n: int) -> None:
+    """Select ``n`` tasks of the current task's group and open the bulk Satisfied confirmation."""
+    from PySide6.QtCore import QItemSelection, QItemSelectionModel
+
+    from core.tasks.bulk import BulkAction
+
+    current = window.queue.tree.currentIndex()
+    group = current.parent()
+    model = window.model
+    last = min(n, model.rowCount(group)) - 1
+    window.queue.tree.selectionModel().select(
+        QItemSelection(model.index(0, 0, group), model.index(last, 0, group)),
+        QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows,
+    )
+    window.bulk.ask(BulkAction.SATISFIED)
+    await _until(lambda: window.bulk.dialog is not None, "the bulk confirmation")
+    dialog = window.bulk.dialog
+    assert dialog is not None
+    dialog.move(window.geometry().center() - dialog.rect().center())
 
 
 def _size(value: str) -> tuple[int, int]:
@@ -223,6 +249,9 @@ def parse_shot(argv: list[str] | None) -> Shot:
     parser.add_argument(
         "--import-bundle", type=Path, default=None, metavar="FILE", help="import read-only first"
     )
+    parser.add_argument(
+        "--bulk", type=int, default=0, metavar="N", help="select N tasks and show the bulk confirmation"
+    )
     args = parser.parse_args(argv)
     if args.run_live is not None and (args.task_id or args.import_bundle):
         parser.error("--run-live shows its own task: no --task-id or --import-bundle with it")
@@ -237,6 +266,7 @@ def parse_shot(argv: list[str] | None) -> Shot:
         tab=args.tab,
         run_live=args.run_live,
         import_bundle=args.import_bundle,
+        bulk=args.bulk,
     )
 
 
