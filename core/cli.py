@@ -105,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--redact", action="append", default=[], metavar="PATTERN", help="regex to mask (repeatable)"
     )
     from core.cli_claims import add_claim_commands
+    from core.cli_export import add_export_commands  # decisions
     from core.cli_insight import add_insight_commands  # diff, override, calibration
     from core.cli_review import add_review_commands
     from core.cli_search import add_search_commands  # search, saved views
@@ -113,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     _COMMANDS.update(add_review_commands(sub, common) | add_team_commands(sub, common))
     _COMMANDS.update(add_claim_commands(sub, common, cmd_list) | add_insight_commands(sub, common))
     _COMMANDS.update(add_search_commands(sub, common))
+    _COMMANDS.update(add_export_commands(sub, common))
     return parser
 
 

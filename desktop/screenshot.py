@@ -2,7 +2,7 @@
 
 ``python -m desktop.screenshot OUT.png --db URL [--task-id PREFIX]
 [--tab evidence|history|validator|disagreements] [--run-live TEXT] [--import-bundle FILE]
-[--search QUERY] [--script FILE] [--size WxH] [--window desk|calibration] [--team]``
+[--search QUERY] [--script FILE] [--size WxH] [--window desk|calibration] [--team] [--bulk N]``
 
 Opens the desk on the workspace at the desk's own default window size, waits until the queue is
 filled and a task is selected (the one named, else the first needing review, else the first
@@ -66,6 +66,7 @@ class Shot:
     search: str | None = None
     window: str = "desk"
     team: bool = False
+    bulk: int = 0  # select this many tasks of the first group and show the bulk confirmation
 
 
 def live_script(text: str, base: Path, folder: Path) -> Path:
@@ -246,8 +247,17 @@ async def capture(shot: Shot) -> str:
             _show_tab(window, shot.tab)
         team_note = await _show_team(window) if shot.team else ""
         chosen = window.queue.selected_task_id or chosen
+        if shot.bulk:
+            await _bulk_confirmation(window, shot.bulk)
         await asyncio.sleep(0.3)  # let layouts settle after the detail pane filled
-        pixmap = window.grab() if shot.window == "desk" else await _calibration(window)
+        screen = window.screen()
+        if shot.window != "desk":
+            pixmap = await _calibration(window)
+        elif shot.bulk and screen is not None:
+            # The confirmation is its own window: grab the screen so the picture holds both.
+            pixmap = screen.grabWindow(0)
+        else:
+            pixmap = window.grab()
         if not pixmap.save(str(shot.out)):
             raise ShotError(f"could not write {shot.out}")
         title_px = window.queue.tree.header().sectionSize(COL_TITLE)
@@ -270,6 +280,27 @@ async def _calibration(window: Any) -> Any:
     await _until(lambda: view.calibration is not None and view.batches_loaded, "the calibration figures")
     await asyncio.sleep(0.3)
     return view.grab()
+
+
+async def _bulk_confirmation(window: MainWindow, n: int) -> None:
+    """Select ``n`` tasks of the current task's group and open the bulk Satisfied confirmation."""
+    from PySide6.QtCore import QItemSelection, QItemSelectionModel
+
+    from core.tasks.bulk import BulkAction
+
+    current = window.queue.tree.currentIndex()
+    group = current.parent()
+    model = window.model
+    last = min(n, model.rowCount(group)) - 1
+    window.queue.tree.selectionModel().select(
+        QItemSelection(model.index(0, 0, group), model.index(last, 0, group)),
+        QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows,
+    )
+    window.bulk.ask(BulkAction.SATISFIED)
+    await _until(lambda: window.bulk.dialog is not None, "the bulk confirmation")
+    dialog = window.bulk.dialog
+    assert dialog is not None
+    dialog.move(window.geometry().center() - dialog.rect().center())
 
 
 def _size(value: str) -> tuple[int, int]:
@@ -299,6 +330,9 @@ def parse_shot(argv: list[str] | None) -> Shot:
     )
     parser.add_argument("--search", default=None, metavar="QUERY", help="search, then open the first hit")
     parser.add_argument("--team", action="store_true", help="show the Batches and Schedules panes")
+    parser.add_argument(
+        "--bulk", type=int, default=0, metavar="N", help="select N tasks and show the bulk confirmation"
+    )
     args = parser.parse_args(argv)
     if args.search is not None and (args.run_live is not None or args.task_id or not args.search.strip()):
         parser.error("--search needs a query, and picks its own task: no --run-live or --task-id with it")
@@ -318,6 +352,7 @@ def parse_shot(argv: list[str] | None) -> Shot:
         search=args.search,
         window=args.window,
         team=args.team,
+        bulk=args.bulk,
     )
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "build_report_data",
     "render_report",
     "report_data_from_bundle",
+    "workspace_report_data",
     "write_report",
     "write_report_from_bundle",
 ]
@@ -209,15 +210,22 @@ async def write_report(
     """Write the audit page for one workspace task (``task_id`` may be a unique prefix), with secrets
     masked as in an export (``redact`` and ``environ`` as for ``export_bundle``)."""
     redactor = await asyncio.to_thread(Redactor.build, redact, environ)
+    data = await workspace_report_data(store, task_id, redactor, scrub or machine_scrub())
+    return await _render_and_write(data, Path(out), redactor)
+
+
+async def workspace_report_data(
+    store: Store, task_id: str, redactor: Redactor, scrub: MachineScrub
+) -> ReportData:
+    """One task's page data, masked and scrubbed: what a single report and each section of a
+    multi-task report (``core.exports.report_multi``) are rendered from."""
     dossier = await load_dossier(store, task_id, with_events=False)  # the page lists no events...
     # ...but states what the calls used, which only the (small) call events record.
     kinds = [*USAGE_EVENT_KINDS, EventKind.ANALYST_VERDICT_RECORDED]  # and the analyst's verdicts
     usage_events = await store.get_task_events(dossier.task.id, kinds=kinds)
     dossier = dossier.model_copy(update={"events": usage_events})
-    scrub = scrub or machine_scrub()
     source = scrub.text(f"workspace {store.display_name}")
-    data = build_report_data(_redacted(dossier, redactor, scrub), source=source)
-    return await _render_and_write(data, Path(out), redactor)
+    return build_report_data(_redacted(dossier, redactor, scrub), source=source)
 
 
 def report_data_from_bundle(

@@ -38,6 +38,7 @@ class EventKind(StrEnum):
     ANALYST_FEEDBACK_RECORDED = "analyst_feedback_recorded"
     CLAIM_RELEASED = "claim_released"  # a reviewer let go of a task (core/tasks/claims.py)
     CLAIM_TAKEN_OVER = "claim_taken_over"  # a reviewer took a task someone else held, confirmed
+    CLAIM_ASSIGNED = "claim_assigned"  # a task assigned to a reviewer: a long claim (core/tasks/bulk.py)
     ANALYST_VERDICT_RECORDED = "analyst_verdict_recorded"  # an override, kept beside the validator's
     ANSWER_SUPPLIED = "answer_supplied"  # a batch row's answer, validated only: no agent wrote it
 

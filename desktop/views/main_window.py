@@ -40,6 +40,7 @@ from core.tasks.review import allowed_actions
 from desktop.bridge import CoreBridge
 from desktop.models.queue_model import TaskQueueModel
 from desktop.ops import CoreOps
+from desktop.views.bulk import install_bulk
 from desktop.views.claims import ClaimKeeper
 from desktop.views.detail import TaskDetailView
 from desktop.views.history import ReviewMoves
@@ -198,6 +199,7 @@ class MainWindow(QMainWindow):
         in construction, so a feature sees every pane, action and menu the window has)."""
         self.search_panel = install_search(self)  # Ctrl+Shift+F: search everywhere, saved views
         self.team = install_team(self)  # batches, schedules, assigned panes; presence
+        self.bulk = install_bulk(self)  # multi-select bulk actions, desk exports with progress and cancel
 
     # ------------------------------------------------------------------ construction
     def _connect(self) -> None:

@@ -164,7 +164,9 @@ class QueueView(QWidget):
         self.tree.setModel(model)
         self.tree.setUniformRowHeights(True)
         self.tree.setAlternatingRowColors(False)
-        self.tree.setSelectionMode(QTreeView.SelectionMode.SingleSelection)
+        # Shift/Ctrl-click and Shift+Up/Down select several tasks for bulk work (desktop/views/bulk.py
+        # keeps group headers out of the selection); one selected task behaves as before.
+        self.tree.setSelectionMode(QTreeView.SelectionMode.ExtendedSelection)
         self.tree.setSelectionBehavior(QTreeView.SelectionBehavior.SelectRows)
         self.tree.setItemDelegate(TaskRowDelegate(self.tree))
         self.tree.setItemDelegateForColumn(COL_STATUS, StatusBadgeDelegate(self.tree))
@@ -258,6 +260,12 @@ class QueueView(QWidget):
     @property
     def selected_task_id(self) -> str | None:
         return self._selected_id
+
+    def selected_task_ids(self) -> list[str]:
+        """The selected tasks' ids in queue order (group headers are never among them)."""
+        rows = self.tree.selectionModel().selectedRows(0)
+        ordered = sorted(rows, key=lambda i: (i.parent().row(), i.row()))
+        return [tid for idx in ordered if (tid := idx.data(TASK_ID_ROLE)) is not None]
 
     def select_task(self, task_id: str) -> bool:
         index = self.model.index_of_task(task_id)
