@@ -18,6 +18,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from pydantic import ValidationError
+
 from core.domain.evidence import TaskEvidencePacket
 
 SEGMENT_CHARS = 65_536
@@ -48,7 +50,12 @@ def _evidence_texts(packet: dict[str, Any]) -> list[tuple[str, str]]:
     """
     from core.evidence.render import render_packet  # core.evidence imports the store, which imports this
 
-    parsed = TaskEvidencePacket.model_validate(packet)
+    try:
+        parsed = TaskEvidencePacket.model_validate(packet)
+    except ValidationError:
+        # A packet of an older or foreign shape: its evidence goes unindexed rather than the
+        # write that stores it failing (the packet itself is kept as it came).
+        return []
     rendered = render_packet(parsed, include_final_output=False)
     return [(item.evidence_id, item.content) for item in rendered.items if item.content.strip()]
 

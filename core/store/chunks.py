@@ -164,6 +164,39 @@ def offload_tree(
     return out
 
 
+def read_content_sync(conn: Connection, sha256: str) -> str:
+    """A content object's whole text on a connection already inside a transaction.
+
+    For writers that must see what they just stored in the same transaction (the search index
+    reads an attempt's big evidence items to cut them into passages).
+    """
+    rows = conn.execute(
+        select(ContentChunkRow.codec, ContentChunkRow.data)
+        .join(ContentPartRow, ContentPartRow.chunk_sha == ContentChunkRow.sha256)
+        .where(ContentPartRow.content_sha == sha256)
+        .order_by(ContentPartRow.idx)
+    ).all()
+    return "".join(_unpack(str(codec), data).decode("utf-8", "surrogatepass") for codec, data in rows)
+
+
+def resolve_tree_sync(conn: Connection, value: Any) -> Any:
+    """``ChunkRepository.resolve_tree`` on a sync connection inside the caller's transaction."""
+    if isinstance(value, list):
+        return [resolve_tree_sync(conn, v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for key, v in value.items():
+        if is_ref(value, key):
+            out[key[: -len(REF_SUFFIX)]] = read_content_sync(conn, ContentRef.model_validate(v).sha256)
+            out[key] = None
+        elif key in OFFLOADED_KEYS and is_ref(value, key + REF_SUFFIX):
+            out.setdefault(key, "")
+        else:
+            out[key] = resolve_tree_sync(conn, v)
+    return out
+
+
 class ChunkRepository(StoreBase):
     """Reading, writing and sweeping chunked content; a mixin of ``Store``."""
 

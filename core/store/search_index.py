@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from core.domain.facts import EventKind
 from core.search.index import DocKind, attempt_docs, feedback_docs, issue_docs, passages
 from core.store.base import StoreBase
+from core.store.chunks import resolve_tree_sync
 from core.store.models import (
     AttemptRow,
     EventRow,
@@ -66,6 +67,8 @@ async def index_attempt(conn: AsyncConnection, attempt_id: str) -> None:
     if found is None:
         return
     task_id, index, answer, packet, finished, started = found
+    if packet:  # big evidence items are chunk references: the index needs their text
+        packet = await conn.run_sync(resolve_tree_sync, packet)
     docs = attempt_docs(task_id, index, answer, packet, finished or started or utcnow())
     await _replace(conn, task_id, index, (DocKind.ANSWER, DocKind.EVIDENCE), docs)
 
@@ -118,7 +121,8 @@ async def index_tasks(conn: AsyncConnection, task_ids: Iterable[str]) -> None:
         )
         docs: list[dict[str, Any]] = []
         attempts = await conn.execute(select(*_ATTEMPT_COLUMNS).where(AttemptRow.task_id.in_(batch)))
-        for task_id, index, answer, packet, finished, started in attempts.all():
+        for task_id, index, answer, stored, finished, started in attempts.all():
+            packet = await conn.run_sync(resolve_tree_sync, stored) if stored else stored
             docs.extend(attempt_docs(task_id, index, answer, packet, finished or started or utcnow()))
         validations = await conn.execute(
             select(
