@@ -205,3 +205,25 @@ def test_query_language() -> None:
     assert fts5_query('tide "spring tide" ebb*') == '"tide" "spring tide" "ebb"*'
     with pytest.raises(SearchError, match="type a word"):
         fts5_query('  "" ** ')
+
+
+async def test_a_phrase_inside_chunked_evidence_is_found(db_url: str) -> None:
+    """A tool result big enough to be stored as chunks is still read into the index."""
+    from core.domain.content import ContentPolicy
+
+    store = await Store.open(db_url)
+    store.content_policy = ContentPolicy(inline_limit=64, chunk_chars=32)
+    try:
+        task = await store.create_task("Where do bitterns boom?", title="Bitterns")
+        attempt = await store.create_attempt(task.id, 1, trigger="initial", prompt=task.text)
+        filler = "reeds sway in the wind. " * 40
+        big = filler + "The warden heard a booming bittern at dawn. " + filler
+        await store.update_attempt(
+            attempt.id, final_output="In reedbeds.", packet=packet(task.id, 1, [big], "In reedbeds.")
+        )
+        stored = await store.get_attempt(attempt.id, resolve=False)
+        assert stored.packet is not None and "booming bittern" not in str(stored.packet)
+        hits = (await SearchService(store).search(SearchQuery(text='"booming bittern"'))).hits
+        assert [(h.task_id, h.kind) for h in hits] == [(task.id, DocKind.EVIDENCE)]
+    finally:
+        await store.close()
