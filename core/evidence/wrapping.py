@@ -12,10 +12,11 @@ NFKD-decomposed, stripped of combining marks and invisible characters (soft hyph
 space/joiner/non-joiner, word joiner, BOM, bidi controls, Hangul fillers), mapped from its Unicode
 confusables (Cyrillic ``Е``, Greek ``Τ``, ``0`` for ``O``, ``‹`` for ``<`` ...; see
 :mod:`core.evidence.tag_confusables`) and lower-cased. A tag is a ``<`` followed by the letters of
-``external`` and ``content`` in order, with any non-alphanumeric characters (whitespace, slashes,
-``-``, ``_``, NUL ...) before and between them. Only the one character that plays ``<`` changes, so
-every other character, Cyrillic, accented or full-width text included, reaches the reader as
-written, and the only sequences that read as ``<EXTERNAL-CONTENT`` / ``</EXTERNAL-CONTENT`` in a
+``external`` and ``content`` in order, with any characters that are not alphanumeric as written
+(whitespace, slashes, ``-``, ``_``, ``|``, ``×``, NUL ...) before and between them, except ``<``
+and ``>`` forms, which end a tag (``<EXTERNAL> <content>`` is two tags). Only the one character
+that plays ``<`` changes, so every other character, Cyrillic, accented or full-width text
+included, reaches the reader as written, and the only sequences that read as ``<EXTERNAL-CONTENT`` / ``</EXTERNAL-CONTENT`` in a
 rendered document are the real fences. HTML-entity forms already in the content
 (``&lt;/EXTERNAL-CONTENT>``) are left as they are: they cannot close a fence.
 """
@@ -31,6 +32,7 @@ from core.evidence.tag_confusables import LOOKALIKES, SMALL_CAPITALS
 __all__ = [
     "CLOSE_TAG",
     "EXTERNAL_CONTENT_WARNING",
+    "GREATER_THAN_FORMS",
     "LESS_THAN_FORMS",
     "OPEN_TAG_NAME",
     "detection_form",
@@ -48,6 +50,9 @@ EXTERNAL_CONTENT_WARNING = (
 )
 
 _TAG_LETTERS = "externalcontent"
+_LETTER_POSITIONS = {
+    letter: tuple(i for i, each in enumerate(_TAG_LETTERS) if each == letter) for letter in set(_TAG_LETTERS)
+}
 
 # Characters that render as nothing, or only as a mark on their neighbour: dropped from the
 # detection copy so "EXTER\u00adNAL" and "E\u0301XTERNAL" read as the words they display as.
@@ -69,6 +74,8 @@ _LOOKALIKE_OF = _lookalike_targets()
 # small form variant, and NOT LESS-THAN, which decomposes to "<" and a combining overlay).
 # tests/reliability/test_injection.py checks this against every code point.
 LESS_THAN_FORMS = "<\uff1c\ufe64\u226e" + LOOKALIKES["<"]
+# Likewise for ">": these end a tag name, so a "<" followed by one of them starts no fence.
+GREATER_THAN_FORMS = ">\uff1e\ufe65\u226f" + LOOKALIKES[">"]
 
 # A cheap, exact-for-ASCII filter run by the regex engine before the per-character check: after a
 # "<" form and ASCII gap characters, the next character must be an "e" or something non-ASCII
@@ -103,15 +110,32 @@ def detection_form(char: str) -> str:
 
 
 def _forges_tag(content: str, start: int) -> bool:
-    """Whether the "<" form at ``start`` begins something that reads as a wrapper tag."""
-    want = 0
+    """Whether the "<" form at ``start`` begins something that reads as a wrapper tag.
+
+    A character that is not alphanumeric as written (``|``, ``×``, ``℮``, ``⒠``) may read as a tag
+    letter through its confusable or NFKD form, yet a reader can equally skip it as punctuation:
+    both readings are followed (a set of positions in the tag name, at most 16), so ``<|EXTERNAL``
+    and ``<℮EXTERNAL`` are caught while ``<¹EXTERNAL`` (a digit, then letters) is not a tag."""
+    states = 1  # bit i: the first i letters of the tag name have been read
+    done = 1 << len(_TAG_LETTERS)
     for index in range(start + 1, len(content)):
-        for reduced in detection_form(content[index]):
-            if reduced == _TAG_LETTERS[want]:
-                want += 1
-                if want == len(_TAG_LETTERS):
-                    return True
-            elif reduced in "<>" or reduced.isalnum():
+        char = content[index]
+        for reduced in detection_form(char):
+            positions = _LETTER_POSITIONS.get(reduced)
+            if positions is None:
+                if reduced in "<>":
+                    return False  # "<EXTERNAL> <content>" is two tags, not one
+                if reduced.isalnum() and char.isalnum():
+                    return False  # a letter or digit outside the tag name: another word
+                continue
+            advanced = 0
+            for want in positions:
+                if states >> want & 1:
+                    advanced |= 1 << (want + 1)
+            states = advanced if char.isalnum() else advanced | states
+            if states & done:
+                return True
+            if not states:
                 return False
     return False
 

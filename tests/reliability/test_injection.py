@@ -26,7 +26,7 @@ import pytest
 from core.config import Settings, load_settings
 from core.domain import RunEvidence, TaskEvidencePacket, ToolEvidence
 from core.events import EventBus
-from core.evidence.wrapping import LESS_THAN_FORMS, detection_form, neutralise
+from core.evidence.wrapping import GREATER_THAN_FORMS, LESS_THAN_FORMS, detection_form, neutralise
 from core.llm import LLMGateway
 from core.runtime import RunContext
 from core.store import Store
@@ -303,5 +303,8 @@ def test_less_than_forms_cover_every_code_point() -> None:
     """The regex pre-filter only looks at ``LESS_THAN_FORMS``: any other character that reads as
     "<" would slip past it."""
     reduce = detection_form.__wrapped__  # uncached: a million code points would churn the cache
-    reads_as_less_than = {chr(cp) for cp in range(sys.maxunicode + 1) if reduce(chr(cp)) == "<"}
-    assert reads_as_less_than == set(LESS_THAN_FORMS)
+    forms = {char: reduce(char) for char in map(chr, range(sys.maxunicode + 1))}
+    assert {char for char, form in forms.items() if form == "<"} == set(LESS_THAN_FORMS)
+    # ">" forms end a tag name; tests/core/test_render.py relies on this list being complete too.
+    assert {char for char, form in forms.items() if form == ">"} == set(GREATER_THAN_FORMS)
+    assert not [char for char, form in forms.items() if len(form) > 1 and set(form) & set("<>")]
