@@ -36,6 +36,8 @@ from tests.gates import HANG_S, GatedGateway
 from tests.gates import wait_until as wait_until  # the desk tests import their waits from here
 
 if TYPE_CHECKING:
+    from pytestqt.qtbot import QtBot
+
     from desktop.views.main_window import MainWindow
 
 T = TypeVar("T")
@@ -257,3 +259,26 @@ async def add_task(
     if status is TaskStatus.OPEN and not fields:
         return task
     return await ws.store.update_task(task.id, status=status, **fields)
+
+
+@pytest.fixture
+def desk(
+    qloop: qasync.QEventLoop, workspace: Workspace, qtbot: QtBot, ui_state: QSettings
+) -> Iterator[MainWindow]:
+    """A shown desk on the test workspace; its renewals, work in flight and watcher end with it.
+
+    Tests whose tasks may still be running at the end (test_main_window, test_live_run) keep
+    their own fixture that cancels them too.
+    """
+    from desktop.views.main_window import DeskServices, MainWindow
+
+    services = DeskServices.for_workspace(workspace)
+    window = MainWindow(services, ui_state=ui_state)
+    qtbot.addWidget(window)
+    window.show()
+    yield window
+    window.claims.stop()
+    window.team.presence.stop()
+    run(qloop, services.ops.wait_idle())
+    run(qloop, window.live.close())
+    services.bridge.close()

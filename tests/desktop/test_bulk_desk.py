@@ -3,39 +3,22 @@ progress with a Cancel that stops between tasks and leaves no file."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 import qasync
-from PySide6.QtCore import QItemSelectionModel, QSettings, Qt
+from PySide6.QtCore import QItemSelectionModel, Qt
 from PySide6.QtTest import QTest
-from pytestqt.qtbot import QtBot
 
 from core.domain import TaskStatus
 from core.domain.facts import EventKind
 from core.tasks.claims import Claims
 from core.workspace import Workspace
 from desktop.views.bulk import BulkConfirmDialog
-from desktop.views.main_window import DeskServices, MainWindow
+from desktop.views.main_window import MainWindow
 from tests.core.bulk_seed import seed_reviewable
 from tests.desktop.conftest import run, select, started, wait_signal, wait_until
 
 S = TaskStatus
-
-
-@pytest.fixture
-def desk(
-    qloop: qasync.QEventLoop, workspace: Workspace, qtbot: QtBot, ui_state: QSettings
-) -> Iterator[MainWindow]:
-    services = DeskServices.for_workspace(workspace)
-    window = MainWindow(services, ui_state=ui_state)
-    qtbot.addWidget(window)
-    window.show()
-    yield window
-    window.claims.stop()
-    run(qloop, services.ops.wait_idle())
-    services.bridge.close()
 
 
 async def _confirm_dialog(desk: MainWindow) -> BulkConfirmDialog:

@@ -2,37 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 import qasync
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from pytestqt.qtbot import QtBot
 
 from core.domain import TaskStatus
 from core.domain.facts import EventKind
 from core.tasks.claims import Claims
 from core.workspace import Workspace
 from desktop.models.queue_model import COL_STATUS
-from desktop.views.main_window import DeskServices, MainWindow
+from desktop.views.main_window import MainWindow
 from tests.desktop.conftest import add_task, run, select, started, wait_until
 
 S = TaskStatus
-
-
-@pytest.fixture
-def desk(
-    qloop: qasync.QEventLoop, workspace: Workspace, qtbot: QtBot, ui_state: QSettings
-) -> Iterator[MainWindow]:
-    services = DeskServices.for_workspace(workspace)
-    window = MainWindow(services, ui_state=ui_state)
-    qtbot.addWidget(window)
-    window.show()
-    yield window
-    window.claims.stop()
-    run(qloop, services.ops.wait_idle())
-    services.bridge.close()
 
 
 def test_a_task_claimed_by_another_reviewer_is_marked_and_s_asks_to_take_it_over(

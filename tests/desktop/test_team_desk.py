@@ -9,11 +9,9 @@ SQLite), desk A's claim and presence in desk B within the issue's 2 s.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import pytest
 import qasync
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtTest import QTest
@@ -35,22 +33,6 @@ from tests.desktop.conftest import add_task, run, select, started, wait_signal, 
 
 S = TaskStatus
 APPEAR_S = 2.0  # the bound for another desk's change
-
-
-@pytest.fixture
-def desk(
-    qloop: qasync.QEventLoop, workspace: Workspace, qtbot: QtBot, ui_state: QSettings
-) -> Iterator[MainWindow]:
-    services = DeskServices.for_workspace(workspace)
-    window = MainWindow(services, ui_state=ui_state)
-    qtbot.addWidget(window)
-    window.show()
-    yield window
-    window.claims.stop()
-    window.team.presence.stop()
-    run(qloop, services.ops.wait_idle())
-    run(qloop, window.live.close())
-    services.bridge.close()
 
 
 def listed_ids(window: MainWindow) -> set[str]:
