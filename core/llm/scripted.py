@@ -291,6 +291,32 @@ def _raise_scripted_error(kind: str, model: str, detail: str) -> None:
     raise BadRequestError(message=message, model=model, llm_provider=provider)
 
 
+_FREE_ENTRY = {
+    "input_cost_per_token": 0.0,
+    "output_cost_per_token": 0.0,
+    "cache_creation_input_token_cost": 0.0,
+    "cache_read_input_token_cost": 0.0,
+    "litellm_provider": PROVIDER_NAME,
+    "mode": "chat",
+}
+_registered_free: set[str] = set()
+
+
+def _register_free(litellm: Any, model: str) -> None:
+    """Put ``scripted/<model>`` in litellm's cost map as free, once per name.
+
+    After every call litellm prices the response; for a model its map lacks it falls through a
+    ladder of name variants and ~600 capability regexes, a third of the provider's cost per turn
+    in ``bench_loop_overhead``. An exact entry ends that lookup at its first step.
+    """
+    if model in _registered_free:
+        return
+    with _cache_lock:
+        if model not in _registered_free:
+            litellm.register_model({f"{PROVIDER_NAME}/{model}": dict(_FREE_ENTRY)})
+            _registered_free.add(model)
+
+
 async def _answer(
     model: str, messages: list[Any], api_base: str | None, optional_params: dict[str, Any]
 ) -> Any:
@@ -319,6 +345,7 @@ async def _answer(
         _stats.requests.append(record)
         raise
     _stats.requests.append(ScriptedRequest(**{**record.__dict__, "conversation": ci, "turn": ti}))
+    _register_free(litellm, model)
     key = (str(path), ci, ti)
     seen = _stats.calls.get(key, 0)
     _stats.calls[key] = seen + 1

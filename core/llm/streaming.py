@@ -14,13 +14,82 @@ from typing import Any
 DeltaSink = Callable[[str], None]
 
 
-def _delta_text(chunk: Any) -> str | None:
-    choices = getattr(chunk, "choices", None)
-    if not choices:
+class _Assembly:
+    """The reply put together chunk by chunk, O(1) per chunk.
+
+    ``litellm.stream_chunk_builder`` re-walks and deep-copies every chunk at the end: a streamed
+    turn cost twice an unstreamed one, and litellm already runs that builder once itself for its
+    own logging. The gateway reads only the text, the tool calls, the finish reason and the
+    usage, so those are kept as they arrive; a stream with more than that (several choices,
+    reasoning, audio) or with no usage is left to the builder.
+    """
+
+    __slots__ = ("calls", "finish_reason", "simple", "texts", "usage")
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.calls: dict[int, list[str]] = {}  # index -> [id, name, arguments]
+        self.finish_reason: str | None = None
+        self.usage: Any = None
+        self.simple = True
+
+    def add(self, chunk: Any) -> str | None:
+        """Keep what ``chunk`` adds; return its text piece, if any."""
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self.usage = usage
+        choices = getattr(chunk, "choices", None)
+        if not choices:
+            return None
+        if len(choices) > 1:
+            self.simple = False
+        choice = choices[0]
+        if choice.finish_reason:
+            self.finish_reason = choice.finish_reason
+        delta = choice.delta
+        if delta is None:
+            return None
+        if getattr(delta, "reasoning_content", None) or getattr(delta, "audio", None):
+            self.simple = False
+        for call in getattr(delta, "tool_calls", None) or []:
+            self._add_call(call)
+        text = delta.content
+        if isinstance(text, str) and text:
+            self.texts.append(text)
+            return text
         return None
-    delta = getattr(choices[0], "delta", None)
-    text = getattr(delta, "content", None)
-    return text if isinstance(text, str) and text else None
+
+    def _add_call(self, call: Any) -> None:
+        index = getattr(call, "index", None)
+        kept = self.calls.setdefault(int(index or 0), ["", "", ""])
+        function = getattr(call, "function", None)
+        if call.id and not kept[0]:
+            kept[0] = str(call.id)
+        if function is not None:
+            if function.name and not kept[1]:
+                kept[1] = str(function.name)
+            if function.arguments:
+                kept[2] += str(function.arguments)
+
+    def response(self, litellm: Any) -> Any:
+        """The same ``ModelResponse`` a non-streamed call returns (content null when no text)."""
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.texts) or None}
+        if self.calls:
+            message["tool_calls"] = [
+                {"id": cid, "type": "function", "function": {"name": name, "arguments": arguments}}
+                for _, (cid, name, arguments) in sorted(self.calls.items())
+            ]
+        usage = self.usage
+        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion = int(getattr(usage, "completion_tokens", 0) or 0)
+        return litellm.ModelResponse(
+            choices=[{"index": 0, "finish_reason": self.finish_reason or "stop", "message": message}],
+            usage={
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": int(getattr(usage, "total_tokens", 0) or prompt + completion),
+            },
+        )
 
 
 async def stream_completion(litellm: Any, kwargs: dict[str, Any], on_delta: DeltaSink | None) -> Any:
@@ -31,13 +100,13 @@ async def stream_completion(litellm: Any, kwargs: dict[str, Any], on_delta: Delt
     """
     stream = await litellm.acompletion(**kwargs, stream=True, stream_options={"include_usage": True})
     chunks: list[Any] = []
+    assembly = _Assembly()
     try:
         async for chunk in stream:
             chunks.append(chunk)
-            if on_delta is not None:
-                text = _delta_text(chunk)
-                if text is not None:
-                    on_delta(text)
+            text = assembly.add(chunk)
+            if on_delta is not None and text:
+                on_delta(text)
     except litellm.exceptions.MidStreamFallbackError as exc:
         # litellm wraps whatever the stream raised as a 503; the original says what happened (a
         # rate limit stays a rate limit, a refused request is not retried).
@@ -48,6 +117,10 @@ async def stream_completion(litellm: Any, kwargs: dict[str, Any], on_delta: Delt
     if not chunks:
         # The same shape as a non-streamed reply with no choices, so one check handles both.
         return litellm.ModelResponse(choices=[])
+    if assembly.usage is not None and assembly.simple:
+        return assembly.response(litellm)
+    # No usage in the stream (a server that ignores ``include_usage``) or parts this assembly does
+    # not keep: litellm's builder estimates the tokens and merges everything.
     response = litellm.stream_chunk_builder(chunks, messages=kwargs.get("messages"))
     for choice in getattr(response, "choices", None) or []:
         message = getattr(choice, "message", None)

@@ -4,7 +4,8 @@ Every event enters the log through ``insert_events``: the session's counter row 
 ``UPDATE ... RETURNING`` in the same transaction as the insert, so ``seq`` is contiguous per session
 whatever the number of writers (coroutines or processes) and a number is never reused.
 
-Appends are queued for one background writer that commits everything queued in one transaction.
+Appends are queued for one background writer that commits everything queued in one transaction;
+write-behind appends wait a few milliseconds first, so several agent turns share a transaction.
 ``enqueue_events`` (the agent loop's hot path) returns at once; ``append_events`` queues the same way
 and waits for its own commit. One queue means the log keeps the order in which a coroutine produced
 its events, whichever of the two it used. On SQLite the writer runs each batch in a worker thread on
@@ -35,6 +36,16 @@ from core.store.chunks import ChunkRepository, put_content
 from core.store.models import EventRow, SessionRow, utcnow
 
 BUSY_RETRIES = 6  # a locked database is retried after 0.1, 0.2, ... 3.2 s before giving up
+WRITE_BEHIND_S = 0.01
+"""How long write-behind events may wait for company before they are committed.
+
+A turn of the agent loop with a zero-delay model takes one to three milliseconds and enqueues
+twice (the model's answer, then the tool results); committing each at once cost a worker-thread
+hop and a transaction per enqueue, the largest part of the loop's overhead beyond litellm. Waiting
+this long lets a few turns share one transaction. An awaited append or a ``flush()`` ends the wait
+at once, so no reader and no run start or end is held by it; a process killed meanwhile loses at
+most this window of events, which crash recovery already handles (the run has no ``run_finished``).
+"""
 
 
 class NewEvent(BaseModel):
@@ -186,6 +197,9 @@ class EventLog(ChunkRepository):
             engines.make_thread_engine(path, busy_timeout=busy_timeout) if path is not None else None
         )
         self._thread_conn: Connection | None = None
+        self.write_behind_s = WRITE_BEHIND_S
+        self._hurry = False  # someone waits for the queue: commit without the write-behind window
+        self._window: asyncio.Future[None] | None = None  # the writer waiting out that window
 
     async def append_event(
         self,
@@ -242,8 +256,9 @@ class EventLog(ChunkRepository):
         """Write-behind append for the agent loop's hot path.
 
         A turn does not wait for its log writes. ``flush()`` (called by every read of the log)
-        waits until they are durable. A process killed between enqueue and commit loses at most
-        the last few milliseconds of events; the run then has no ``run_finished`` and crash
+        waits until they are durable. Events wait up to ``write_behind_s`` for others to share
+        their transaction, so a process killed between enqueue and commit loses at most that
+        window (10 ms) plus the commit in progress; the run then has no ``run_finished`` and crash
         recovery marks it interrupted.
         """
         if session_id in self._session_errors:
@@ -258,6 +273,7 @@ class EventLog(ChunkRepository):
         that owns the session learns it lost evidence, and no other caller is blamed for it.
         """
         while self._writer is not None and not self._writer.done():
+            self._hurry_up()
             await asyncio.shield(self._writer)
         if session_id is not None and session_id in self._session_errors:
             raise self._lost(session_id)
@@ -269,6 +285,8 @@ class EventLog(ChunkRepository):
 
     def _submit(self, item: PendingAppend) -> None:
         self._queue.append(item)
+        if item.done is not None:
+            self._hurry_up()
         if self._writer is None or self._writer.done():
             self._writer = asyncio.get_running_loop().create_task(self._drain_queue())
 
@@ -288,6 +306,7 @@ class EventLog(ChunkRepository):
         """Commit queued events; a busy database is retried, a bad item never sinks the others."""
         busy_retries = 0
         while self._queue:
+            await self._gather()
             batch, self._queue = self._queue, []
             batch = self._in_flight = [item for item in batch if not self._behind_a_hole(item)]
             try:
@@ -319,6 +338,30 @@ class EventLog(ChunkRepository):
             for item, records in zip(batch, written, strict=True):
                 _resolve(item, records)
         self._in_flight = []
+
+    async def _gather(self) -> None:
+        """Let write-behind events wait up to ``write_behind_s`` so several turns share a commit.
+
+        A plain future and a timer rather than an ``asyncio.Event``: the store outlives event loops
+        in some callers, and an Event is bound to the first loop that waits on it.
+        """
+        if self.write_behind_s <= 0 or self._hurry:
+            self._hurry = False
+            return
+        loop = asyncio.get_running_loop()
+        window = self._window = loop.create_future()
+        timer = loop.call_later(self.write_behind_s, _settle, window)
+        try:
+            await window
+        finally:
+            timer.cancel()
+            self._window = None
+            self._hurry = False
+
+    def _hurry_up(self) -> None:
+        self._hurry = True
+        if self._window is not None:
+            _settle(self._window)
 
     def _behind_a_hole(self, item: PendingAppend) -> bool:
         """Never write past lost events: later ones of that session wait for the owner to hear."""
@@ -396,6 +439,11 @@ class EventLog(ChunkRepository):
             self._thread_conn = None
         if self._thread_engine is not None:
             self._thread_engine.dispose()
+
+
+def _settle(window: asyncio.Future[None]) -> None:
+    if not window.done():
+        window.set_result(None)
 
 
 def _resolve(item: PendingAppend, records: list[EventRecord]) -> None:
