@@ -7,10 +7,14 @@ litellm finds them and where export redaction knows to mask them.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
 
 KEYRING_SERVICE = "evidence-desk"
 API_KEY_NAMES: tuple[str, ...] = (
@@ -67,6 +71,53 @@ def load_api_keys_into_env() -> list[str]:
             os.environ[name] = secret
             loaded.append(name)
     return loaded
+
+
+class KeyringLoad:
+    """The keyring read once, in a worker thread, started when convenient and awaited where needed.
+
+    The desk's start does not wait for it (backend discovery and a desktop service can take
+    hundreds of milliseconds, more than the whole queue): it starts after the queue has filled,
+    and whatever is about to reach a provider calls ``wait`` first, so no run goes without its keys.
+    """
+
+    def __init__(self, load: Callable[[], list[str]] = load_api_keys_into_env) -> None:
+        self._load = load
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._done = threading.Event()
+        self.loaded: list[str] = []
+        self.error: BaseException | None = None
+
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def start(self) -> None:
+        """Begin the read in a daemon thread (a second call does nothing)."""
+        with self._lock:
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(target=self._run, name="keyring-load", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.loaded = self._load()
+        except Exception as exc:  # a broken keyring must not stop the desk: said, and no keys from it
+            self.error = exc
+            log.warning("reading API keys from the keyring failed", exc_info=exc)
+        finally:
+            self._done.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Start the read if nobody has, and block until it is over; False if ``timeout`` ran out."""
+        self.start()
+        return self._done.wait(timeout)
 
 
 # ---------------------------------------------------------------------- secret shapes

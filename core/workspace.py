@@ -4,26 +4,31 @@ The desk, the command line and tests each open a ``Workspace`` and hand it to th
 no service reaches for globals and two workspaces can live in one process (the desk opening a
 case bundle next to the live workspace). The part every run needs is built here once, as the
 ``RunContext`` the agent loop, the team scheduler and validation receive.
+
+That context (the LLM gateway with httpx, the tool registry) is built on first use: the desk's
+queue needs only the store and the bus, and its first paint should not wait for the rest.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import platformdirs
 
 from core.config import APP_NAME, Settings
 from core.domain.facts import VerdictWarning, WarningCode
 from core.events import EventBus
-from core.llm import LLMGateway
-from core.llm.scripted import load_script
-from core.runtime import RunContext
 from core.store import Store
-from core.store.watch import ChangeWatcher
-from core.tools.builtin import build_default_registry
-from core.tools.corpus import Corpus
-from core.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from core.llm import LLMGateway
+    from core.runtime import RunContext
+    from core.store.watch import ChangeWatcher
+    from core.tools.corpus import Corpus
+    from core.tools.registry import ToolRegistry
 
 
 def corpus_index_path(folder: Path) -> Path:
@@ -33,6 +38,8 @@ def corpus_index_path(folder: Path) -> Path:
 
 
 def open_corpus(folder: Path) -> Corpus:
+    from core.tools.corpus import Corpus
+
     index = corpus_index_path(folder)
     index.parent.mkdir(parents=True, exist_ok=True)
     return Corpus(folder, index)
@@ -44,23 +51,55 @@ class Workspace:
         *,
         settings: Settings,
         store: Store,
-        gateway: LLMGateway,
-        tools: ToolRegistry,
+        gateway: LLMGateway | None = None,
+        tools: ToolRegistry | None = None,
         bus: EventBus,
         corpus: Corpus | None,
+        corpus_folder: Path | None = None,
     ) -> None:
-        self.context = RunContext(store=store, gateway=gateway, tools=tools, settings=settings, bus=bus)
-        self.corpus = corpus
+        """``gateway`` and ``tools`` left out are built from ``settings`` when a run first needs them;
+        so is the corpus of ``corpus_folder`` when no ``corpus`` is given (its module loads httpx)."""
+        self._settings = settings
+        self._store = store
+        self._bus = bus
+        self._gateway = gateway
+        self._tools = tools
+        self._corpus = corpus
+        self._corpus_folder = corpus_folder if corpus is None else None
 
-    # The parts are read through the context, so what a run is handed and what a service reads
-    # here can never be two different objects.
+    @functools.cached_property
+    def corpus(self) -> Corpus | None:
+        corpus = self._corpus
+        if corpus is None and self._corpus_folder is not None:
+            corpus = open_corpus(self._corpus_folder)
+        if corpus is not None and self._tools is None:
+            # What the built-in tools would set: the cap must hold for what they read.
+            corpus.max_document_bytes = self._settings.corpus_max_document_bytes
+        return corpus
+
+    @functools.cached_property
+    def context(self) -> RunContext:
+        """Built once, on first use: what a run is handed and what a service reads here are the
+        same objects (the parts below are read through it once it exists)."""
+        from core.llm import LLMGateway
+        from core.runtime import RunContext
+        from core.tools.builtin import build_default_registry
+
+        gateway = self._gateway if self._gateway is not None else LLMGateway(self._settings)
+        tools = (
+            self._tools if self._tools is not None else build_default_registry(self._settings, self.corpus)
+        )
+        return RunContext(
+            store=self._store, gateway=gateway, tools=tools, settings=self._settings, bus=self._bus
+        )
+
     @property
     def settings(self) -> Settings:
-        return self.context.settings
+        return self._settings
 
     @property
     def store(self) -> Store:
-        return self.context.store
+        return self._store
 
     @property
     def gateway(self) -> LLMGateway:
@@ -72,24 +111,30 @@ class Workspace:
 
     @property
     def bus(self) -> EventBus:
-        return self.context.bus
+        return self._bus
+
+    @property
+    def context_started(self) -> bool:
+        """Whether the run context (gateway, tools) exists yet: the desk's start leaves it unbuilt."""
+        return "context" in self.__dict__
 
     @classmethod
     async def open(
         cls, settings: Settings, *, bus: EventBus | None = None, gateway: LLMGateway | None = None
     ) -> Workspace:
         if settings.script is not None:
+            from core.llm.scripted import load_script
+
             # A broken script is a configuration error at start, before anything is written.
             load_script(settings.script)
         store = await Store.open(settings.db_url)
-        corpus = open_corpus(settings.corpus) if settings.corpus is not None else None
         return cls(
             settings=settings,
             store=store,
-            gateway=gateway or LLMGateway(settings),
-            tools=build_default_registry(settings, corpus),
+            gateway=gateway,
             bus=bus or EventBus(),
-            corpus=corpus,
+            corpus=None,
+            corpus_folder=settings.corpus,
         )
 
     @property
@@ -99,6 +144,8 @@ class Workspace:
 
     async def watch_changes(self) -> ChangeWatcher:
         """Announce other processes' task writes on this workspace's bus until the watcher closes."""
+        from core.store.watch import ChangeWatcher
+
         watcher = ChangeWatcher(self.store, self.bus)
         await watcher.start()
         return watcher

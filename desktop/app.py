@@ -2,9 +2,11 @@
 
 Order matters for how fast the desk feels: a light boot window is shown first (Qt and the
 stdlib only), already listing the queue's first rows read with sqlite3 (``core.queue_peek``);
-then the keyring is read in a worker while the workspace opens, crash recovery runs on the loop
-and the main window replaces the boot window; only then is litellm (seconds of imports) warmed
-in a worker thread.
+then the workspace opens (the store only: the LLM gateway and the tools are built on first use),
+crash recovery runs on the loop and the main window replaces the boot window. Only once the live
+queue has its first rows do the rest start: the search, team and bulk features install, the
+keyring is read in a worker (a run waits for it), and litellm (seconds of imports) is warmed in
+another.
 """
 
 from __future__ import annotations
@@ -172,24 +174,20 @@ class DeskLauncher:
         self.ui_state = ui_state or QSettings("evidence-desk", "desk")
         self.window: Any = None  # MainWindow once open
         self.services: Any = None
+        self.keys: Any = None  # core.secrets.KeyringLoad once open() began
         self._background: set[asyncio.Task[Any]] = set()
 
     async def open(self) -> Any:
         """Settings, workspace, crash recovery, main window. Raises EvidenceDeskError on bad input.
 
-        The keyring (a few hundred ms: backend discovery, maybe a desktop service) is read in a
-        worker while the rest loads, and awaited before the window is handed back: no run can
-        start before the analyst sees the window, so none reaches a provider without its keys.
+        The keyring (a few hundred ms: backend discovery, maybe a desktop service) is not read
+        here: it starts in a worker once the queue has filled, and the task service waits for it
+        before its first run, so no run reaches a provider without its keys.
         """
-        from core.secrets import load_api_keys_into_env
+        from core.secrets import KeyringLoad
 
-        keys = asyncio.ensure_future(asyncio.to_thread(load_api_keys_into_env))
-        try:
-            return await self._open()
-        finally:
-            await asyncio.wait([keys])  # also on failure: no worker outlives the attempt
-            if not keys.cancelled() and keys.exception() is not None:
-                log.warning("reading API keys from the keyring failed", exc_info=keys.exception())
+        self.keys = KeyringLoad()
+        return await self._open()
 
     async def _open(self) -> Any:
         from core.config import load_settings
@@ -202,6 +200,7 @@ class DeskLauncher:
         settings, self.first_run = await replay_if_unconfigured(settings)
         workspace = await Workspace.open(settings)
         services = DeskServices.for_workspace(workspace)
+        services.keys = self.keys
         self.services = services
         recovery_error = None
         try:
@@ -209,7 +208,8 @@ class DeskLauncher:
         except Exception as exc:  # the desk still opens; the analyst is told
             log.exception("crash recovery failed")
             recovered, recovery_error = [], exc
-        window = MainWindow(services, ui_state=self.ui_state)
+        window = MainWindow(services, ui_state=self.ui_state, defer_features=True)
+        window.after_first_fill(self.keys.start)
         self.window = window
         if self.first_run:
             self.banner = install_first_run_banner(window)
@@ -223,7 +223,11 @@ class DeskLauncher:
         return window
 
     def warm_up_in_background(self) -> None:
-        """litellm's import (seconds) runs in a worker after the window is up."""
+        """litellm's import (seconds) runs in a worker after the window is up.
+
+        Not before the queue's first rows: the import would hold the interpreter lock the first
+        fill needs (``run_desk`` passes this to ``MainWindow.after_first_fill``).
+        """
 
         from core.workspace import Workspace
 
@@ -242,6 +246,8 @@ class DeskLauncher:
     async def close(self) -> None:
         for task in list(self._background):
             task.cancel()
+        if self.keys is not None and self.keys.started:
+            await asyncio.to_thread(self.keys.wait)  # no worker outlives the desk
         if self.services is None:
             return
         services = self.services
@@ -307,7 +313,7 @@ def run_desk(args: list[str]) -> int:
             PaintProbe(window, main_painted)
         window.show()
         boot.close()
-        launcher.warm_up_in_background()
+        window.after_first_fill(launcher.warm_up_in_background)
         await closed.wait()
 
     with loop:

@@ -232,6 +232,8 @@ async def capture(shot: Shot) -> str:
         window.resize(*shot.size)
         window.show()
         await _until(lambda: window.model.loaded_once, "the queue to load")
+        # Search, team and bulk install right after the first fill: the picture shows them too.
+        await _until(lambda: window.first_fill.filled and not window.first_fill.pending, "deferred start-up")
         if shot.run_live is not None:
             chosen: str | None = await _start_live(window, shot.run_live)
         elif shot.search is not None:

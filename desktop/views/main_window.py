@@ -8,7 +8,9 @@ for the task version on screen; the desk never re-derives it from the status.
 The window holds layout and wiring only: actions and menus are built in ``window_actions``,
 decisions live in ``window_review``, dialogs in ``window_dialogs``; features add themselves in
 ``_install_features``. Nothing the first paint does not show is imported here (the agent, the
-LLM gateway, dialogs): a test keeps it so, since start-up time is mostly import time.
+LLM gateway, dialogs, the search, team and bulk features): a test keeps it so, since start-up
+time is mostly import time. The desk's launcher goes further and installs those features, reads
+the keyring and warms litellm only once the queue has its first rows (``after_first_fill``).
 """
 
 from __future__ import annotations
@@ -40,27 +42,29 @@ from core.tasks.review import allowed_actions
 from desktop.bridge import CoreBridge
 from desktop.models.queue_model import TaskQueueModel
 from desktop.ops import CoreOps
-from desktop.views.bulk import install_bulk
 from desktop.views.claims import ClaimKeeper
 from desktop.views.detail import TaskDetailView
 from desktop.views.history import ReviewMoves
 from desktop.views.live import connect_live
 from desktop.views.navigation import add_navigation_actions
 from desktop.views.queue import QueueView
-from desktop.views.search import install_search
 from desktop.views.status import WorkspaceStatus
-from desktop.views.team_pane import install_team
 from desktop.views.watching import LiveWorkspace
 from desktop.views.widgets import EmptyState, MessageBar, RunProgressStrip
 from desktop.views.window_actions import build_actions, icon, restore_layout, save_layout
 from desktop.views.window_dialogs import WindowDialogs
 from desktop.views.window_review import ReviewActions
+from desktop.views.window_start import FirstFill
 
 if TYPE_CHECKING:
+    from core.secrets import KeyringLoad
     from core.tasks.dossier import TaskDossier
     from core.tasks.review import ReviewService
     from core.tasks.service import TaskService
     from core.workspace import Workspace
+    from desktop.views.bulk import BulkDesk
+    from desktop.views.search import SearchPanel
+    from desktop.views.team_pane import TeamDesk
 
 log = logging.getLogger(__name__)
 
@@ -72,16 +76,29 @@ class DeskServices:
     LLM gateway, which the queue's first paint does not need.
     """
 
-    def __init__(self, workspace: Workspace, bridge: CoreBridge, ops: CoreOps, queue: TaskQueue) -> None:
+    def __init__(
+        self,
+        workspace: Workspace,
+        bridge: CoreBridge,
+        ops: CoreOps,
+        queue: TaskQueue,
+        keys: KeyringLoad | None = None,
+    ) -> None:
         self.workspace = workspace
         self.bridge = bridge
         self.ops = ops
         self.queue = queue
+        self.keys = keys
+        """The keyring read the launcher starts after the queue fills; runs wait for it."""
 
     @functools.cached_property
     def tasks(self) -> TaskService:
         from core.tasks.service import TaskService
 
+        if self.keys is not None:
+            # Nearly always over by now (it starts once the queue has filled); if the analyst was
+            # quicker, the first run waits for its keys rather than reaching a provider without them.
+            self.keys.wait()
         return TaskService(self.workspace)
 
     @functools.cached_property
@@ -131,6 +148,10 @@ class MainWindow(QMainWindow):
     help_menu: QMenu
     tool_bar: QToolBar
     review_moves: ReviewMoves
+    # Installed by ``_install_features``: at construction, or after the first fill if deferred.
+    search_panel: SearchPanel
+    team: TeamDesk
+    bulk: BulkDesk
 
     def __init__(
         self,
@@ -138,7 +159,11 @@ class MainWindow(QMainWindow):
         *,
         ui_state: QSettings | None = None,
         demo_builder: Callable[[Workspace], Any] | None = None,
+        defer_features: bool = False,
     ) -> None:
+        """``defer_features``: search, team and bulk install after the queue's first fill (the
+        launcher's choice: none of them is on screen at start, and their imports cost more than
+        the queue's query)."""
         super().__init__()
         self.services = services
         self.ops = services.ops
@@ -162,6 +187,8 @@ class MainWindow(QMainWindow):
                 "active": icon("running", QStyle.StandardPixmap.SP_MediaPlay),
             }
         )
+        self.first_fill = FirstFill(self.model, self)
+        """Start-up work waiting for the queue's first rows (``after_first_fill``)."""
         self.queue = QueueView(self.model)
         self.detail = TaskDetailView()
         self.message_bar = MessageBar()
@@ -190,16 +217,25 @@ class MainWindow(QMainWindow):
         self.nav_actions = add_navigation_actions(self, self.detail)  # [ ] N P Alt+1..3
         self._connect()
         self.claims = ClaimKeeper(self)  # the task on screen is claimed, renewed and released
-        self._install_features()
+        for install in self._features():
+            if defer_features:
+                self.after_first_fill(install)
+            else:
+                install()
         self._restore_state()
         self._update_actions()
 
-    def _install_features(self) -> None:
-        """Each desk feature adds itself here with one ``install_<feature>(self)`` call (kept last
-        in construction, so a feature sees every pane, action and menu the window has)."""
-        self.search_panel = install_search(self)  # Ctrl+Shift+F: search everywhere, saved views
-        self.team = install_team(self)  # batches, schedules, assigned panes; presence
-        self.bulk = install_bulk(self)  # multi-select bulk actions, desk exports with progress and cancel
+    def _features(self) -> list[Callable[[], None]]:
+        """Each desk feature adds itself here with one step (run last in construction, or after
+        the first fill when deferred, so a feature sees every pane, action and menu the window has).
+        """
+        from desktop.views import window_features as f
+
+        return [
+            functools.partial(f.install_search_on, self),  # Ctrl+Shift+F: search everywhere, saved views
+            functools.partial(f.install_team_on, self),  # batches, schedules, assigned panes; presence
+            functools.partial(f.install_bulk_on, self),  # multi-select bulk actions, desk exports
+        ]
 
     # ------------------------------------------------------------------ construction
     def _connect(self) -> None:
@@ -224,10 +260,14 @@ class MainWindow(QMainWindow):
 
     def start(self) -> None:
         """Go live: first queue load, then the bridge replays what happened before we listened."""
-        self.model.refresh()
+        self.first_fill.watch(self.model.refresh())
         self.services.bridge.start_delivery()
         self.live.start()  # other processes' writes arrive as bus notices from now on
         self.queue.tree.setFocus(Qt.FocusReason.OtherFocusReason)  # S/R/A/J/K work from the first key
+
+    def after_first_fill(self, work: Callable[[], None]) -> None:
+        """Run ``work`` once the queue has shown its first rows: deferred start-up, never dropped."""
+        self.first_fill.add(work)
 
     # ------------------------------------------------------------------ state persistence
     def _restore_state(self) -> None:

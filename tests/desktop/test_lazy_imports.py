@@ -34,7 +34,60 @@ NOT_AT_START = (
     "core.bundle.export",
     "desktop.dialogs.new_task",
     "desktop.dialogs.settings",
+    # Features installed after the queue's first fill (desktop.views.window_features).
+    "desktop.views.search",
+    "desktop.views.team_pane",
+    "desktop.views.bulk",
 )
+
+# What the desk's launcher leaves for after the queue's first rows: the LLM gateway and the
+# tools (built on first use by the workspace), the keyring, and the optional window features.
+NOT_BEFORE_FIRST_FILL = (
+    # The ``core.llm`` package itself is light (PEP 562): a first run reads its replay script.
+    *(name for name in NOT_AT_START if name != "core.llm"),
+    "core.llm.gateway",
+    "core.llm.endpoints",
+    "core.runtime",
+    "core.tools",
+    "keyring",
+)
+
+LAUNCH = """
+import asyncio, json, sys
+import qasync
+from PySide6.QtCore import QSettings
+from desktop.app import DeskLauncher, make_application
+
+app = make_application()
+app.setQuitOnLastWindowClosed(False)
+loop = qasync.QEventLoop(app)
+asyncio.set_event_loop(loop)
+seen = {}
+
+async def main():
+    launcher = DeskLauncher(sys.argv[1], ui_state=QSettings(sys.argv[2], QSettings.Format.IniFormat))
+    window = await launcher.open()
+
+    def filled():  # at the fill itself, before anything deferred had a turn
+        if window.model.loaded_once and "fill" not in seen:
+            seen["fill"] = sorted(sys.modules)
+            seen["features_at_fill"] = hasattr(window, "search_panel")
+
+    window.model.sig_refreshed.connect(filled)
+    window.show()
+    while window.first_fill.pending or not window.first_fill.filled:
+        await asyncio.sleep(0.01)
+    await asyncio.to_thread(launcher.keys.wait, 60)
+    seen["after"] = sorted(sys.modules)
+    seen["features_after"] = [hasattr(window, n) for n in ("search_panel", "team", "bulk")]
+    seen["keys_started"] = launcher.keys.started
+    window.close()
+    await launcher.close()
+
+with loop:
+    loop.run_until_complete(main())
+print(json.dumps(seen))
+"""
 
 
 def _loaded_by(statement: str) -> list[str]:
@@ -53,6 +106,42 @@ def test_importing_the_main_window_loads_no_agent_gateway_or_dialogs() -> None:
     loaded = set(_loaded_by("import desktop.views.main_window"))
     assert "core.store" in loaded  # the queue's own needs do load: the check itself works
     assert sorted(name for name in NOT_AT_START if name in loaded) == []
+
+
+@pytest.mark.slow
+def test_the_launcher_fills_the_queue_before_loading_the_gateway_keyring_or_features(tmp_path: Path) -> None:
+    """Deferred, never dropped: the same modules do load, right after the queue's first rows."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "QT_QPA_PLATFORM": "offscreen",
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",  # never the user's keyring
+    }
+    url = f"sqlite+aiosqlite:///{tmp_path / 'workspace.sqlite3'}"
+    done = subprocess.run(
+        [sys.executable, "-c", LAUNCH, url, str(tmp_path / "ui.ini")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.splitlines()[-1])
+    at_fill, after = set(seen["fill"]), set(seen["after"])
+    assert "core.store" in at_fill and "desktop.views.queue" in at_fill  # the check itself works
+    assert sorted(name for name in NOT_BEFORE_FIRST_FILL if name in at_fill) == []
+    assert seen["features_at_fill"] is False
+    # ... and what waited did run: the features are installed, the keyring was read.
+    assert seen["features_after"] == [True, True, True]
+    assert seen["keys_started"] is True
+    assert {"desktop.views.search", "desktop.views.team_pane", "desktop.views.bulk", "keyring"} <= after
+
+
+def test_the_workspace_opens_without_the_gateway_or_the_tools() -> None:
+    loaded = set(_loaded_by("import core.workspace, core.first_run, core.tasks.recovery"))
+    assert "core.store" in loaded
+    assert sorted(n for n in ("core.llm.gateway", "core.runtime", "core.tools", "httpx") if n in loaded) == []
 
 
 def test_pyside_import_check_reads_files_and_answers_as_before() -> None:

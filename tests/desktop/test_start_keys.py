@@ -1,4 +1,8 @@
-"""The keyring is read beside the start-up, yet its keys are in place when the window is handed over."""
+"""The keyring is read after the queue's first fill, yet no run starts without its keys.
+
+The read (backend discovery, maybe a desktop service) costs more than the whole queue, so the
+window does not wait for it; the task service, through which every run and decision goes, does.
+"""
 
 from __future__ import annotations
 
@@ -15,8 +19,9 @@ from PySide6.QtCore import QSettings
 from pytestqt.qtbot import QtBot
 
 from core.secrets import KEYRING_SERVICE
+from core.workspace import Workspace
 from desktop.app import DeskLauncher
-from tests.desktop.conftest import run
+from tests.desktop.conftest import run, wait_until
 
 
 class GatedKeyring(KeyringBackend):
@@ -59,7 +64,7 @@ def gated(monkeypatch: pytest.MonkeyPatch) -> Iterator[GatedKeyring]:
     os.environ.pop("ANTHROPIC_API_KEY", None)
 
 
-def test_open_waits_for_the_keyring_it_reads_in_the_background(
+def test_the_window_opens_before_the_keyring_is_read_and_reads_it_after_the_first_fill(
     qloop: qasync.QEventLoop, qtbot: QtBot, sqlite_url: str, ui_state: QSettings, gated: GatedKeyring
 ) -> None:
     launcher = DeskLauncher(sqlite_url, ui_state=ui_state)
@@ -67,13 +72,48 @@ def test_open_waits_for_the_keyring_it_reads_in_the_background(
     async def scenario() -> None:
         import asyncio
 
-        opening = asyncio.ensure_future(launcher.open())
-        await asyncio.wait_for(asyncio.to_thread(gated.asked.wait, 30), 40)
-        assert not opening.done()  # the keyring has not answered: the window is not handed over
-        gated.release.set()
-        window = await asyncio.wait_for(opening, 60)
+        window = await asyncio.wait_for(launcher.open(), 60)
         qtbot.addWidget(window)
+        # Handed over with the keyring not even asked: it would only compete with the first fill.
+        assert not gated.asked.is_set() and not launcher.keys.started
+        filled_when_asked: list[bool] = []
+        window.after_first_fill(lambda: filled_when_asked.append(window.model.loaded_once))
+        await asyncio.wait_for(asyncio.to_thread(gated.asked.wait, 30), 40)
+        await wait_until(lambda: bool(filled_when_asked), what="the deferred probe")
+        assert filled_when_asked == [True]
+        assert os.environ.get("ANTHROPIC_API_KEY") is None  # still gated
+        gated.release.set()
+        await asyncio.wait_for(asyncio.to_thread(launcher.keys.wait, 30), 40)
         assert os.environ.get("ANTHROPIC_API_KEY") == "sk-ant-from-keyring"
+        assert launcher.keys.loaded == ["ANTHROPIC_API_KEY"]
+        window.close()
         await launcher.close()
 
     run(qloop, scenario())
+
+
+def test_the_task_service_waits_for_the_keys_even_before_the_first_fill(
+    qloop: qasync.QEventLoop, workspace: Workspace, gated: GatedKeyring
+) -> None:
+    """An analyst quicker than the fill: the first run reads the keyring itself and has its keys."""
+    from core.secrets import KeyringLoad
+    from desktop.views.main_window import DeskServices
+
+    services = DeskServices.for_workspace(workspace)
+    services.keys = KeyringLoad()
+    gated.release.set()
+    assert not services.keys.started
+    assert services.tasks is not None
+    assert services.keys.done and os.environ.get("ANTHROPIC_API_KEY") == "sk-ant-from-keyring"
+
+
+def test_a_broken_keyring_is_logged_and_costs_no_keys(caplog: pytest.LogCaptureFixture) -> None:
+    from core.secrets import KeyringLoad
+
+    def broken() -> list[str]:
+        raise RuntimeError("no desktop service")
+
+    keys = KeyringLoad(broken)
+    assert keys.wait(30)
+    assert keys.loaded == [] and isinstance(keys.error, RuntimeError)
+    assert "reading API keys from the keyring failed" in caplog.text
