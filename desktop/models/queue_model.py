@@ -89,8 +89,6 @@ ROW_BACKLOG = 64
 # loop's thread (1,600 rows at 200 a group stalled the loop ~100 ms per keystroke); scrolling
 # brings later pages at ``page_size``.
 FIRST_PAGE = 50
-# The fewest rows per group a reload asks for, however small the view (a screen may grow).
-MIN_FIRST_PAGE = 10
 
 _BAND = QColor(NEEDS_REVIEW_BAND)
 _BAND_TEXT = QColor(NEEDS_REVIEW_TEXT)
@@ -127,9 +125,6 @@ class TaskQueueModel(QAbstractItemModel):
         self._queue = queue
         self._ops = ops
         self.page_size = page_size
-        # Rows per group in a reload: what the view can show (``fit_first_page``), at most
-        # ``FIRST_PAGE``. Each keystroke reads, converts and resets this many rows per group.
-        self.first_page = FIRST_PAGE
         self._groups = [_Group(spec) for spec in GROUPS]
         self._where: dict[str, int] = {}
         self._filter = QueueFilter()
@@ -164,14 +159,6 @@ class TaskQueueModel(QAbstractItemModel):
         """Task rows held in memory (benchmarks: an idle queue must hold a few pages, not the store)."""
         return sum(len(g.rows) for g in self._groups)
 
-    def fit_first_page(self, rows_on_screen: int) -> None:
-        """The view shows about this many rows: a reload reads no more per group than that.
-
-        Rows beyond the screen are brought by scrolling (``request_more``), so a keystroke costs
-        a screenful per group instead of ``FIRST_PAGE``.
-        """
-        self.first_page = max(MIN_FIRST_PAGE, min(FIRST_PAGE, rows_on_screen + 1))
-
     def set_group_icons(self, icons: dict[str, QIcon]) -> None:
         self._icons = dict(icons)
 
@@ -201,7 +188,7 @@ class TaskQueueModel(QAbstractItemModel):
         async def load() -> QueueSnapshot:
             async with self._refresh_lock:
                 self.refreshes_started += 1
-                return await self._queue.snapshot(flt, sort, page_size=min(self.page_size, self.first_page))
+                return await self._queue.snapshot(flt, sort, page_size=min(self.page_size, FIRST_PAGE))
 
         self._refresh_task = self._ops.run(
             load(),

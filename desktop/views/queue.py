@@ -8,10 +8,8 @@ place; live updates move rows with ``beginMoveRows`` and need nothing from here.
 from __future__ import annotations
 
 from PySide6.QtCore import (
-    QEvent,
     QItemSelectionModel,
     QModelIndex,
-    QObject,
     QPersistentModelIndex,
     QPoint,
     QRect,
@@ -226,21 +224,6 @@ class QueueView(QWidget):
         self.tree.expanded.connect(self._schedule_rows_check)
         model.sig_refreshed.connect(self._schedule_rows_check)
         model.sig_page_loaded.connect(self._schedule_rows_check)
-        # A reload reads what the view can show: its height in rows, measured on every resize.
-        self.tree.viewport().installEventFilter(self)
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        """Implements ``QObject::eventFilter``: the tree's viewport resized, so a screenful changed."""
-        if event.type() == QEvent.Type.Resize and watched is self.tree.viewport():
-            self.model.fit_first_page(self.rows_on_screen())
-        return super().eventFilter(watched, event)
-
-    def rows_on_screen(self) -> int:
-        """How many rows the tree's viewport shows at its current height."""
-        row = self.tree.sizeHintForRow(0) if self.model.rowCount() else 0
-        if row <= 0:
-            row = self.tree.fontMetrics().height() + 4
-        return max(1, self.tree.viewport().height() // row)
 
     def _column_menu(self, pos: QPoint) -> None:
         header = self.tree.header()

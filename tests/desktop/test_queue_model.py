@@ -214,38 +214,3 @@ def test_an_idle_queue_loads_only_what_it_shows(
     assert idle == still <= 300  # the pages one screen needs, and no more while nobody scrolls
     assert still < scrolled <= still + 300  # scrolling to the end brings a page or two, not everything
     assert model.group_count("needs_review") == 50_000
-
-
-def test_a_reload_reads_a_screenful_per_group(
-    qloop: qasync.QEventLoop, workspace: Workspace, qtbot: QtBot
-) -> None:
-    """Each keystroke reads, converts and lays out what the view can show, not a fixed 50 rows."""
-    ops = CoreOps()
-    model = TaskQueueModel(TaskQueue(workspace.store), ops, page_size=100)
-    view = QueueView(model)
-    qtbot.addWidget(view)
-    view.resize(560, 400)
-    view.show()
-
-    async def scenario() -> tuple[int, int, int]:
-        await _bulk_tasks(workspace, 300, S.NEEDS_REVIEW)
-        await model.refresh()
-        await _settle(ops, view)
-        fits = view.rows_on_screen()
-        view.filter_edit.setText("task")
-        view.apply_filter()
-        await wait_signal(model.sig_refreshed)
-        return fits, model.first_page, model.group_count("needs_review")
-
-    fits, first_page, _ = run(qloop, scenario())
-    assert 5 < fits < 50  # 400 pixels of rows
-    assert first_page == max(10, fits + 1)
-    shown = model.rowCount(model.group_index("needs_review"))
-    assert shown == first_page  # the reload read one screenful of the 300 matches
-    view.tree.scrollToBottom()  # scrolling brings the next page as before
-
-    async def more() -> int:
-        await _settle(ops, view)
-        return model.rowCount(model.group_index("needs_review"))
-
-    assert run(qloop, more()) > shown
