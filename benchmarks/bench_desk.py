@@ -231,6 +231,7 @@ async def desk_figures(url: str) -> dict[str, float]:
     from desktop.models.queue_model import TaskQueueModel
     from desktop.ops import CoreOps
     from desktop.quiet_gc import freeze_long_lived
+    from desktop.views.queue import QueueView
 
     store = await Store.open(url)
     freeze_long_lived()  # as the desk does once its window is up (desktop/app.py)
@@ -240,6 +241,11 @@ async def desk_figures(url: str) -> dict[str, float]:
     out: dict[str, float] = {}
     try:
         model = TaskQueueModel(TaskQueue(store), ops)
+        # The queue pane as the desk first shows it (1400x860 window, 640 pixels for the queue):
+        # its resets and layouts run on the loop too, and its height sets the rows per group.
+        view = QueueView(model)
+        view.resize(640, 800)
+        view.show()
         started = time.perf_counter()
         await model.refresh()
         out["warm_refresh"] = time.perf_counter() - started
@@ -302,6 +308,7 @@ async def desk_figures(url: str) -> dict[str, float]:
         out["recovery_errors"] = len(failures) - failed_before
         async with store.write_engine.begin() as conn:  # back as it was, for the next run
             await conn.execute(update(TaskRow).where(TaskRow.id.in_(ids)).values(status="closed"))
+        view.close()
         return out
     finally:
         await store.close()
