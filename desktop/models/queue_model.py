@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from datetime import datetime
-from functools import partial
+from datetime import date, datetime
+from functools import lru_cache, partial
 from typing import Any
 
 from PySide6.QtCore import (
@@ -715,13 +715,22 @@ class TaskQueueModel(QAbstractItemModel):
 
 
 def _local_time(value: datetime, *, full: bool = False) -> str:
-    """Today's rows show the time, older rows the day: the column stays narrow for the title."""
+    """Today's rows show the time, older rows the day: the column stays narrow for the title.
+
+    Every paint asks for every visible row's time (a few thousand times per keystroke); the
+    answer only changes with the value and the day, so it is remembered per both.
+    """
+    return _local_time_on(value, full, date.today())
+
+
+@lru_cache(maxsize=4096)
+def _local_time_on(value: datetime, full: bool, today: date) -> str:
     try:
         local = value.astimezone()
     except (ValueError, OverflowError):
         return str(value)
     if full:
         return local.strftime("%Y-%m-%d %H:%M:%S")
-    if local.date() == datetime.now().astimezone().date():
+    if local.date() == today:
         return local.strftime("%H:%M")
-    return local.strftime("%d %b %Y") if local.year != datetime.now().year else local.strftime("%d %b")
+    return local.strftime("%d %b %Y") if local.year != today.year else local.strftime("%d %b")
