@@ -22,6 +22,8 @@ from typing import Any
 from PySide6.QtCore import QEvent, QObject, QSettings, Qt
 from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QWidget
 
+from desktop.quiet_gc import freeze_long_lived
+
 log = logging.getLogger(__name__)
 
 STYLE_FILE = os.path.join(
@@ -233,6 +235,7 @@ class DeskLauncher:
 
         async def warm() -> None:
             await asyncio.to_thread(Workspace.warm_up_models)
+            freeze_long_lived()  # litellm's tables live as long as the process (desktop/quiet_gc.py)
 
         task = asyncio.get_running_loop().create_task(warm())
         self._background.add(task)
@@ -313,6 +316,7 @@ def run_desk(args: list[str]) -> int:
             PaintProbe(window, main_painted)
         window.show()
         boot.close()
+        freeze_long_lived()  # start-up's objects leave the full collections' walk (desktop/quiet_gc.py)
         window.after_first_fill(launcher.warm_up_in_background)
         await closed.wait()
 

@@ -23,6 +23,7 @@ a row or a needle that is not plain ASCII.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Sequence
 from functools import cmp_to_key
@@ -38,6 +39,7 @@ from core.domain.queue import PageCursor, QueueFilter, QueuePage, QueueSort, Sor
 from core.domain.records import TaskRecord
 from core.domain.status import TaskStatus
 from core.store.base import StoreBase
+from core.store.interrupt import interruptible_read
 from core.store.models import TaskCountRow, TaskRow
 
 _TEXT_COLUMNS = frozenset(
@@ -194,20 +196,29 @@ async def page(
     """One keyset page: the cost is the page, not how far down the group it is."""
     if not statuses:
         return QueuePage(rows=(), next=None)
-    async with store.read_session() as s:
+
+    async def read(s: AsyncSession) -> list[dict[str, Any]]:
         plan = await _text_plan(s, store, flt)
         # A few matches: ``status || ''`` leaves the planner only the key lookups of the matches
         # (it would walk the whole group looking for them); many: walk and check each row.
         status = TaskRow.status.concat("") if plan == "matches" else TaskRow.status
-        q = select(TaskRow).where(
+        q = select(TaskRow.__table__).where(
             status.in_([st.value for st in statuses]), filter_clause(store, flt, walk=plan == "walk")
         )
         if after is not None:
             q = q.where(after_clause(store, sort, after))
         q = q.order_by(*order_by(store, sort)).limit(limit + 1)
-        rows = [TaskRecord.model_validate(r) for r in (await s.scalars(q)).all()]
-    more = len(rows) > limit
-    rows = rows[:limit]
+        return [dict(m) for m in (await s.execute(q)).mappings().all()]
+
+    found = await interruptible_read(store, read)
+    # Validation runs in a worker: a page of records is milliseconds of pure Python the
+    # loop (painting, keystrokes) need not wait for in one piece.
+    return await asyncio.to_thread(_one_page, found, sort, limit)
+
+
+def _one_page(found: list[dict[str, Any]], sort: QueueSort, limit: int) -> QueuePage:
+    rows = [TaskRecord.model_validate(values) for values in found[:limit]]
+    more = len(found) > limit
     return QueuePage(rows=tuple(rows), next=PageCursor.after(rows[-1], sort) if more else None)
 
 
@@ -227,22 +238,34 @@ async def first_pages(
     pages = {key: QueuePage(rows=(), next=None) for key, _ in groups}
     if not wanted:
         return pages
-    async with store.read_session() as s:
+
+    async def read(s: AsyncSession) -> list[dict[str, Any]]:
         plan = await _text_plan(s, store, flt)
-        found = (
-            (await s.execute(_first_pages_query(store, wanted, flt=flt, sort=sort, limit=limit, plan=plan)))
-            .mappings()
-            .all()
-        )
+        q = _first_pages_query(store, wanted, flt=flt, sort=sort, limit=limit, plan=plan)
+        return [dict(m) for m in (await s.execute(q)).mappings().all()]
+
+    found = await interruptible_read(store, read)
+    # Validating and sorting a few hundred rows is the keystroke's biggest piece of pure Python:
+    # it runs in a worker, so the loop keeps painting between the interpreter's switches.
+    pages.update(await asyncio.to_thread(_group_pages, found, wanted, sort, limit))
+    return pages
+
+
+def _group_pages(
+    found: list[dict[str, Any]],
+    wanted: Sequence[tuple[str, Sequence[TaskStatus]]],
+    sort: QueueSort,
+    limit: int,
+) -> dict[str, QueuePage]:
     grouped: list[list[TaskRecord]] = [[] for _ in wanted]
-    for m in found:
-        values = dict(m)
+    for values in found:
         grouped[int(values.pop("queue_group"))].append(TaskRecord.model_validate(values))
 
     def compare(a: TaskRecord, b: TaskRecord) -> int:
         return -1 if precedes(a, b, sort) else 1
 
     key = cmp_to_key(compare)
+    pages: dict[str, QueuePage] = {}
     for (name, _), rows in zip(wanted, grouped, strict=True):
         rows.sort(key=key)  # a union promises no order; each status's arm brings a page at most
         more = len(rows) > limit
@@ -340,8 +363,11 @@ async def count_by_status(store: StoreBase, flt: QueueFilter) -> dict[TaskStatus
 async def recount_by_status(store: StoreBase, flt: QueueFilter) -> dict[TaskStatus, int]:
     """A fresh COUNT over the tasks table (the check ``task_counts`` is tested against)."""
     q = select(TaskRow.status, func.count()).where(filter_clause(store, flt)).group_by(TaskRow.status)
-    async with store.read_session() as s:
-        found = (await s.execute(q)).all()
+
+    async def read(s: AsyncSession) -> list[Any]:
+        return list((await s.execute(q)).all())
+
+    found = await interruptible_read(store, read)  # a superseded count stops in the database
     counts = dict.fromkeys(TaskStatus, 0)
     for status, n in found:
         counts[TaskStatus(status)] = int(n)

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from datetime import datetime
-from functools import partial
+from datetime import date, datetime
+from functools import lru_cache, partial
 from typing import Any
 
 from PySide6.QtCore import (
@@ -81,6 +81,24 @@ GROUP_KEY_ROLE = TASK_ID_ROLE + 2
 STATUS_ROLE = TASK_ID_ROLE + 3
 PROGRESS_ROLE = TASK_ID_ROLE + 4
 
+# The view asks ``data`` and ``flags`` thousands of times per reload (every visible cell, every
+# role, on each layout and paint): members are looked up once here, not per call, and a task
+# row answers the roles it knows at once and nothing else.
+_DISPLAY = Qt.ItemDataRole.DisplayRole
+_TOOLTIP = Qt.ItemDataRole.ToolTipRole
+_FOREGROUND = Qt.ItemDataRole.ForegroundRole
+_BACKGROUND = Qt.ItemDataRole.BackgroundRole
+_DECORATION = Qt.ItemDataRole.DecorationRole
+_FONT = Qt.ItemDataRole.FontRole
+_ALIGNMENT = Qt.ItemDataRole.TextAlignmentRole
+_TASK_ROLES = frozenset(
+    {_DISPLAY, _TOOLTIP, _FOREGROUND, _ALIGNMENT, TASK_ID_ROLE, TASK_ROLE, STATUS_ROLE, PROGRESS_ROLE}
+)
+_NO_FLAGS = Qt.ItemFlag.NoItemFlags
+_GROUP_FLAGS = Qt.ItemFlag.ItemIsEnabled
+_TASK_FLAGS = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemNeverHasChildren
+_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+
 # Row reads in flight at once: live updates never take more than this many connections.
 ROW_READS = 2
 # More changed tasks waiting than this: one reload costs less than reading them one by one.
@@ -89,6 +107,9 @@ ROW_BACKLOG = 64
 # loop's thread (1,600 rows at 200 a group stalled the loop ~100 ms per keystroke); scrolling
 # brings later pages at ``page_size``.
 FIRST_PAGE = 50
+
+# A text filter's exact counts are asked this long after its pages show (headers say "≥ N").
+COUNT_AFTER_S = 0.25
 
 _BAND = QColor(NEEDS_REVIEW_BAND)
 _BAND_TEXT = QColor(NEEDS_REVIEW_TEXT)
@@ -138,6 +159,7 @@ class TaskQueueModel(QAbstractItemModel):
         self._refresh_task: asyncio.Task[QueueSnapshot] | None = None
         self._count_lock = asyncio.Lock()
         self._count_task: asyncio.Task[dict[TaskStatus, int]] | None = None
+        self._page_reads: set[asyncio.Task[QueuePage]] = set()  # scrolling's pages in flight
         self._dirty: dict[str, None] = {}  # changed tasks waiting for a row read, in notice order
         self._row_reads = 0
         self._row_waiters: list[asyncio.Future[None]] = []
@@ -179,7 +201,9 @@ class TaskQueueModel(QAbstractItemModel):
         """
         self._generation += 1
         generation = self._generation
-        for stale in (self._refresh_task, self._count_task):
+        # Pages the view asked for under the old filter are worthless too: stopped, not ignored
+        # (each is a probe and a walk that would compete with this reload for the two cores).
+        for stale in (self._refresh_task, self._count_task, *self._page_reads):
             if stale is not None and not stale.done():
                 stale.cancel()
         self._dirty.clear()  # the reload shows every change noticed so far
@@ -310,6 +334,9 @@ class TaskQueueModel(QAbstractItemModel):
         flt = self._filter
 
         async def count() -> dict[TaskStatus, int]:
+            # Typing on: the next keystroke cancels this before it costs anything. A count over
+            # a common word's matches is seconds of a core at 1M tasks; it starts once typing pauses.
+            await asyncio.sleep(COUNT_AFTER_S)
             async with self._count_lock:
                 return await self._queue.counts(flt)
 
@@ -533,20 +560,22 @@ class TaskQueueModel(QAbstractItemModel):
             return False
 
         after = PageCursor.after(group.rows[-1], self._sort) if group.rows else None
-        self._ops.run(
+        read = self._ops.run(
             self._queue.page(group.spec.group, self._filter, self._sort, after=after, limit=self.page_size),
             what=f"Loading more '{group.spec.title}' tasks",
             on_done=lambda page: self._append_page(generation, gi, page),
             on_error=failed,
         )
+        self._page_reads.add(read)
+        read.add_done_callback(self._page_reads.discard)
 
     def flags(self, index: Index) -> Qt.ItemFlag:
         """Implements ``QAbstractItemModel::flags``: group headers cannot be selected."""
         if not index.isValid():
-            return Qt.ItemFlag.NoItemFlags
+            return _NO_FLAGS
         if index.internalId() == _GROUP_ID:
-            return Qt.ItemFlag.ItemIsEnabled
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemNeverHasChildren
+            return _GROUP_FLAGS
+        return _TASK_FLAGS
 
     def headerData(
         self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
@@ -563,28 +592,31 @@ class TaskQueueModel(QAbstractItemModel):
         """Implements ``QAbstractItemModel::data`` for group headers and task rows."""
         if not index.isValid():
             return None
-        if index.internalId() == _GROUP_ID:
+        internal = index.internalId()
+        if internal == _GROUP_ID:
             return self._group_data(self._groups[index.row()], index.column(), role)
-        gi = index.internalId() - 1
-        if gi >= len(self._groups) or index.row() >= len(self._groups[gi].rows):
+        if role not in _TASK_ROLES:  # size hints, fonts, check states...: asked per cell, never set
             return None
-        return self._task_data(self._groups[gi].rows[index.row()], index.column(), role)
+        gi, row = internal - 1, index.row()
+        if gi >= len(self._groups) or row >= len(self._groups[gi].rows):
+            return None
+        return self._task_data(self._groups[gi].rows[row], index.column(), role)
 
     def _group_data(self, group: _Group, column: int, role: int) -> Any:
         review = group.spec.key == "needs_review"
-        if role == Qt.ItemDataRole.DisplayRole and column == 0:
+        if role == _DISPLAY and column == 0:
             return f"{group.spec.title}  ({group.count if group.exact else f'≥ {group.count}'})"
-        if role == Qt.ItemDataRole.ToolTipRole:
+        if role == _TOOLTIP:
             return f"{group.spec.title}: {group.spec.hint}"
-        if role == Qt.ItemDataRole.DecorationRole and column == 0:
+        if role == _DECORATION and column == 0:
             return self._icons.get(group.spec.key)
-        if role == Qt.ItemDataRole.FontRole:
+        if role == _FONT:
             font = QFont()
             font.setBold(True)
             return font
-        if role == Qt.ItemDataRole.BackgroundRole and review:
+        if role == _BACKGROUND and review:
             return _BAND
-        if role == Qt.ItemDataRole.ForegroundRole and review:
+        if role == _FOREGROUND and review:
             return _BAND_TEXT
         if role == GROUP_KEY_ROLE:
             return group.spec.key
@@ -618,7 +650,7 @@ class TaskQueueModel(QAbstractItemModel):
         return " · ".join(notes) or None
 
     def _task_data(self, task: TaskRecord, column: int, role: int) -> Any:
-        if role == Qt.ItemDataRole.DisplayRole:
+        if role == _DISPLAY:
             note = self.claim_note(task.id) if column == COL_STATUS else None
             return self._display(task, column) + (f" · {note}" if note else "")
         if role == TASK_ID_ROLE:
@@ -629,20 +661,20 @@ class TaskQueueModel(QAbstractItemModel):
             return task.status.value
         if role == PROGRESS_ROLE:
             return self._progress.get(task.id)
-        if column == COL_OUTCOME and role in (Qt.ItemDataRole.ToolTipRole, Qt.ItemDataRole.ForegroundRole):
+        if column == COL_OUTCOME and role in (_TOOLTIP, _FOREGROUND):
             cell = outcome_cell(task.validation_outcome, task.latest_validation_status)  # short words shown
-            if role == Qt.ItemDataRole.ToolTipRole:
+            if role == _TOOLTIP:
                 return cell.full or None
             return QColor(cell.colour) if cell.colour else None
-        if role == Qt.ItemDataRole.ToolTipRole:
+        if role == _TOOLTIP:
             if column == COL_UPDATED:
                 return _local_time(task.updated_at, full=True)
             why = read_only_reason(task)
             notes = [f"{why[0].upper()}{why[1:]}." if why else "", self.claim_note(task.id) or ""]
             head = "\n".join(n for n in notes if n)
             return f"{head}\n\n{task.text[:600]}" if head else task.text[:600]
-        if role == Qt.ItemDataRole.TextAlignmentRole and column in (COL_SCORE, COL_ATTEMPTS):
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == _ALIGNMENT and column in (COL_SCORE, COL_ATTEMPTS):
+            return _RIGHT
         return None
 
     def _display(self, task: TaskRecord, column: int) -> str:
@@ -683,13 +715,22 @@ class TaskQueueModel(QAbstractItemModel):
 
 
 def _local_time(value: datetime, *, full: bool = False) -> str:
-    """Today's rows show the time, older rows the day: the column stays narrow for the title."""
+    """Today's rows show the time, older rows the day: the column stays narrow for the title.
+
+    Every paint asks for every visible row's time (a few thousand times per keystroke); the
+    answer only changes with the value and the day, so it is remembered per both.
+    """
+    return _local_time_on(value, full, date.today())
+
+
+@lru_cache(maxsize=4096)
+def _local_time_on(value: datetime, full: bool, today: date) -> str:
     try:
         local = value.astimezone()
     except (ValueError, OverflowError):
         return str(value)
     if full:
         return local.strftime("%Y-%m-%d %H:%M:%S")
-    if local.date() == datetime.now().astimezone().date():
+    if local.date() == today:
         return local.strftime("%H:%M")
-    return local.strftime("%d %b %Y") if local.year != datetime.now().year else local.strftime("%d %b")
+    return local.strftime("%d %b %Y") if local.year != today.year else local.strftime("%d %b")

@@ -349,9 +349,17 @@ class QueueView(QWidget):
                 self.model.request_more(gi)
 
     # ------------------------------------------------------------------ after a reset
-    def _span_groups(self, *_args: object) -> None:
+    def _span_groups(self, parent: QModelIndex | None = None, *_args: object) -> None:
+        """Group headers span the row; only new top-level rows (or a reset) can lack the span.
+
+        Each call re-lays the tree out, so task rows arriving (pages, live updates) skip it.
+        """
+        if parent is not None and parent.isValid():
+            return
+        root = QModelIndex()
         for gi in range(self.model.rowCount()):
-            self.tree.setFirstColumnSpanned(gi, QModelIndex(), True)
+            if not self.tree.isFirstColumnSpanned(gi, root):
+                self.tree.setFirstColumnSpanned(gi, root, True)
 
     def _before_reset(self) -> None:
         self._resetting = True
