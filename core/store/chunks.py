@@ -47,6 +47,8 @@ __all__ = [
     "DEFAULT_POLICY",
     "ChunkRepository",
     "ContentPolicy",
+    "chunk_shas_sync",
+    "chunk_text_sync",
     "find_refs",
     "has_refs",
     "iter_chunk_texts",
@@ -168,32 +170,51 @@ def read_content_sync(conn: Connection, sha256: str) -> str:
     """A content object's whole text on a connection already inside a transaction.
 
     For writers that must see what they just stored in the same transaction (the search index
-    reads an attempt's big evidence items to cut them into passages).
+    reads an attempt's model outputs back; it streams tool results with ``chunk_text_sync``).
     """
+    # One chunk at a time, and a chunk row gone is the one-line error, never a shorter text.
+    return "".join(chunk_text_sync(conn, chunk_sha) for chunk_sha in chunk_shas_sync(conn, sha256))
+
+
+def chunk_shas_sync(conn: Connection, sha256: str) -> list[str]:
+    """A content object's chunk hashes in order (one small row each), inside the caller's transaction."""
     rows = conn.execute(
-        select(ContentChunkRow.codec, ContentChunkRow.data)
-        .join(ContentPartRow, ContentPartRow.chunk_sha == ContentChunkRow.sha256)
+        select(ContentPartRow.chunk_sha)
         .where(ContentPartRow.content_sha == sha256)
         .order_by(ContentPartRow.idx)
     ).all()
-    return "".join(_unpack(str(codec), data).decode("utf-8", "surrogatepass") for codec, data in rows)
+    return [str(r[0]) for r in rows]
 
 
-def resolve_tree_sync(conn: Connection, value: Any) -> Any:
-    """``ChunkRepository.resolve_tree`` on a sync connection inside the caller's transaction."""
+def chunk_text_sync(conn: Connection, chunk_sha: str) -> str:
+    """One chunk's text on a sync connection: what a writer streaming a big item reads per step."""
+    row = conn.execute(
+        select(ContentChunkRow.codec, ContentChunkRow.data).where(ContentChunkRow.sha256 == chunk_sha)
+    ).one_or_none()
+    if row is None:
+        raise StoreError(f"evidence chunk {chunk_sha[:12]} is missing from the workspace")
+    return _unpack(str(row[0]), row[1]).decode("utf-8", "surrogatepass")
+
+
+def resolve_tree_sync(conn: Connection, value: Any, keys: tuple[str, ...] = OFFLOADED_KEYS) -> Any:
+    """``ChunkRepository.resolve_tree`` on a sync connection inside the caller's transaction.
+
+    ``keys`` narrows what is read back: the search index resolves only ``output_text`` (a model's
+    answer, bounded by its output limit) and streams the big tool results chunk by chunk.
+    """
     if isinstance(value, list):
-        return [resolve_tree_sync(conn, v) for v in value]
+        return [resolve_tree_sync(conn, v, keys) for v in value]
     if not isinstance(value, dict):
         return value
     out: dict[str, Any] = {}
     for key, v in value.items():
-        if is_ref(value, key):
+        if is_ref(value, key) and key[: -len(REF_SUFFIX)] in keys:
             out[key[: -len(REF_SUFFIX)]] = read_content_sync(conn, ContentRef.model_validate(v).sha256)
             out[key] = None
-        elif key in OFFLOADED_KEYS and is_ref(value, key + REF_SUFFIX):
+        elif key in keys and is_ref(value, key + REF_SUFFIX):
             out.setdefault(key, "")
         else:
-            out[key] = resolve_tree_sync(conn, v)
+            out[key] = resolve_tree_sync(conn, v, keys)
     return out
 
 
