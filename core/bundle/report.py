@@ -23,7 +23,7 @@ from core.bundle.format import BundleError
 from core.bundle.opened import OpenedBundle
 from core.bundle.paths import MachineScrub, machine_scrub
 from core.bundle.redact import Redactor
-from core.domain.content import REF_SUFFIX, ContentRef, has_refs, is_ref
+from core.domain.content import has_refs
 from core.domain.evidence import TaskEvidencePacket
 from core.domain.facts import EventKind
 from core.domain.labels import outcome_label
@@ -241,41 +241,11 @@ async def workspace_report_data(
     # ...but states what the calls used, which only the (small) call events record.
     kinds = [*USAGE_EVENT_KINDS, EventKind.ANALYST_VERDICT_RECORDED]  # and the analyst's verdicts
     usage_events = await store.get_task_events(dossier.task.id, kinds=kinds, resolve=False)
-    attempts = [await _with_outputs(store, a) for a in dossier.attempts]
-    dossier = dossier.model_copy(update={"events": usage_events, "attempts": attempts})
+    dossier = dossier.model_copy(update={"events": usage_events})
     source = scrub.text(f"workspace {store.display_name}")
     masked = _redacted(dossier, redactor, scrub)
     previews = await evidence_previews(store, masked, redactor, scrub)
     return build_report_data(masked, source=source, previews=previews)
-
-
-async def _with_outputs(store: Store, attempt: AttemptRecord) -> AttemptRecord:
-    """The attempt with its packet's model outputs read back (tool results stay references).
-
-    The renderer numbers a node's output item only when it has text, so an output left as a
-    reference would shift every later evidence id; a model output is bounded by the model's output
-    limit, unlike a tool result.
-    """
-    if not attempt.packet or not has_refs(attempt.packet):
-        return attempt
-    return attempt.model_copy(update={"packet": await _read_outputs(store, attempt.packet)})
-
-
-async def _read_outputs(store: Store, value: Any) -> Any:
-    if isinstance(value, list):
-        return [await _read_outputs(store, v) for v in value]
-    if not isinstance(value, dict):
-        return value
-    out = {k: await _read_outputs(store, v) for k, v in value.items() if k != _OUTPUT_REF}
-    if is_ref(value, _OUTPUT_REF):
-        out["output_text"] = await store.read_content(ContentRef.model_validate(value[_OUTPUT_REF]))
-        out[_OUTPUT_REF] = None
-    elif _OUTPUT_REF in value:
-        out[_OUTPUT_REF] = value[_OUTPUT_REF]
-    return out
-
-
-_OUTPUT_REF = "output_text" + REF_SUFFIX
 
 
 async def evidence_previews(

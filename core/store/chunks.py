@@ -170,7 +170,7 @@ def read_content_sync(conn: Connection, sha256: str) -> str:
     """A content object's whole text on a connection already inside a transaction.
 
     For writers that must see what they just stored in the same transaction (the search index
-    reads an attempt's model outputs back; it streams tool results with ``chunk_text_sync``).
+    reads evidence through ``chunk_text_sync``, one chunk at a time, instead).
     """
     # One chunk at a time, and a chunk row gone is the one-line error, never a shorter text.
     return "".join(chunk_text_sync(conn, chunk_sha) for chunk_sha in chunk_shas_sync(conn, sha256))
@@ -196,25 +196,21 @@ def chunk_text_sync(conn: Connection, chunk_sha: str) -> str:
     return _unpack(str(row[0]), row[1]).decode("utf-8", "surrogatepass")
 
 
-def resolve_tree_sync(conn: Connection, value: Any, keys: tuple[str, ...] = OFFLOADED_KEYS) -> Any:
-    """``ChunkRepository.resolve_tree`` on a sync connection inside the caller's transaction.
-
-    ``keys`` narrows what is read back: the search index resolves only ``output_text`` (a model's
-    answer, bounded by its output limit) and streams the big tool results chunk by chunk.
-    """
+def resolve_tree_sync(conn: Connection, value: Any) -> Any:
+    """``ChunkRepository.resolve_tree`` on a sync connection inside the caller's transaction."""
     if isinstance(value, list):
-        return [resolve_tree_sync(conn, v, keys) for v in value]
+        return [resolve_tree_sync(conn, v) for v in value]
     if not isinstance(value, dict):
         return value
     out: dict[str, Any] = {}
     for key, v in value.items():
-        if is_ref(value, key) and key[: -len(REF_SUFFIX)] in keys:
+        if is_ref(value, key):
             out[key[: -len(REF_SUFFIX)]] = read_content_sync(conn, ContentRef.model_validate(v).sha256)
             out[key] = None
-        elif key in keys and is_ref(value, key + REF_SUFFIX):
+        elif key in OFFLOADED_KEYS and is_ref(value, key + REF_SUFFIX):
             out.setdefault(key, "")
         else:
-            out[key] = resolve_tree_sync(conn, v, keys)
+            out[key] = resolve_tree_sync(conn, v)
     return out
 
 

@@ -26,7 +26,7 @@ from core.search.index import (
     passages,
 )
 from core.store.base import StoreBase
-from core.store.chunks import chunk_shas_sync, chunk_text_sync, resolve_tree_sync
+from core.store.chunks import chunk_shas_sync, chunk_text_sync
 from core.store.models import (
     AttemptRow,
     EventRow,
@@ -99,19 +99,11 @@ async def _attempt_docs(
     packet: dict[str, Any] | None,
     when: datetime,
 ) -> None:
-    """An attempt's answer and evidence passages into ``out``; memory: one chunk plus one segment.
-
-    Only model outputs (``output_text``, bounded by a model's output limit) are read back whole,
-    because the renderer numbers a node's output item from its text; tool results are streamed.
-    """
+    """An attempt's answer and evidence passages into ``out``; memory: one chunk plus one segment."""
     await out.add(passages(task_id, index, DocKind.ANSWER, "", answer, when))
     if not packet:
         return
-    try:
-        outputs_read: dict[str, Any] = await conn.run_sync(resolve_tree_sync, packet, ("output_text",))
-    except StoreError:
-        return  # a model output's chunk is gone: the items cannot be numbered as the desk does
-    for item in evidence_items(outputs_read):
+    for item in evidence_items(packet):
         if item.content_ref is None:
             await out.add(passages(task_id, index, DocKind.EVIDENCE, item.evidence_id, item.content, when))
             continue
