@@ -521,7 +521,7 @@ def _task_json(t: TaskRecord) -> dict[str, Any]:
 async def _print_task_summary(
     ws: Any, task: TaskRecord, as_json: bool, extra: dict[str, Any] | None = None
 ) -> None:
-    attempts = await ws.store.list_attempts(task.id)
+    attempts = await ws.store.list_attempts(task.id, resolve=False)
     rows = [
         {
             "index": a.index,

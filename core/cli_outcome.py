@@ -25,6 +25,7 @@ async def run_outcome(store: Any, task: TaskRecord) -> dict[str, Any]:
     """
     events = await store.get_task_events(
         task.id,
+        resolve=False,  # usage and errors only: never a tool result's text
         kinds=[
             EventKind.RUN_FINISHED,
             EventKind.LLM_RESPONSE_RECEIVED,

@@ -23,11 +23,13 @@ from core.bundle.format import BundleError
 from core.bundle.opened import OpenedBundle
 from core.bundle.paths import MachineScrub, machine_scrub
 from core.bundle.redact import Redactor
+from core.domain.content import has_refs
 from core.domain.evidence import TaskEvidencePacket
 from core.domain.facts import EventKind
 from core.domain.labels import outcome_label
 from core.domain.records import AttemptRecord, FeedbackRecord, TaskRecord, ValidationRecord
 from core.domain.usage import USAGE_EVENT_KINDS, UsageTotals
+from core.evidence.content import ContentReader, item_length, item_range
 from core.evidence.render import render_packet
 from core.store import Store
 from core.tasks.dossier import TaskDossier, load_dossier
@@ -37,6 +39,7 @@ from core.version import app_version
 __all__ = [
     "ReportData",
     "build_report_data",
+    "evidence_previews",
     "render_report",
     "report_data_from_bundle",
     "workspace_report_data",
@@ -87,7 +90,9 @@ class ReportData:
     preview_chars: int = PREVIEW_CHARS
 
 
-def _evidence(attempt: AttemptRecord) -> tuple[list[EvidenceRow], str | None]:
+def _evidence(attempt: AttemptRecord, previews: Mapping[str, str]) -> tuple[list[EvidenceRow], str | None]:
+    """The attempt's evidence rows; a big item (left in the chunk store) takes its preview from
+    ``previews``, read beforehand as a range, so its text is never held here."""
     if not attempt.packet:
         return [], "No evidence packet was recorded for this attempt."
     try:
@@ -103,18 +108,27 @@ def _evidence(attempt: AttemptRecord) -> tuple[list[EvidenceRow], str | None]:
             title=i.title,
             url=i.url,
             is_error=i.is_error,
-            length=len(i.content),
-            preview=i.content[:PREVIEW_CHARS],
+            length=item_length(i),
+            preview=previews.get(i.evidence_id, "")
+            if i.content_ref is not None
+            else i.content[:PREVIEW_CHARS],
         )
         for i in items
     ], None
 
 
 def build_report_data(
-    dossier: TaskDossier, *, source: str, verification: list[str] | None = None
+    dossier: TaskDossier,
+    *,
+    source: str,
+    verification: list[str] | None = None,
+    previews: Mapping[str, str] | None = None,
 ) -> ReportData:
     """Pure assembly from the dossier ``show`` and the desk read, so the page states each attempt's
-    recorded outcome exactly as they do; the evidence index uses the ids the validator cited."""
+    recorded outcome exactly as they do; the evidence index uses the ids the validator cited.
+
+    A dossier read without resolving carries big items as chunk references: ``previews`` holds
+    their previews by evidence id (``evidence_previews``)."""
     views = []
     seen: dict[str, int] = {}
     per_attempt = dossier.attempt_usage()
@@ -122,7 +136,7 @@ def build_report_data(
     for a in sorted(dossier.attempts, key=lambda x: x.index):
         v = dossier.validation_for(a.index)
         citations = v.result.get("citations", []) if v is not None else []
-        rows, note = _evidence(a)
+        rows, note = _evidence(a, previews or {})
         seen.update({row.evidence_id: a.index for row in rows})  # an attempt's own ids come first
         views.append(
             AttemptView(
@@ -218,14 +232,44 @@ async def workspace_report_data(
     store: Store, task_id: str, redactor: Redactor, scrub: MachineScrub
 ) -> ReportData:
     """One task's page data, masked and scrubbed: what a single report and each section of a
-    multi-task report (``core.exports.report_multi``) are rendered from."""
-    dossier = await load_dossier(store, task_id, with_events=False)  # the page lists no events...
+    multi-task report (``core.exports.report_multi``) are rendered from.
+
+    Big evidence stays in the chunk store: only each item's previewed range is read
+    (``evidence_previews``), so a task with a gigabyte of tool results costs its previews.
+    """
+    dossier = await load_dossier(store, task_id, with_events=False, resolve=False)  # no events listed...
     # ...but states what the calls used, which only the (small) call events record.
     kinds = [*USAGE_EVENT_KINDS, EventKind.ANALYST_VERDICT_RECORDED]  # and the analyst's verdicts
-    usage_events = await store.get_task_events(dossier.task.id, kinds=kinds)
+    usage_events = await store.get_task_events(dossier.task.id, kinds=kinds, resolve=False)
     dossier = dossier.model_copy(update={"events": usage_events})
     source = scrub.text(f"workspace {store.display_name}")
-    return build_report_data(_redacted(dossier, redactor, scrub), source=source)
+    masked = _redacted(dossier, redactor, scrub)
+    previews = await evidence_previews(store, masked, redactor, scrub)
+    return build_report_data(masked, source=source, previews=previews)
+
+
+async def evidence_previews(
+    store: ContentReader, dossier: TaskDossier, redactor: Redactor, scrub: MachineScrub
+) -> dict[str, str]:
+    """The preview of every evidence item left in the chunk store, by evidence id.
+
+    Reads a range a little past the preview (``PREVIEW_CHARS`` more) and masks it before cutting,
+    so a secret straddling the preview's end is masked whole rather than shown in part.
+    """
+    out: dict[str, str] = {}
+    for attempt in dossier.attempts:
+        if not attempt.packet or not has_refs(attempt.packet):
+            continue
+        try:
+            packet = TaskEvidencePacket.model_validate(attempt.packet)
+        except ValidationError:
+            continue  # the page says the packet could not be read
+        for item in render_packet(packet).items:
+            if item.content_ref is None:
+                continue
+            text = await item_range(store, item, 0, 2 * PREVIEW_CHARS)
+            out[item.evidence_id] = redactor.text(scrub.text(text), "report")[:PREVIEW_CHARS]
+    return out
 
 
 def report_data_from_bundle(

@@ -19,6 +19,7 @@ Text is built with lists and one ``join`` because packets can be tens of megabyt
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable
 from typing import Any, Literal
@@ -173,6 +174,7 @@ def _run_body(
     node_id: str | None,
     output: str | None,
     include_transcript: bool,
+    output_ref: ContentRef | None = None,
 ) -> None:
     """Warnings, tool results, then (optionally) the run's own output as a ``run_output`` item."""
     for warning in run.warnings:
@@ -189,7 +191,7 @@ def _run_body(
             node_id=node_id,
             content=_transcript_text(run.transcript),
         )
-    if output:
+    if output or output_ref is not None:
         b.item(
             kind="run_output",
             label=f"run-output:{run.run_id}",
@@ -197,8 +199,26 @@ def _run_body(
             run_id=run.run_id,
             session_id=run.session_id,
             node_id=node_id,
-            content=output,
+            content=output or "",
+            content_ref=output_ref,
         )
+
+
+def _same_text(text: str, ref: ContentRef | None, other: str, other_ref: ContentRef | None) -> bool:
+    """Two texts, each inline or a chunk reference (unresolved packet), are equal.
+
+    References are content-addressed, so two compare by hash and a reference against an inline
+    text by the hash of that text: an output stored as chunks numbers its items as when resolved.
+    """
+    if ref is None and other_ref is None:
+        return text == other
+    if ref is not None and other_ref is not None:
+        return ref.sha256 == other_ref.sha256
+    stored, inline = (ref, other) if ref is not None else (other_ref, text)
+    assert stored is not None
+    if stored.length != len(inline):
+        return False
+    return hashlib.sha256(inline.encode("utf-8", "surrogatepass")).hexdigest() == stored.sha256
 
 
 def _run_heading(title: str, run: RunEvidence) -> str:
@@ -217,22 +237,27 @@ def _node_section(b: _Builder, node: NodeRunResult, *, include_transcript: bool)
         facts.append(f"error: {_quoted(node.error)}")
     b.line(_one_line(f"=== Team node '{node.node_id}' ({', '.join(facts)}) ==="))
     run = node.evidence
-    output = node.output_text or (run.output_text if run is not None else "")
+    if node.output_text or node.output_text_ref is not None or run is None:
+        output, output_ref = node.output_text, node.output_text_ref
+    else:
+        output, output_ref = run.output_text, run.output_text_ref
     if run is None:
         b.line("(no run evidence recorded for this node)")
     else:
         b.line(_one_line(f"Run {run.run_id}, session {run.session_id}"))
         # The run's own output is shown separately only when it differs from the node output.
-        extra_output = run.output_text if run.output_text and run.output_text != output else None
+        has_own = bool(run.output_text) or run.output_text_ref is not None
+        differs = has_own and not _same_text(run.output_text, run.output_text_ref, output, output_ref)
         _run_body(
             b,
             run,
             where=where,
             node_id=node.node_id,
-            output=extra_output,
+            output=run.output_text if differs else None,
             include_transcript=include_transcript,
+            output_ref=run.output_text_ref if differs else None,
         )
-    if output:
+    if output or output_ref is not None:
         b.item(
             kind="node_output",
             label=f"node-output:{node.node_id}",
@@ -242,6 +267,7 @@ def _node_section(b: _Builder, node: NodeRunResult, *, include_transcript: bool)
             node_id=node.node_id,
             is_error=node.error is not None or node.status.is_failure,
             content=output,
+            content_ref=output_ref,
         )
     elif run is not None:
         b.line("(node produced no output)")
@@ -265,9 +291,15 @@ def _build_packet(
     main = packet.main_run
     if main is not None:
         b.line(_run_heading("Main run", main))
-        main_output = main.output_text if main.output_text != packet.final_output else None
+        differs = not _same_text(main.output_text, main.output_text_ref, packet.final_output, None)
         _run_body(
-            b, main, where="main run", node_id=None, output=main_output, include_transcript=include_transcript
+            b,
+            main,
+            where="main run",
+            node_id=None,
+            output=main.output_text if differs else None,
+            include_transcript=include_transcript,
+            output_ref=main.output_text_ref if differs else None,
         )
     covered = {node.evidence.run_id for node in packet.team_node_results if node.evidence is not None}
     if main is not None:
@@ -286,6 +318,7 @@ def _build_packet(
             node_id=None,
             output=run.output_text or None,
             include_transcript=include_transcript,
+            output_ref=run.output_text_ref,
         )
     if include_final_output and packet.final_output:
         b.line("=== Final output ===")
@@ -368,6 +401,7 @@ def render_run(
         node_id=node_id,
         output=run.output_text if include_output and run.output_text else None,
         include_transcript=include_transcript,
+        output_ref=run.output_text_ref if include_output else None,
     )
     return b.result()
 
@@ -382,4 +416,4 @@ def evidence_char_length(packet: TaskEvidencePacket | list[TaskEvidencePacket]) 
     b = _Builder(text=False)
     for one in packet if isinstance(packet, list) else [packet]:
         _build_packet(b, one, include_final_output=True, include_transcript=False, warning=False)
-    return sum(len(item.content) for item in b.items)
+    return sum(item.content_ref.length if item.content_ref else len(item.content) for item in b.items)

@@ -105,10 +105,10 @@ async def task_decisions(
     validations = await store.list_validations(task.id)
     index_of = {v.attempt_id: v.attempt_index for v in validations}
     if any(f.attempt_id and f.attempt_id not in index_of for f in feedback):  # decided before validation
-        index_of.update({a.id: a.index for a in await store.list_attempts(task.id)})
+        index_of.update({a.id: a.index for a in await store.list_attempts(task.id, resolve=False)})
     verdict_of = {v.attempt_index: v for v in validations}  # the last verdict per attempt wins
     overrides = overrides_from_events(
-        await store.get_task_events(task.id, kinds=[EventKind.ANALYST_VERDICT_RECORDED])
+        await store.get_task_events(task.id, kinds=[EventKind.ANALYST_VERDICT_RECORDED], resolve=False)
     )
     rows = []
     for f in feedback:

@@ -16,11 +16,14 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from core.domain.evidence import TaskEvidencePacket
+
+if TYPE_CHECKING:
+    from core.evidence.render import EvidenceItem
 
 SEGMENT_CHARS = 65_536
 OVERLAP_CHARS = 512
@@ -42,11 +45,49 @@ def segments(text: str) -> list[str]:
     return [text[i : i + SEGMENT_CHARS + OVERLAP_CHARS] for i in range(0, len(text), SEGMENT_CHARS)]
 
 
-def _evidence_texts(packet: dict[str, Any]) -> list[tuple[str, str]]:
-    """(evidence id, full text) of every item of an attempt's packet, as the desk numbers them.
+class SegmentCutter:
+    """``segments`` over a text that arrives in pieces (a big item's stored chunks, one at a time).
 
-    The one place that reads evidence content: when evidence moves to a chunk store, this is the
-    function to re-point.
+    The same segments as ``segments`` of the whole text, boundaries continuing across pieces, so a
+    phrase that straddles two chunks is still inside one segment. Holds one segment plus the piece
+    being cut, never the text.
+    """
+
+    def __init__(self, segment: int = SEGMENT_CHARS, overlap: int = OVERLAP_CHARS) -> None:
+        self._segment = segment
+        self._overlap = overlap
+        self._buf = ""
+        self._cut = False
+
+    def feed(self, piece: str) -> list[str]:
+        """The segments ``piece`` completes: each is known whole once text exists past its end."""
+        buf = self._buf + piece
+        width = self._segment + self._overlap
+        out: list[str] = []
+        start = 0
+        while len(buf) - start > width:
+            out.append(buf[start : start + width])
+            start += self._segment
+        self._buf = buf[start:]
+        self._cut = self._cut or bool(out)
+        return out
+
+    def finish(self) -> list[str]:
+        """The last segments: the tail (and, past a cut, the overlap-only piece ``segments`` ends with)."""
+        buf, self._buf = self._buf, ""
+        if not self._cut:
+            return [buf] if buf else []
+        out = [buf]
+        if len(buf) > self._segment:
+            out.append(buf[self._segment :])
+        return out
+
+
+def evidence_items(packet: dict[str, Any]) -> list[EvidenceItem]:
+    """Every item of an attempt's packet as the desk numbers them, big texts left as references.
+
+    The one place that reads evidence for the index: inline texts are in ``content``; an item with
+    a ``content_ref`` is streamed from its chunks by the writer (``core.store.search_index``).
     """
     from core.evidence.render import render_packet  # core.evidence imports the store, which imports this
 
@@ -57,7 +98,12 @@ def _evidence_texts(packet: dict[str, Any]) -> list[tuple[str, str]]:
         # write that stores it failing (the packet itself is kept as it came).
         return []
     rendered = render_packet(parsed, include_final_output=False)
-    return [(item.evidence_id, item.content) for item in rendered.items if item.content.strip()]
+    return [item for item in rendered.items if item.content_ref is not None or item.content.strip()]
+
+
+def _evidence_texts(packet: dict[str, Any]) -> list[tuple[str, str]]:
+    """(evidence id, full text) of the inline items of a packet (a resolved one has no others)."""
+    return [(i.evidence_id, i.content) for i in evidence_items(packet) if i.content_ref is None]
 
 
 def passages(
@@ -71,17 +117,29 @@ def passages(
     if not text or not text.strip():
         return []
     return [
-        {
-            "task_id": task_id,
-            "attempt_index": attempt_index,
-            "kind": kind.value,
-            "ref": ref,
-            "seg": i,
-            "body": body,
-            "created_at": created_at,
-        }
-        for i, body in enumerate(segments(text))
+        doc(task_id, attempt_index, kind, ref, i, body, created_at) for i, body in enumerate(segments(text))
     ]
+
+
+def doc(
+    task_id: str,
+    attempt_index: int | None,
+    kind: DocKind,
+    ref: str,
+    seg: int,
+    body: str,
+    created_at: datetime | None,
+) -> dict[str, Any]:
+    """One ``search_docs`` row: a passage of ``ref`` (segment ``seg``)."""
+    return {
+        "task_id": task_id,
+        "attempt_index": attempt_index,
+        "kind": kind.value,
+        "ref": ref,
+        "seg": seg,
+        "body": body,
+        "created_at": created_at,
+    }
 
 
 def attempt_docs(
@@ -134,9 +192,12 @@ async def index_override(store: Any, task_id: str, attempt_index: int, event_id:
 __all__ = [
     "SEGMENT_CHARS",
     "DocKind",
+    "SegmentCutter",
     "attempt_docs",
     "backfill",
     "backfill_pending",
+    "doc",
+    "evidence_items",
     "feedback_docs",
     "index_override",
     "issue_docs",

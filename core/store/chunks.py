@@ -47,6 +47,8 @@ __all__ = [
     "DEFAULT_POLICY",
     "ChunkRepository",
     "ContentPolicy",
+    "chunk_shas_sync",
+    "chunk_text_sync",
     "find_refs",
     "has_refs",
     "iter_chunk_texts",
@@ -168,15 +170,30 @@ def read_content_sync(conn: Connection, sha256: str) -> str:
     """A content object's whole text on a connection already inside a transaction.
 
     For writers that must see what they just stored in the same transaction (the search index
-    reads an attempt's big evidence items to cut them into passages).
+    reads evidence through ``chunk_text_sync``, one chunk at a time, instead).
     """
+    # One chunk at a time, and a chunk row gone is the one-line error, never a shorter text.
+    return "".join(chunk_text_sync(conn, chunk_sha) for chunk_sha in chunk_shas_sync(conn, sha256))
+
+
+def chunk_shas_sync(conn: Connection, sha256: str) -> list[str]:
+    """A content object's chunk hashes in order (one small row each), inside the caller's transaction."""
     rows = conn.execute(
-        select(ContentChunkRow.codec, ContentChunkRow.data)
-        .join(ContentPartRow, ContentPartRow.chunk_sha == ContentChunkRow.sha256)
+        select(ContentPartRow.chunk_sha)
         .where(ContentPartRow.content_sha == sha256)
         .order_by(ContentPartRow.idx)
     ).all()
-    return "".join(_unpack(str(codec), data).decode("utf-8", "surrogatepass") for codec, data in rows)
+    return [str(r[0]) for r in rows]
+
+
+def chunk_text_sync(conn: Connection, chunk_sha: str) -> str:
+    """One chunk's text on a sync connection: what a writer streaming a big item reads per step."""
+    row = conn.execute(
+        select(ContentChunkRow.codec, ContentChunkRow.data).where(ContentChunkRow.sha256 == chunk_sha)
+    ).one_or_none()
+    if row is None:
+        raise StoreError(f"evidence chunk {chunk_sha[:12]} is missing from the workspace")
+    return _unpack(str(row[0]), row[1]).decode("utf-8", "surrogatepass")
 
 
 def resolve_tree_sync(conn: Connection, value: Any) -> Any:

@@ -7,7 +7,7 @@ migration 0009_search for the why.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -15,9 +15,18 @@ from sqlalchemy import and_, delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from core.domain.facts import EventKind
-from core.search.index import DocKind, attempt_docs, feedback_docs, issue_docs, passages
+from core.errors import StoreError
+from core.search.index import (
+    DocKind,
+    SegmentCutter,
+    doc,
+    evidence_items,
+    feedback_docs,
+    issue_docs,
+    passages,
+)
 from core.store.base import StoreBase
-from core.store.chunks import resolve_tree_sync
+from core.store.chunks import chunk_shas_sync, chunk_text_sync
 from core.store.models import (
     AttemptRow,
     EventRow,
@@ -31,6 +40,89 @@ from core.store.models import (
 
 BACKFILL_KEY = "backfill"
 _BATCH = 200
+_FLUSH_CHARS = 4 << 20  # passages held before an insert: a gigabyte of evidence is never all in memory
+
+
+class _DocWriter:
+    """Buffers ``search_docs`` rows and inserts them a few megabytes at a time."""
+
+    def __init__(self, conn: AsyncConnection) -> None:
+        self._conn = conn
+        self._rows: list[dict[str, Any]] = []
+        self._chars = 0
+
+    async def add(self, rows: Iterable[dict[str, Any]]) -> None:
+        for row in rows:
+            self._rows.append(row)
+            self._chars += len(row["body"])
+        if self._chars >= _FLUSH_CHARS:
+            await self.flush()
+
+    async def flush(self) -> None:
+        if self._rows:
+            await self._conn.execute(insert(SearchDocRow), self._rows)
+        self._rows, self._chars = [], 0
+
+
+async def _streamed_item(
+    conn: AsyncConnection, task_id: str, index: int, evidence_id: str, sha256: str, when: datetime
+) -> AsyncIterator[dict[str, Any]]:
+    """A big item's passages cut from its chunks, read one at a time in the writing transaction.
+
+    Segments continue across chunk boundaries (``SegmentCutter``). A chunk row gone from the
+    workspace ends the item there: what was read stays indexed and the write goes on, because a
+    damaged item must not make the rest of the task (or a backfill) unsearchable; ``show`` and the
+    report name the missing chunk.
+    """
+    cutter = SegmentCutter()
+    seg = 0
+    try:
+        for chunk_sha in await conn.run_sync(chunk_shas_sync, sha256):
+            for body in cutter.feed(await conn.run_sync(chunk_text_sync, chunk_sha)):
+                if body.strip():
+                    yield doc(task_id, index, DocKind.EVIDENCE, evidence_id, seg, body, when)
+                seg += 1
+    except StoreError:
+        pass
+    for body in cutter.finish():
+        if body.strip():
+            yield doc(task_id, index, DocKind.EVIDENCE, evidence_id, seg, body, when)
+        seg += 1
+
+
+async def _attempt_docs(
+    conn: AsyncConnection,
+    out: _DocWriter,
+    task_id: str,
+    index: int,
+    answer: str | None,
+    packet: dict[str, Any] | None,
+    when: datetime,
+) -> None:
+    """An attempt's answer and evidence passages into ``out``; memory: one chunk plus one segment."""
+    await out.add(passages(task_id, index, DocKind.ANSWER, "", answer, when))
+    if not packet:
+        return
+    for item in evidence_items(packet):
+        if item.content_ref is None:
+            await out.add(passages(task_id, index, DocKind.EVIDENCE, item.evidence_id, item.content, when))
+            continue
+        async for row in _streamed_item(
+            conn, task_id, index, item.evidence_id, item.content_ref.sha256, when
+        ):
+            await out.add((row,))
+
+
+async def _clear(
+    conn: AsyncConnection, task_id: str, attempt_index: int | None, kinds: Sequence[DocKind]
+) -> None:
+    await conn.execute(
+        delete(SearchDocRow).where(
+            SearchDocRow.task_id == task_id,
+            SearchDocRow.attempt_index == attempt_index,
+            SearchDocRow.kind.in_([k.value for k in kinds]),
+        )
+    )
 
 
 async def _replace(
@@ -40,13 +132,7 @@ async def _replace(
     kinds: Sequence[DocKind],
     docs: list[dict[str, Any]],
 ) -> None:
-    await conn.execute(
-        delete(SearchDocRow).where(
-            SearchDocRow.task_id == task_id,
-            SearchDocRow.attempt_index == attempt_index,
-            SearchDocRow.kind.in_([k.value for k in kinds]),
-        )
-    )
+    await _clear(conn, task_id, attempt_index, kinds)
     if docs:
         await conn.execute(insert(SearchDocRow), docs)
 
@@ -67,10 +153,10 @@ async def index_attempt(conn: AsyncConnection, attempt_id: str) -> None:
     if found is None:
         return
     task_id, index, answer, packet, finished, started = found
-    if packet:  # big evidence items are chunk references: the index needs their text
-        packet = await conn.run_sync(resolve_tree_sync, packet)
-    docs = attempt_docs(task_id, index, answer, packet, finished or started or utcnow())
-    await _replace(conn, task_id, index, (DocKind.ANSWER, DocKind.EVIDENCE), docs)
+    await _clear(conn, task_id, index, (DocKind.ANSWER, DocKind.EVIDENCE))
+    out = _DocWriter(conn)
+    await _attempt_docs(conn, out, task_id, index, answer, packet, finished or started or utcnow())
+    await out.flush()
 
 
 async def index_validation(
@@ -119,11 +205,12 @@ async def index_tasks(conn: AsyncConnection, task_ids: Iterable[str]) -> None:
                 SearchDocRow.kind.in_([DocKind.ANSWER, DocKind.EVIDENCE, DocKind.ISSUE, DocKind.NOTE]),
             )
         )
-        docs: list[dict[str, Any]] = []
+        out = _DocWriter(conn)
         attempts = await conn.execute(select(*_ATTEMPT_COLUMNS).where(AttemptRow.task_id.in_(batch)))
         for task_id, index, answer, stored, finished, started in attempts.all():
-            packet = await conn.run_sync(resolve_tree_sync, stored) if stored else stored
-            docs.extend(attempt_docs(task_id, index, answer, packet, finished or started or utcnow()))
+            await _attempt_docs(conn, out, task_id, index, answer, stored, finished or started or utcnow())
+        await out.flush()
+        docs: list[dict[str, Any]] = []
         validations = await conn.execute(
             select(
                 ValidationRow.task_id,

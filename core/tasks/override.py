@@ -51,7 +51,7 @@ async def record_override(
     status = _parse(status, ValidationStatus, "status")
     category = _parse(category, FailureCategory, "category")
     task = await store.get_task(task_id)
-    attempts = await store.list_attempts(task.id)
+    attempts = await store.list_attempts(task.id, resolve=False)  # ids and indexes only
     if not attempts:
         raise ValueError(f"task {task.id[:12]} has no attempt to give a verdict on")
     if attempt_index is None:

@@ -41,7 +41,7 @@ async def recover_interrupted(workspace: Workspace) -> list[TaskRecord]:
             continue  # imported evidence is never rewritten; live runners are left alone
         # The attempt the task claimed, by index: a crash between the claim and the attempt's
         # record leaves none, and an earlier attempt's answer must not stand in for it.
-        attempts = await store.list_attempts(task.id)
+        attempts = await store.list_attempts(task.id, resolve=False)  # states and answers only
         attempt = _current_attempt(task, attempts)
         trigger, outcome = interruption(attempt)
         if trigger is Trigger.INTERRUPTED_UNUSABLE:  # a crashed revision: no dead end either

@@ -114,7 +114,7 @@ class ReviewService:
         if not reason.strip():
             raise RefusedAction("reopening a task needs a reason")
         task = await self._writable(task_id, expected_version)
-        trigger = reopen_trigger(await self.store.list_attempts(task.id))
+        trigger = reopen_trigger(await self.store.list_attempts(task.id, resolve=False))
         if not can(task.status, trigger):
             raise IllegalTransition(task.status, trigger)
         return await self._decide(task, trigger, REOPEN, note=reason.strip())
@@ -202,7 +202,7 @@ class ReviewService:
                 **({"undoes": undoes} if undoes is not None else {}),
             },
         )
-        attempts = await self.store.list_attempts(task.id)
+        attempts = await self.store.list_attempts(task.id, resolve=False)
         latest = attempts[-1] if attempts else None
         update: dict[str, Any] = {
             "expected_version": task.version,

@@ -216,7 +216,7 @@ class TaskService:
         if task.revision_requested_by == RevisionRequester.ANALYST:
             asked = await self.store.get_task_events(task.id, kinds=[EventKind.ANALYST_FEEDBACK_RECORDED])
             origin = TaskStatus(str(asked[-1].payload.get("from"))) if asked else origin
-        return revision_fallback(origin, await self.store.list_attempts(task.id))
+        return revision_fallback(origin, await self.store.list_attempts(task.id, resolve=False))
 
     async def _cancel_attempt(self, attempt: AttemptRecord | None) -> None:
         """Cancelled here (abandon, shutdown): the attempt records it; whoever cancelled moves the task

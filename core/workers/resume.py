@@ -33,7 +33,7 @@ async def resume_interrupted(ws: Workspace, task: TaskRecord, *, why: str) -> Ta
     store = ws.store
     if not is_writable(task) or not task.status.is_execution_active or task.main_session_id is None:
         return None
-    attempt = _current_attempt(task, await store.list_attempts(task.id))
+    attempt = _current_attempt(task, await store.list_attempts(task.id, resolve=False))
     _, outcome = interruption(attempt)
     for run in await store.list_runs(task_id=task.id):
         if run.state == "running":
