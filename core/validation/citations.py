@@ -74,7 +74,7 @@ async def find_quotes(store: ContentReader, item: EvidenceItem, quotes: Sequence
         for variant, raw in enumerate((piece, neutralise(piece))):
             window = _normalise_run(tails[variant] + raw)
             found.update(q for q in wanted - found if q in window)
-            tails[variant] = window[len(window) - keep :] if keep > 0 else ""
+            tails[variant] = window[max(0, len(window) - keep) :] if keep > 0 else ""
         if found == wanted:
             break
     return found
