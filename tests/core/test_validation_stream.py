@@ -199,7 +199,9 @@ async def test_quote_across_a_stored_chunk_boundary_is_found(store: Store) -> No
     item = EvidenceItem(
         evidence_id="E1", kind="tool_result", label="t", source="s", content="", content_ref=ref
     )
-    quotes = [normalise_quote(q) for q in ("ghijk", "O PQR", "xyzabc", "not there", "mnoq", "fghijklmno pqrstu")]
+    quotes = [
+        normalise_quote(q) for q in ("ghijk", "O PQR", "xyzabc", "not there", "mnoq", "fghijklmno pqrstu")
+    ]
     assert await find_quotes(store, item, quotes) == {"ghijk", "o pqr", "xyzabc", "fghijklmno pqrstu"}
 
 
