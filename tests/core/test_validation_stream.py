@@ -294,3 +294,22 @@ async def test_every_character_lands_in_exactly_one_planned_part(store: Store) -
                 assert start == edge and length > 0  # no gap, no overlap
                 edge += length
             assert edge == item_length(item)
+
+
+async def test_uncounted_chunks_are_tokenised_off_the_event_loop(store: Store) -> None:
+    """The first plan's tokenizer pass runs in worker threads (the desk shares the loop), counts exact."""
+    import threading
+
+    store.content_policy = ContentPolicy(inline_limit=4, chunk_chars=10)
+    text = text_of(400, 1)
+    ref = await store.put_content(text)
+    threads: set[int] = set()
+
+    def count(piece: str) -> int:
+        threads.add(threading.get_ident())
+        return len(piece.split())
+
+    counts = await store.chunk_token_counts(ref, "m", count)
+    assert threads and threading.get_ident() not in threads
+    assert [n for _s, _n, n in counts] == [len(text[s : s + n].split()) for s, n, _t in counts]
+    assert sum(n for _s, n, _t in counts) == len(text)
