@@ -431,7 +431,8 @@ class ValidationService:
         return overflow, budget
 
     async def _previous_feedback(self, task_id: str, attempt_index: int) -> str:
-        attempts = {a.id: a.index for a in await self.store.list_attempts(task_id)}
+        # Ids and indexes only: never read the packets back (a resolved packet is the whole task).
+        attempts = {a.id: a.index for a in await self.store.list_attempts(task_id, resolve=False)}
         return previous_feedback(
             await self.store.list_validations(task_id),
             await self.store.list_feedback(task_id),
