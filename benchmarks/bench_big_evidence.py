@@ -10,8 +10,15 @@ Steps: ``store`` (events + packet, chunked as they are written), ``reopen`` (a f
 the packet index and streams every tool result back, checking its sha256), ``show`` (the CLI, text
 to /dev/null), ``plan`` (chunk planning of the validator's prompts from the packet index, twice: the
 second plan uses the token counts cached per stored chunk; coverage is checked independently from
-the planned prompts' character ranges against each stored item's length), ``export`` and
-``verify`` (the CLI). Figures are printed as one JSON line per size.
+the planned prompts' character ranges against each stored item's length), ``validate`` (the real
+``ValidationService`` in chunked mode against the scripted validator, with a window of
+``--window`` tokens; coverage is measured independently of the validator's report: the text of
+each item inside the fences of the prompts the provider received is hashed in order and compared
+with the sha256 of what was stored), ``export`` and ``verify`` (the CLI). Figures are printed as
+one JSON line per size.
+
+Steps after ``store`` and ``reopen`` are the ``STEPS`` list: a module adds one with
+``STEPS.append(Step(name, run))`` (and, for a child process of its own, ``CHILD_STEPS[name] = fn``).
 
 Run: ``.venv/bin/python benchmarks/bench_big_evidence.py [--sizes 8M,32M] [--keep]``; the issue's
 sizes are ``--sizes 100M,1G,2G``. The workspace lives in a temporary folder deleted afterwards.
@@ -24,10 +31,13 @@ import asyncio
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -219,14 +229,122 @@ async def step_plan(db: str, attempt_id: str) -> dict[str, Any]:
     return out
 
 
+_FENCE = re.compile(r'<EXTERNAL-CONTENT label="[^"]*" id="(E\d+)">\n(.*?)\n</EXTERNAL-CONTENT>', re.DOTALL)
+
+
+async def step_validate(
+    db: str, task_id: str, attempt_id: str, digests: list[str], window: int
+) -> dict[str, Any]:
+    """The real validation service, chunked, on the stored task; coverage from what the provider got."""
+    from benchmarks._common import scripted_settings
+    from core.events import EventBus
+    from core.evidence.content import item_length, load_packet
+    from core.llm import LLMGateway
+    from core.runtime import RunContext
+    from core.store import Store
+    from core.tools.registry import ToolRegistry
+    from core.validation import ValidationService
+
+    verdict = {
+        "goal_achievement": "the answer gives the fact",
+        "completeness": "complete",
+        "rule_compliance": "no rules broken",
+        "status": "accepted",
+        "score": 0.9,
+        "citations": [
+            {
+                "claim": "c",
+                "evidence_id": "E1",
+                "quote": "000-000000000000 tide moon ocean",
+                "verdict": "supported",
+            }
+        ],
+    }
+    conversations = [
+        {
+            "model": "validator",
+            "match": "Findings from the evidence chunks",
+            "turns": [{"content": json.dumps(verdict)}],
+        },
+        {"model": "validator", "turns": [{"content": json.dumps({"findings": [], "notes": "ok"})}]},
+    ]
+    settings = scripted_settings(
+        Path(db).parent, conversations, validator_context_tokens=window, validator_timeout_s=3600
+    )
+    hashes: dict[str, Any] = {}
+    chars: dict[str, int] = {}
+    prompts = {"n": 0, "largest_chars": 0}
+
+    class Watching(LLMGateway):
+        async def complete(self, **kwargs: Any) -> Any:
+            text = str(kwargs["messages"][-1]["content"])
+            prompts["n"] += 1
+            prompts["largest_chars"] = max(prompts["largest_chars"], len(text))
+            for found in _FENCE.finditer(text):
+                key, body = found.group(1), found.group(2)
+                hashes.setdefault(key, hashlib.sha256()).update(body.encode())
+                chars[key] = chars.get(key, 0) + len(body)
+            del text
+            return await super().complete(**kwargs)
+
+    store = await Store.open(db)
+    task = await store.get_task(task_id)
+    packet = await load_packet(store, attempt_id)
+    assert packet is not None and packet.main_run is not None and task.main_session_id is not None
+    lengths = [item_length(t) for t in packet.main_run.tool_results]
+    ctx = RunContext(
+        store=store, gateway=Watching(settings), tools=ToolRegistry(), settings=settings, bus=EventBus()
+    )
+    import resource
+
+    import litellm  # noqa: F401  (imported before the clock starts: its import is not validation)
+
+    ready_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the process before validating
+    started = time.perf_counter()
+    report = await ValidationService(ctx).validate(
+        packet,
+        task_text=task.text,
+        history=[],
+        task_id=task_id,
+        attempt_id=attempt_id,
+        attempt_index=1,
+        session_id=task.main_session_id,
+        agent_model="scripted/agent",
+    )
+    seconds = time.perf_counter() - started
+    ids = [f"E{n + 1}" for n in range(len(digests))]
+    seen = sum(min(chars.get(key, 0), length) for key, length in zip(ids, lengths, strict=True))
+    stored = (await store.list_validations(task_id))[-1].prompt or ""
+    await store.close()
+    return {
+        "seconds": round(seconds, 2),
+        "ready_peak_rss_mib": round(ready_rss),
+        "status": str(report.result.status),
+        "strategy": report.debug["strategy"],
+        "chunk_count": report.debug["chunk_count"],
+        "prompts_received": prompts["n"],
+        "largest_prompt_chars": prompts["largest_chars"],
+        "coverage": seen / max(sum(lengths), 1),
+        "intact": all(
+            key in hashes and hashes[key].hexdigest() == d for key, d in zip(ids, digests, strict=True)
+        ),
+        "validator_reported_coverage": report.debug["coverage"],
+        "citations": [str(c.check) for c in report.result.citations],
+        "stored_prompt_chars": len(stored),
+    }
+
+
+CHILD_STEPS: dict[str, Callable[..., Awaitable[dict[str, Any]]]] = {
+    "store": step_store,
+    "reopen": step_reopen,
+    "plan": step_plan,
+    "validate": step_validate,
+}
+
+
 def child(args: argparse.Namespace) -> None:
     params = json.loads(args.params)
-    if args.step == "store":
-        result = asyncio.run(step_store(args.db, params["size"]))
-    elif args.step == "reopen":
-        result = asyncio.run(step_reopen(args.db, params["attempt_id"], params["digests"]))
-    else:
-        result = asyncio.run(step_plan(args.db, params["attempt_id"]))
+    result = asyncio.run(CHILD_STEPS[args.step](args.db, **params))
     print(json.dumps(result))
 
 
@@ -261,7 +379,78 @@ def cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "core.cli", *args]
 
 
-def one_size(size: int, folder: Path, skip: set[str]) -> dict[str, Any]:
+@dataclass
+class Stored:
+    """What the later steps of one size share: the workspace, the stored task and the options."""
+
+    db: str
+    folder: Path
+    size: int
+    task_id: str
+    attempt_id: str
+    digests: list[str]
+    window: int
+    row: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    run: Callable[[Stored], dict[str, Any] | None]  # its figures, or None when it did not apply
+
+
+def run_show(st: Stored) -> dict[str, Any]:
+    seconds, rss, _ = measured(cli("show", st.task_id, "--db", st.db), stdout=subprocess.DEVNULL)
+    return {"seconds": round(seconds, 2), "peak_rss_mib": round(rss)}
+
+
+def run_plan(st: Stored) -> dict[str, Any]:
+    _s, rss, out = measured(me("plan", st.db, attempt_id=st.attempt_id))
+    return {**json.loads(out), "peak_rss_mib": round(rss)}
+
+
+def run_validate(st: Stored) -> dict[str, Any]:
+    wall, rss, out = measured(
+        me(
+            "validate",
+            st.db,
+            task_id=st.task_id,
+            attempt_id=st.attempt_id,
+            digests=st.digests,
+            window=st.window,
+        )
+    )
+    return {**json.loads(out), "wall_seconds": round(wall, 2), "peak_rss_mib": round(rss)}
+
+
+def run_export(st: Stored) -> dict[str, Any]:
+    bundle = st.folder / "case.zip"
+    seconds, rss, _ = measured(cli("export", st.task_id, "-o", str(bundle), "--db", st.db))
+    return {
+        "seconds": round(seconds, 2),
+        "peak_rss_mib": round(rss),
+        "bundle_mib": round(bundle.stat().st_size / 1024**2),
+    }
+
+
+def run_verify(st: Stored) -> dict[str, Any] | None:
+    bundle = st.folder / "case.zip"
+    if not bundle.exists():
+        return None  # export was skipped
+    seconds, rss, _ = measured(cli("verify", str(bundle), "--db", st.db))
+    return {"seconds": round(seconds, 2), "peak_rss_mib": round(rss)}
+
+
+STEPS: list[Step] = [
+    Step("show", run_show),
+    Step("plan", run_plan),
+    Step("validate", run_validate),
+    Step("export", run_export),
+    Step("verify", run_verify),
+]
+
+
+def one_size(size: int, folder: Path, skip: set[str], window: int) -> dict[str, Any]:
     db = str(folder / "ws.sqlite3")
     row: dict[str, Any] = {"size_mib": round(size / 1024**2)}
 
@@ -279,26 +468,21 @@ def one_size(size: int, folder: Path, skip: set[str]) -> dict[str, Any]:
         "reopen",
         {"seconds": round(reopened["seconds"], 2), "peak_rss_mib": round(rss), "intact": reopened["intact"]},
     )
-    if "show" not in skip:
-        seconds, rss, _ = measured(cli("show", stored["task_id"], "--db", db), stdout=subprocess.DEVNULL)
-        done("show", {"seconds": round(seconds, 2), "peak_rss_mib": round(rss)})
-    if "plan" not in skip:
-        _s, rss, out = measured(me("plan", db, attempt_id=stored["attempt_id"]))
-        done("plan", {**json.loads(out), "peak_rss_mib": round(rss)})
-    bundle = folder / "case.zip"
-    if "export" not in skip:
-        seconds, rss, _ = measured(cli("export", stored["task_id"], "-o", str(bundle), "--db", db))
-        done(
-            "export",
-            {
-                "seconds": round(seconds, 2),
-                "peak_rss_mib": round(rss),
-                "bundle_mib": round(bundle.stat().st_size / 1024**2),
-            },
-        )
-        if "verify" not in skip:
-            seconds, rss, _ = measured(cli("verify", str(bundle), "--db", db))
-            done("verify", {"seconds": round(seconds, 2), "peak_rss_mib": round(rss)})
+    st = Stored(
+        db=db,
+        folder=folder,
+        size=size,
+        task_id=stored["task_id"],
+        attempt_id=stored["attempt_id"],
+        digests=stored["digests"],
+        window=window,
+        row=row,
+    )
+    for step in STEPS:
+        if step.name not in skip:
+            figures = step.run(st)
+            if figures is not None:
+                done(step.name, figures)
     row["workspace_mib"] = round(sum(p.stat().st_size for p in folder.glob("ws.sqlite3*")) / 1024**2)
     return row
 
@@ -310,7 +494,10 @@ def main() -> None:
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary workspaces")
     parser.add_argument(
-        "--skip", default="", help="comma-separated steps to leave out (show,plan,export,verify)"
+        "--skip", default="", help="comma-separated steps to leave out (show,plan,validate,export,verify)"
+    )
+    parser.add_argument(
+        "--window", type=int, default=128_000, help="the validator's context window in tokens (validate step)"
     )
     parser.add_argument("--step", help=argparse.SUPPRESS)
     parser.add_argument("--db", help=argparse.SUPPRESS)
@@ -322,7 +509,7 @@ def main() -> None:
     for size in [parse_size(s) for s in args.sizes.split(",") if s.strip()]:
         folder = scratch_dir()
         try:
-            print(json.dumps(one_size(size, folder, set(args.skip.split(",")))), flush=True)
+            print(json.dumps(one_size(size, folder, set(args.skip.split(",")), args.window)), flush=True)
         finally:
             if not args.keep:
                 shutil.rmtree(folder, ignore_errors=True)

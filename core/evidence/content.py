@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
-from core.domain.content import ContentRef, has_refs
+from core.domain.content import REF_SUFFIX, ContentRef, has_refs, is_ref
 from core.domain.evidence import TaskEvidencePacket, ToolEvidence
 from core.errors import StoreError
 from core.evidence.render import EvidenceItem
 
 __all__ = [
     "ContentReader",
+    "index_packet",
     "item_length",
     "item_range",
     "item_text",
@@ -113,6 +114,39 @@ async def resolved_packet(store: TreeResolver, packet: TaskEvidencePacket) -> Ta
     if not has_refs(dumped):
         return packet
     return TaskEvidencePacket.model_validate(await store.resolve_tree(dumped))
+
+
+_OUTPUT_KEY = "output_text"
+
+
+async def _read_outputs(store: ContentReader, value: Any) -> Any:
+    if isinstance(value, list):
+        return [await _read_outputs(store, v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for key, v in value.items():
+        if key == _OUTPUT_KEY + REF_SUFFIX and is_ref(value, key):
+            out[_OUTPUT_KEY] = "".join([p async for p in store.iter_content(ContentRef.model_validate(v))])
+            out[key] = None
+        elif key == _OUTPUT_KEY and is_ref(value, key + REF_SUFFIX):
+            out.setdefault(key, "")
+        else:
+            out[key] = await _read_outputs(store, v)
+    return out
+
+
+async def index_packet(store: ContentReader, packet: TaskEvidencePacket) -> TaskEvidencePacket:
+    """``packet`` as validation reads it: run and node outputs read back, tool texts left as references.
+
+    Outputs are answers an agent wrote (the renderer compares and cites them by their text), so
+    they are read whole; tool results and transcripts, which hold the gigabytes, stay references
+    and are read item by item, one prompt at a time (``materialise``).
+    """
+    dumped = packet.model_dump(mode="json")
+    if not has_refs(dumped):
+        return packet
+    return TaskEvidencePacket.model_validate(await _read_outputs(store, dumped))
 
 
 class AttemptReader(ContentReader, Protocol):

@@ -14,7 +14,9 @@ transactions (through ``run_sync``) share them and a content object commits with
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import os
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
@@ -55,6 +57,10 @@ __all__ = [
     "offload_tree",
     "put_content",
 ]
+
+
+# Chunks tokenised at once by ``chunk_token_counts``: one per core, at least two, at most four.
+COUNT_BATCH = max(2, min(4, os.cpu_count() or 2))
 
 
 def iter_chunk_texts(text: str, chunk_chars: int) -> Iterator[str]:
@@ -327,19 +333,24 @@ class ChunkRepository(StoreBase):
                     )
                 ).all()
             }
-        counts: dict[str, int] = {}
-        for chunk_sha in chunk_shas:
-            known = cached.get(chunk_sha, {})
-            if model in known:
-                counts[chunk_sha] = int(known[model])
-                continue
-            counts[chunk_sha] = n = int(count(await self.chunk_text(chunk_sha)))
+        counts = {sha: int(known[model]) for sha, known in cached.items() if model in known}
+        missing = [sha for sha in chunk_shas if sha not in counts]
+        # Uncounted chunks go to the tokenizer a few at a time, in threads: off the event loop (the
+        # desk shares it), in parallel where the tokenizer releases the GIL (tiktoken does), with
+        # memory bounded by one batch of chunks; each batch's counts are written in one transaction.
+        for at in range(0, len(missing), COUNT_BATCH):
+            batch = missing[at : at + COUNT_BATCH]
+            texts = [await self.chunk_text(sha) for sha in batch]
+            found = await asyncio.gather(*(asyncio.to_thread(count, text) for text in texts))
+            del texts
             async with self._write() as s:
-                await s.execute(
-                    update(ContentChunkRow)
-                    .where(ContentChunkRow.sha256 == chunk_sha)
-                    .values(token_counts={**known, model: n})
-                )
+                for sha, n in zip(batch, found, strict=True):
+                    counts[sha] = int(n)
+                    await s.execute(
+                        update(ContentChunkRow)
+                        .where(ContentChunkRow.sha256 == sha)
+                        .values(token_counts={**cached.get(sha, {}), model: int(n)})
+                    )
         return [(start, n_chars, counts[chunk_sha]) for chunk_sha, start, n_chars in parts]
 
     async def sweep_content(self) -> int:

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from core.domain.evidence import TaskEvidencePacket, TeamRunResult
 from core.evidence.builder import build_run_evidence
+from core.evidence.content import index_packet
 from core.evidence.render import next_evidence_number
 from core.store import Store
 from core.team.disagreement import find_disagreements
@@ -29,14 +30,15 @@ async def earlier_packets(store: Store, task_id: str, before_index: int) -> list
     """The recorded packets of the task's attempts before ``before_index``, oldest first.
 
     An attempt without a packet (it never got that far) contributes nothing; an unreadable one
-    is skipped with a warning rather than failing the new attempt.
+    is skipped with a warning rather than failing the new attempt. Read as an index (outputs
+    inline, big tool texts as references): the validator streams them, and ids only count items.
     """
     packets: list[TaskEvidencePacket] = []
-    for attempt in await store.list_attempts(task_id):
+    for attempt in await store.list_attempts(task_id, resolve=False):
         if attempt.index >= before_index or not attempt.packet:
             continue
         try:
-            packets.append(TaskEvidencePacket.model_validate(attempt.packet))
+            packets.append(await index_packet(store, TaskEvidencePacket.model_validate(attempt.packet)))
         except ValidationError as exc:
             log.warning(
                 "task %s attempt %d: unreadable evidence packet skipped: %s", task_id, attempt.index, exc

@@ -66,6 +66,9 @@ class Judgement(BaseModel):
     # Set when the provider refused the single-pass prompt as too long and the verdict was then
     # reached in chunks: the window we had assumed, the one re-measured, and the provider's words.
     overflow: dict[str, Any] | None = None
+    # Chunked only: per chunk prompt, the (evidence id, first character, length) of every part it
+    # carried, so an auditor can rebuild each prompt from the store and check coverage.
+    chunk_ranges: list[list[tuple[str, int, int]]] = Field(default_factory=list)
 
 
 def precheck(strategy: str, issue: str, category: FailureCategory) -> Judgement:

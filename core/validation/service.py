@@ -31,19 +31,14 @@ from core.domain.evidence import TaskEvidencePacket
 from core.domain.facts import EventKind, VerdictWarning, WarningCode
 from core.domain.status import ValidationStatus
 from core.domain.validation import CitationCheck, FailureCategory, ValidationResult
-from core.evidence.content import resolved_packet
-from core.evidence.render import (
-    EvidenceItem,
-    RenderedEvidence,
-    evidence_char_length,
-    render_task,
-)
+from core.evidence.content import index_packet, item_length
+from core.evidence.render import RenderedEvidence, render_task
 from core.llm.families import model_family, same_family
 from core.llm.structured import SchemaFailure, StructuredOutcome, complete_structured
 from core.profiles import ModelRole
 from core.runtime import RunContext
 from core.validation.chunked import judge_chunked
-from core.validation.citations import check_citations, normalise_id
+from core.validation.citations import check_citations_streaming
 from core.validation.context import execution_metadata, previous_feedback
 from core.validation.judgement import (
     Judgement,
@@ -56,6 +51,7 @@ from core.validation.judgement import (
 )
 from core.validation.prompt import format_history, render_template, wrap_answer
 from core.validation.schema import ValidatorOutput
+from core.validation.sizing import full_rendering, referenced_tokens
 
 __all__ = [
     "DEFAULT_TRIGGER_KEYWORDS",
@@ -151,9 +147,11 @@ class ValidationService:
                     "(finish_reason=length); the verdict judged an incomplete answer",
                 )
             )
-        packets = [*(earlier or []), await resolved_packet(self.store, packet)]  # whole text (one prompt)
+        # An index: outputs inline, big tool texts stay chunk references until a prompt needs them.
+        packets = [await index_packet(self.store, p) for p in [*(earlier or []), packet]]
         rendered = await asyncio.to_thread(render_task, packets)
-        gathered = await asyncio.to_thread(evidence_char_length, packets)
+        # Every item plus the answer under review (which render_task leaves out), without reading.
+        gathered = sum(item_length(i) for i in rendered.items) + len(packet.final_output)
         debug: dict[str, Any] = {
             **_packet_facts(packets),
             "evidence_attempts": [p.attempt_index for p in packets],
@@ -228,7 +226,7 @@ class ValidationService:
             finally:
                 _DEADLINE.reset(token)
 
-        result = self._finish_result(judgement.result, rendered, warnings, debug)
+        result = await self._finish_result(judgement.result, rendered, warnings, debug)
         latency = time.perf_counter() - started
         coverage = (judgement.evidence_chars_in_input / gathered) if gathered else 1.0
         debug.update(
@@ -254,6 +252,7 @@ class ValidationService:
                 "attempt_id": attempt_id,
                 "chunk_raw_responses": judgement.chunk_raw_responses,
                 "context_overflow": judgement.overflow,
+                "chunk_ranges": judgement.chunk_ranges,
             }
         )
         store_prompt = settings.debug_store_validation_prompt and bool(judgement.prompt)
@@ -358,6 +357,21 @@ class ValidationService:
                 )
             )
         budget = token_budget(window) if window is not None else None
+        if any(i.content_ref is not None for i in rendered.items):
+            # The bodies of big items are blank in ``messages``: add their cached counts, and read
+            # them back only when the whole prompt fits (or no window is known: scripted models).
+            prompt_tokens += await referenced_tokens(
+                self.store, rendered.items, model, lambda text: self.gateway.token_count(model, text)
+            )
+            if budget is None or prompt_tokens <= budget:
+                full = await full_rendering(self.store, packets)
+                messages = validator_messages(
+                    render_template(
+                        "validation.md.j2", evidence_text=full.text, has_evidence=bool(full.items), **common
+                    )
+                )
+                del full
+                prompt_tokens = await asyncio.to_thread(self.gateway.token_count, model, messages)
         emit = self._failure_emitter(session_id, task_id, attempt_index)
         answer_chars = len(packet.final_output)
         overflow: dict[str, Any] | None = None
@@ -366,12 +380,13 @@ class ValidationService:
             if outcome.status != "transport-error" or outcome.error_kind != "context_window":
                 judgement = from_outcome(outcome, prompt=prompt_text(messages), strategy="single")
                 judgement.prompt_tokens = prompt_tokens
-                judgement.evidence_chars_in_input = sum(len(i.content) for i in rendered.items) + answer_chars
+                judgement.evidence_chars_in_input = sum(item_length(i) for i in rendered.items) + answer_chars
                 return judgement
             overflow, budget = self._remeasure(model, window, prompt_tokens, outcome.error or "", warnings)
         judgement = await judge_chunked(
             self,
-            rendered,
+            rendered.items,
+            store=self.store,
             common=common,
             budget=budget,
             prompt_tokens=prompt_tokens,
@@ -416,7 +431,8 @@ class ValidationService:
         return overflow, budget
 
     async def _previous_feedback(self, task_id: str, attempt_index: int) -> str:
-        attempts = {a.id: a.index for a in await self.store.list_attempts(task_id)}
+        # Ids and indexes only: never read the packets back (a resolved packet is the whole task).
+        attempts = {a.id: a.index for a in await self.store.list_attempts(task_id, resolve=False)}
         return previous_feedback(
             await self.store.list_validations(task_id),
             await self.store.list_feedback(task_id),
@@ -473,15 +489,14 @@ class ValidationService:
         return for_purpose
 
     # ------------------------------------------------------------------ result policy
-    def _finish_result(
+    async def _finish_result(
         self,
         result: ValidationResult,
         rendered: RenderedEvidence,
         warnings: list[VerdictWarning],
         debug: dict[str, Any],
     ) -> ValidationResult:
-        contents = _item_contents(rendered.items)
-        checked = check_citations(result.citations, contents)
+        checked = await check_citations_streaming(result.citations, rendered.items, self.store)
         result = result.model_copy(update={"citations": checked})
         counts = {c.value: 0 for c in CitationCheck}
         for citation in checked:
@@ -517,10 +532,6 @@ class ValidationService:
                 }
             )
         return result
-
-
-def _item_contents(items: list[EvidenceItem]) -> dict[str, str]:
-    return {normalise_id(item.evidence_id): item.content for item in items}
 
 
 def _budget_message(budget_s: float, detail: str | None = None) -> str:
