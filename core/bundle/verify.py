@@ -22,13 +22,16 @@ from core.bundle.format import (
     MANIFEST_NAME,
     SIGNATURE_NAME,
     TASK_FILES,
+    bundle_ref_of,
+    content_member,
     event_hash,
     events_entry,
     genesis_hash,
+    is_content_member,
     task_entry,
 )
 from core.bundle.signing import SignatureCheck, check_signature
-from core.bundle.zipread import DEFAULT_LIMITS, ZipLimits, read_capped, unsafe_name
+from core.bundle.zipread import DEFAULT_LIMITS, ZipLimits, content_problem, read_capped, unsafe_name
 from core.inputs import loads_json
 
 __all__ = ["LoadedBundle", "VerificationReport", "ZipLimits", "load_bundle", "plural", "verify_bundle"]
@@ -91,11 +94,16 @@ def plural(n: int, noun: str) -> str:
 
 @dataclass
 class LoadedBundle:
-    """Raw entry bytes plus the report; what import and the read-only view build on."""
+    """Raw JSON entry bytes plus the report; what import and the read-only view build on.
+
+    Content members (format 2) are not in ``contents``: they were hashed streaming and are read
+    from ``report.path`` by reference (``content_members`` lists those that checked out).
+    """
 
     report: VerificationReport
     manifest: dict[str, Any] | None
     contents: dict[str, bytes]
+    content_members: set[str] = field(default_factory=set)
 
 
 def _members(
@@ -190,18 +198,21 @@ def _check_entries(
     manifest: dict[str, Any],
     report: VerificationReport,
     limits: ZipLimits,
+    checked: set[str],
 ) -> dict[str, bytes]:
     listed: dict[str, Any] = manifest["entries"]
     for name in members:
         if name not in (MANIFEST_NAME, SIGNATURE_NAME) and name not in listed:
             report.add(f"{name}: in the archive but not listed in the manifest (added after export)")
-    declared = sum(i.file_size for n, i in members.items() if n in listed)
-    if declared > limits.max_total_bytes:
-        report.add(
-            f"{report.path.name}: entries declare {declared:,} bytes uncompressed in total, over the "
-            f"{limits.max_total_bytes:,}-byte limit; not inflated (a zip bomb or not a case bundle)"
-        )
-        return {}
+    declared = sum(i.file_size for n, i in members.items() if n in listed and not is_content_member(n))
+    content_total = sum(i.file_size for n, i in members.items() if n in listed and is_content_member(n))
+    for total, limit in ((declared, limits.max_total_bytes), (content_total, limits.max_content_total_bytes)):
+        if total > limit:
+            report.add(
+                f"{report.path.name}: entries declare {total:,} bytes uncompressed in total, over the "
+                f"{limit:,}-byte limit; not inflated (a zip bomb or not a case bundle)"
+            )
+            return {}
     contents: dict[str, bytes] = {}
     for name, meta in listed.items():
         info = members.get(name)
@@ -213,14 +224,28 @@ def _check_entries(
             continue
         if meta.get("size") != info.file_size:
             report.add(f"{name}: size {info.file_size} differs from the manifest's {meta.get('size')}", ECHO)
-        read = read_capped(zf, info, limits.max_entry_bytes)
+        content = is_content_member(name)
+        problem = content_problem(info, limits) if content else None
+        if problem is not None:
+            report.add(f"{name}: {problem}")
+            continue
+        read = read_capped(
+            zf, info, limits.max_content_bytes if content else limits.max_entry_bytes, keep=not content
+        )
         if read.data is None:
             report.add(f"{name}: {read.problem}")
             continue
         report.entries_checked += 1
-        contents[name] = read.data
         if meta.get("sha256") != read.sha256:
             report.add(f"{name}: sha256 mismatch (content changed)", CONTENT)
+        elif content and name != content_member(str(read.sha256)):
+            report.add(
+                f"{name}: its name does not match the sha256 of its text (content member renamed)", CONTENT
+            )
+        elif content:
+            checked.add(name)
+        if not content:
+            contents[name] = read.data
     for task_id in manifest["task_ids"]:
         for file in TASK_FILES:
             if task_entry(str(task_id), file) not in listed:
@@ -324,6 +349,54 @@ def _check_sessions_listed(
                 report.add(f"{entry} lists session {sid} but the manifest has no event chain for it")
 
 
+def _refs_in(value: Any, found: list[dict[str, Any]]) -> None:
+    if isinstance(value, list):
+        for v in value:
+            _refs_in(v, found)
+    elif isinstance(value, dict):
+        for key, v in value.items():
+            ref = bundle_ref_of(v) if key.endswith("_ref") else None
+            if ref is not None:
+                found.append(ref)
+            else:
+                _refs_in(v, found)
+
+
+def _check_references(
+    manifest: dict[str, Any],
+    contents: dict[str, bytes],
+    members: dict[str, zipfile.ZipInfo],
+    checked: set[str],
+    report: VerificationReport,
+) -> None:
+    """Every content reference in a JSON entry names a present member whose hash is its own."""
+    listed: dict[str, Any] = manifest["entries"]
+    for name, blob in contents.items():
+        refs: list[dict[str, Any]] = []
+        lines = blob.splitlines() if name.endswith(".jsonl") else [blob]
+        for line in lines:
+            if b'"member"' not in line:
+                continue
+            try:
+                _refs_in(loads_json(line), refs)
+            except (ValueError, UnicodeDecodeError):
+                continue  # reported by the structural checks
+        problems = 0
+        for ref in refs:
+            member, sha = ref["member"], ref["sha256"]
+            why = None
+            if member != content_member(str(sha)):
+                why = f"a reference names {member} for text {str(sha)[:12]} (reference changed)"
+            elif member not in listed or member not in members:
+                why = f"a reference names {member}, which the bundle lacks (content member removed)"
+            elif member not in checked:
+                continue  # its own failure (hash, size, limits) is already reported
+            if why is not None:
+                problems += 1
+                if problems <= MAX_FAILURES_PER_ENTRY:
+                    report.add(f"{name}: {why}", CONTENT)
+
+
 def load_bundle(
     path: Path, *, known_keys: Collection[str] = (), limits: ZipLimits = DEFAULT_LIMITS
 ) -> LoadedBundle:
@@ -352,13 +425,15 @@ def load_bundle(
             return LoadedBundle(report, None, {})
         manifest, manifest_bytes = read
         _check_signature(zf, members, manifest_bytes, known_keys, report, limits)
-        contents = _check_entries(zf, members, manifest, report, limits)
+        checked: set[str] = set()
+        contents = _check_entries(zf, members, manifest, report, limits, checked)
     for session_id, chain in manifest["chains"].items():
         _check_chain(str(session_id), chain, contents, report)
     _check_sessions_listed(manifest, contents, report)
+    _check_references(manifest, contents, members, checked, report)
     check_snapshots(manifest, contents, report)
     report.finish()
-    return LoadedBundle(report, manifest, contents)
+    return LoadedBundle(report, manifest, contents, checked)
 
 
 def verify_bundle(
