@@ -33,15 +33,32 @@ class Needle:
     literals: tuple[str, ...]
     ignore_case: bool
 
-    def present(self, text: str, lowered: list[str]) -> bool:
-        """Whether the regex must run on ``text``; ``lowered`` caches ``text.lower()`` between rules."""
+    def present(self, text: str, lowered: list[str], seen: dict[str, bool] | None = None) -> bool:
+        """Whether the regex must run on ``text``; ``lowered`` caches ``text.lower()`` between rules.
+
+        ``seen`` remembers, for this one text, which literals were searched: a literal known absent
+        rules out every literal containing it (``gl`` absent: no ``glpat-`` either) without a scan.
+        """
         if not self.ignore_case:
-            return any(lit in text for lit in self.literals)
+            return any(_contains(text, lit, seen) for lit in self.literals)
         if not text.isascii():
             return True  # Unicode case folding ("ſ" matches "s") is beyond a plain lower()
         if not lowered:
             lowered.append(text.lower())
-        return any(lit in lowered[0] for lit in self.literals)
+        return any(_contains(lowered[0], lit, None) for lit in self.literals)
+
+
+def _contains(text: str, literal: str, seen: dict[str, bool] | None) -> bool:
+    if seen is None:
+        return literal in text
+    known = seen.get(literal)
+    if known is None:
+        if any(not found and short in literal for short, found in seen.items()):
+            known = False
+        else:
+            known = literal in text
+        seen[literal] = known
+    return known
 
 
 def _best(candidates: list[tuple[str, ...]]) -> tuple[str, ...] | None:

@@ -58,6 +58,9 @@ class StreamMasker:
     scrub: MachineScrub | None = None
     overlap: int = DEFAULT_OVERLAP
     max_carry: int = MAX_CARRY
+    changed: bool = False
+    """Whether the last round masked or held back anything: only then can a rule still match
+    its output (an unchanged text was already scanned by every rule, with its overlap)."""
     _carry: str = ""
     _scans: list[_Scan] = field(default_factory=list)
 
@@ -80,15 +83,21 @@ class StreamMasker:
         hold = len(text) if final else max(0, len(text) - self.overlap)
         floor = max(0, len(text) - self.overlap - self.max_carry)
         lowered: list[str] = []
+        seen: dict[str, bool] = {}
+        self.changed = False
         for scan in self._scans:
-            if scan.needle is not None and not scan.needle.present(text, lowered):
+            if scan.needle is not None and not scan.needle.present(text, lowered, seen):
                 continue
-            text, hold = self._apply(scan, text, hold, floor, final)
-            lowered.clear()
+            before = hold
+            text, hold, n = self._apply(scan, text, hold, floor, final)
+            if n or hold != before:
+                self.changed = True
+                lowered.clear()
+                seen.clear()
         self._carry = text[hold:]
         return text[:hold]
 
-    def _apply(self, scan: _Scan, text: str, hold: int, floor: int, final: bool) -> tuple[str, int]:
+    def _apply(self, scan: _Scan, text: str, hold: int, floor: int, final: bool) -> tuple[str, int, int]:
         out: list[str] = []
         pos = 0
         n = 0
@@ -109,12 +118,12 @@ class StreamMasker:
             pos = end
             n += 1
         if not n:
-            return text, hold
+            return text, hold, 0
         out.append(text[pos:])
         if scan.rule is not None:
             scan.rule.count += n
             scan.rule.entries.add(self.entry)
-        return "".join(out), hold + shift
+        return "".join(out), hold + shift, n
 
     def run(self, pieces: Iterable[str]) -> Iterator[str]:
         for piece in pieces:
@@ -140,9 +149,11 @@ class LeftoverScan:
     def __post_init__(self) -> None:
         self.found = self.redactor.leftover(self.name, "")
 
-    def feed(self, piece: str) -> None:
+    def feed(self, piece: str, *, scan: bool = True) -> None:
+        """``scan=False``: the piece is known clean (it left the masker unchanged); keep its tail only."""
         if self.found is not None or not piece:
             return
         text = self._tail + piece
-        self.found = self.redactor.leftover(self.name, text)
+        if scan:
+            self.found = self.redactor.leftover(self.name, text)
         self._tail = text[-self.overlap :]

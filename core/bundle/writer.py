@@ -77,11 +77,17 @@ class ContentSink:
         # Closed in ``finish`` (its ``finally``), which every export path reaches.
         self._spool = tempfile.TemporaryFile(dir=w.spool_dir)  # noqa: SIM115
 
+    _changed_before: bool = True
+
     def _emit(self, text: str) -> None:
-        assert self._spool is not None and self._leftover is not None
+        assert self._spool is not None and self._leftover is not None and self._masker is not None
+        # Text the masker left unchanged, this round and the one before, was already scanned by
+        # every rule with its overlap: re-scanning it could find nothing. Masked text is re-scanned.
+        changed = self._masker.changed or self._changed_before
+        self._changed_before = self._masker.changed
         if not text:
             return
-        self._leftover.feed(text)
+        self._leftover.feed(text, scan=changed)
         data = text.encode("utf-8", "surrogatepass")
         self._digest.update(data)
         self._chars += len(text)
