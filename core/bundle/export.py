@@ -183,9 +183,10 @@ def _finish(
     manifest_bytes = (canonical(manifest) + "\n").encode("utf-8")
     check = LeftoverScan(writer.redactor, MANIFEST_NAME)
     check.feed(manifest_bytes.decode("utf-8"))
-    if check.found is not None:
+    found = check.flush()
+    if found is not None:
         raise BundleError(
-            f"redaction {check.found} still matches in {MANIFEST_NAME} after masking (the match spans "
+            f"redaction {found} still matches in {MANIFEST_NAME} after masking (the match spans "
             "JSON syntax or an identifier); nothing was written — make the pattern more specific"
         )
     zf.writestr(MANIFEST_NAME, manifest_bytes)

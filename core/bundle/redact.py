@@ -119,14 +119,16 @@ class Redactor:
         if not value:
             return value
         lowered: list[str] = []  # computed once, only if a case-insensitive rule asks
+        seen: dict[str, bool] = {}  # literals searched in this text, until a rule changes it
         for rule, regex, needle in self.scans():
-            if needle is not None and not needle.present(value, lowered):
+            if needle is not None and not needle.present(value, lowered, seen):
                 continue
             value, n = regex.subn(MASK, value)
             if n:
                 rule.count += n
                 rule.entries.add(entry)
                 lowered.clear()
+                seen.clear()
         return value
 
     def value(self, obj: Any, entry: str) -> Any:
@@ -145,10 +147,11 @@ class Redactor:
         """The label of the first rule that still matches ``data``; the write must then be refused."""
         text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
         lowered: list[str] = []
+        seen: dict[str, bool] = {}
         for rule, regex, needle in self.scans():
             if regex.search(name):
                 return rule.label
-            if needle is not None and not needle.present(text, lowered):
+            if needle is not None and not needle.present(text, lowered, seen):
                 continue
             if regex.search(text):
                 return rule.label

@@ -137,14 +137,18 @@ class StreamMasker:
 
 @dataclass
 class LeftoverScan:
-    """``Redactor.leftover`` over a text written in pieces: each piece is searched with the tail of
-    the one before it, so a match spanning two writes is still found."""
+    """``Redactor.leftover`` over a text written in pieces: pieces are gathered up to ``batch``
+    characters and searched with the tail of what came before, so a match spanning two writes is
+    still found and an entry of many small lines costs one pass, not one pass per line."""
 
     redactor: Redactor
     name: str
     overlap: int = DEFAULT_OVERLAP
+    batch: int = 1 << 20
     found: str | None = None
     _tail: str = ""
+    _pending: list[str] = field(default_factory=list)
+    _pending_chars: int = 0
 
     def __post_init__(self) -> None:
         self.found = self.redactor.leftover(self.name, "")
@@ -153,7 +157,20 @@ class LeftoverScan:
         """``scan=False``: the piece is known clean (it left the masker unchanged); keep its tail only."""
         if self.found is not None or not piece:
             return
-        text = self._tail + piece
-        if scan:
+        if not scan and not self._pending:
+            self._tail = (self._tail + piece[-self.overlap :])[-self.overlap :]
+            return
+        self._pending.append(piece)
+        self._pending_chars += len(piece)
+        if self._pending_chars >= self.batch:
+            self.flush()
+
+    def flush(self) -> str | None:
+        """Search what is gathered; returns the label of the first rule still matching, or None."""
+        if self._pending and self.found is None:
+            text = self._tail + "".join(self._pending)
+            self._pending.clear()
+            self._pending_chars = 0
             self.found = self.redactor.leftover(self.name, text)
-        self._tail = text[-self.overlap :]
+            self._tail = text[-self.overlap :]
+        return self.found

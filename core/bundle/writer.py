@@ -52,8 +52,9 @@ class _Member:
 
     def close(self) -> None:
         self._fh.close()
-        if self.leftover.found is not None:
-            raise _refused(self.leftover.found, self.name)
+        found = self.leftover.flush()
+        if found is not None:
+            raise _refused(found, self.name)
         self._writer.entries[self.name] = {"sha256": self.digest.hexdigest(), "size": self.size}
 
 
@@ -106,7 +107,7 @@ class ContentSink:
             self._emit(self._masker.close())
             sha = self._digest.hexdigest()
             name = content_member(sha)
-            found = self._leftover.found or self.writer.redactor.leftover(name, "")
+            found = self._leftover.flush() or self.writer.redactor.leftover(name, "")
             if found is not None:
                 raise _refused(found, name)
             if name not in self.writer.entries:

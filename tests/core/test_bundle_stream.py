@@ -414,8 +414,12 @@ def test_leftover_check_streams_across_pieces() -> None:
     from core.bundle.stream import LeftoverScan
 
     redactor = Redactor.build([r"NIGHT\]JAR"], {})
-    scan = LeftoverScan(redactor, "entry")
+    scan = LeftoverScan(redactor, "entry", batch=4)
     scan.feed("... NIGHT]")
-    assert scan.found is None
+    assert scan.found is None  # searched: no match yet
     scan.feed("JAR ...")
     assert scan.found == "pattern 1"
+    lazy = LeftoverScan(redactor, "entry")
+    for piece in ("... NIGHT]", "JAR ..."):
+        lazy.feed(piece)
+    assert lazy.flush() == "pattern 1"
