@@ -423,3 +423,27 @@ def test_leftover_check_streams_across_pieces() -> None:
     for piece in ("... NIGHT]", "JAR ..."):
         lazy.feed(piece)
     assert lazy.flush() == "pattern 1"
+
+
+async def test_an_opened_bundle_serves_packet_items_like_the_store(store: Store, tmp_path: Path) -> None:
+    """The desk and the report read a bundle's big items through the same readers as a workspace's."""
+    from core.bundle.opened import OpenedBundle
+    from core.domain.evidence import TaskEvidencePacket
+    from core.evidence.content import ContentReader, item_range, item_text
+
+    store.content_policy = TINY
+    texts = [prose(12, 1), prose(9, 2)]
+    task_id = await big_task(store, texts)
+    bundle = tmp_path / "served.zip"
+    await export_bundle(store, [task_id], bundle, environ={})
+    opened: OpenedBundle = open_bundle(bundle)
+    reader: ContentReader = opened
+    attempt = opened.task(task_id).attempts[0]
+    assert attempt.packet is not None
+    packet = TaskEvidencePacket.model_validate(attempt.packet)
+    items = packet.main_run.tool_results if packet.main_run is not None else []
+    assert [item.content_ref is not None for item in items] == [True, True]
+    assert [await item_text(reader, item) for item in items] == texts
+    assert await item_range(reader, items[1], 40, 25) == texts[1][40:65]
+    with pytest.raises(BundleError, match="holds no verified content"):
+        await opened.read_content("0" * 64)
