@@ -16,7 +16,7 @@ from typing import Any
 from core.bundle.format import BundleError, content_member
 from core.domain.content import ContentRef
 
-__all__ = ["READ_BLOCK", "iter_member_text", "member_of", "read_member_range"]
+__all__ = ["READ_BLOCK", "MemberCursor", "iter_member_text", "member_of"]
 
 READ_BLOCK = 1 << 20
 
@@ -52,19 +52,55 @@ def iter_member_text(path: Path, member: str, block: int = READ_BLOCK) -> Iterat
             yield tail
 
 
-def read_member_range(path: Path, member: str, offset: int, length: int) -> str:
-    """Characters ``[offset, offset + length)`` of a member, inflating only up to the range's end."""
-    if offset < 0 or length < 0:
-        raise BundleError("a content range needs a non-negative offset and length")
-    out: list[str] = []
-    pos = 0
-    end = offset + length
-    if length == 0:
-        return ""
-    for piece in iter_member_text(path, member):
-        if pos + len(piece) > offset:
-            out.append(piece[max(0, offset - pos) : end - pos])
-        pos += len(piece)
-        if pos >= end:
-            break
-    return "".join(out)
+class MemberCursor:
+    """Sequential range reads of one member without inflating it from the start each time.
+
+    A viewer pages forward: each read continues from where the last one stopped, holding one
+    inflated piece. A read before the current position starts over (a zip stream cannot go back).
+    Not thread-safe: the owner serialises reads (``OpenedBundle`` holds a lock per member).
+    """
+
+    def __init__(self, path: Path, member: str, block: int = READ_BLOCK) -> None:
+        self.path = Path(path)
+        self.member = member
+        self.block = block
+        self.restarts = 0
+        self._pieces: Iterator[str] | None = None
+        self._start = 0  # character offset of ``_piece`` in the member
+        self._piece = ""
+        self._prev = ""  # the piece before ``_piece``
+
+    def _restart(self) -> None:
+        self._pieces = iter_member_text(self.path, self.member, self.block)
+        self.restarts += 1
+        self._start = 0
+        self._piece = ""
+        self._prev = ""
+
+    def _advance(self) -> bool:
+        assert self._pieces is not None
+        nxt = next(self._pieces, None)
+        if nxt is None:
+            return False
+        self._start += len(self._piece)
+        self._prev, self._piece = self._piece, nxt
+        return True
+
+    def read(self, offset: int, length: int) -> str:
+        if offset < 0 or length < 0:
+            raise BundleError("a content range needs a non-negative offset and length")
+        if length == 0:
+            return ""
+        # The piece before the current one is kept too, so re-reading or overlapping the last page
+        # does not start over.
+        if self._pieces is None or offset < self._start - len(self._prev):
+            self._restart()
+        end = offset + length
+        while self._start + len(self._piece) <= offset:
+            if not self._advance():
+                return ""
+        base = self._start - len(self._prev)
+        out = [(self._prev + self._piece)[offset - base : end - base]]
+        while self._start + len(self._piece) < end and self._advance():
+            out.append(self._piece[: end - self._start])
+        return "".join(out)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import AsyncIterator, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from core.bundle.format import EVENT_FIELDS, BundleError, events_entry, task_entry
-from core.bundle.members import iter_member_text, member_of, read_member_range
+from core.bundle.members import MemberCursor, iter_member_text, member_of
 from core.bundle.verify import LoadedBundle, VerificationReport, load_bundle, plural
 from core.domain.content import ContentRef
 from core.domain.records import (
@@ -75,6 +76,7 @@ class OpenedBundle:
     tasks: list[BundleTask]
     load_problems: list[str] = field(default_factory=list)
     content_members: set[str] = field(default_factory=set)
+    _cursors: dict[str, tuple[threading.Lock, MemberCursor]] = field(default_factory=dict, repr=False)
 
     def _member(self, ref: ContentRef | dict[str, Any] | str) -> str:
         member = member_of(ref)
@@ -94,9 +96,17 @@ class OpenedBundle:
         while (piece := await asyncio.to_thread(next, pieces, None)) is not None:
             yield piece
 
+    def read_range_sync(self, ref: ContentRef | dict[str, Any] | str, offset: int, length: int) -> str:
+        """Characters ``[offset, offset + length)``; paging forward continues where the last read
+        stopped (one inflated piece held per member), so a viewer never re-inflates from the start."""
+        member = self._member(ref)
+        lock, cursor = self._cursors.setdefault(member, (threading.Lock(), MemberCursor(self.path, member)))
+        with lock:
+            return cursor.read(offset, length)
+
     async def read_range(self, ref: ContentRef | dict[str, Any] | str, offset: int, length: int) -> str:
         """As ``Store.read_range``: characters ``[offset, offset + length)`` of a referenced text."""
-        return await asyncio.to_thread(read_member_range, self.path, self._member(ref), offset, length)
+        return await asyncio.to_thread(self.read_range_sync, ref, offset, length)
 
     async def read_content(self, ref: ContentRef | dict[str, Any] | str) -> str:
         """The whole text: for small texts and callers that need it all."""

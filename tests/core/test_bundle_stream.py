@@ -447,3 +447,29 @@ async def test_an_opened_bundle_serves_packet_items_like_the_store(store: Store,
     assert await item_range(reader, items[1], 40, 25) == texts[1][40:65]
     with pytest.raises(BundleError, match="holds no verified content"):
         await opened.read_content("0" * 64)
+
+
+async def test_member_cursor_pages_forward_without_starting_over(store: Store, tmp_path: Path) -> None:
+    from core.bundle.members import MemberCursor, member_of
+
+    store.content_policy = TINY
+    text = prose(60, 3)
+    task_id = await big_task(store, [text])
+    bundle = tmp_path / "paged.zip"
+    await export_bundle(store, [task_id], bundle, environ={})
+    opened = open_bundle(bundle)
+    sha = next(iter(opened.content_members)).removeprefix("content/").removesuffix(".txt")
+    cursor = MemberCursor(bundle, member_of(sha), block=50)  # many pieces, split inside characters
+    pages = [
+        (0, 100),
+        (100, 100),
+        (150, 400),
+        (540, 20),
+        (900, 7),
+        (len(text) - 30, 100),
+        (len(text) + 5, 10),
+    ]
+    assert [cursor.read(o, n) for o, n in pages] == [text[o : o + n] for o, n in pages]
+    assert cursor.restarts == 1  # forward paging never re-inflated from the start
+    assert cursor.read(10, 20) == text[10:30]
+    assert cursor.restarts == 2  # going back starts over, and says so
