@@ -142,8 +142,12 @@ async def _write_contents(store: Store, data: _Collected, writer: BundleWriter) 
     members: dict[str, dict[str, Any]] = {}
     for sha, raw in found.items():
         sink = writer.content()
-        async for piece in store.iter_content(ContentRef.model_validate(raw)):
-            await asyncio.to_thread(sink.feed, piece)
+        try:
+            async for piece in store.iter_content(ContentRef.model_validate(raw)):
+                await asyncio.to_thread(sink.feed, piece)
+        except BaseException:
+            sink.abort()
+            raise
         members[sha] = await asyncio.to_thread(sink.finish)
     return members
 

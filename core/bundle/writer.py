@@ -75,7 +75,7 @@ class ContentSink:
         w = self.writer
         self._masker = StreamMasker(w.redactor, "content", w.scrub)
         self._leftover = LeftoverScan(w.redactor, "content")
-        # Closed in ``finish`` (its ``finally``), which every export path reaches.
+        # Closed by ``finish`` (its ``finally``) or ``abort``.
         self._spool = tempfile.TemporaryFile(dir=w.spool_dir)  # noqa: SIM115
 
     _changed_before: bool = True
@@ -99,6 +99,11 @@ class ContentSink:
         assert self._masker is not None
         self.pieces += 1
         self._emit(self._masker.feed(piece))
+
+    def abort(self) -> None:
+        """The text could not be read to its end (the export fails): drop the spooled part."""
+        if self._spool is not None:
+            self._spool.close()
 
     def finish(self) -> dict[str, Any]:
         """The member's reference; the member is written unless the same text already was."""

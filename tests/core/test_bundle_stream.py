@@ -473,3 +473,21 @@ async def test_member_cursor_pages_forward_without_starting_over(store: Store, t
     assert cursor.restarts == 1  # forward paging never re-inflated from the start
     assert cursor.read(10, 20) == text[10:30]
     assert cursor.restarts == 2  # going back starts over, and says so
+
+
+async def test_a_missing_chunk_fails_the_export_and_leaves_no_file(store: Store, tmp_path: Path) -> None:
+    from sqlalchemy import delete, select
+
+    from core.errors import StoreError
+    from core.store.models import ContentChunkRow
+
+    store.content_policy = TINY
+    task_id = await big_task(store, [prose(10, 4)])
+    async with store.read_session() as s:
+        victim = (await s.scalars(select(ContentChunkRow.sha256).limit(1))).one()
+    async with store._write() as s:
+        await s.execute(delete(ContentChunkRow).where(ContentChunkRow.sha256 == victim))
+    out = tmp_path / "out" / "broken.zip"
+    with pytest.raises(StoreError, match="missing from the workspace"):
+        await export_bundle(store, [task_id], out, environ={})
+    assert list(out.parent.iterdir()) == []
