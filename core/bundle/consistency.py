@@ -17,7 +17,7 @@ import json
 from collections import defaultdict
 from typing import Any, Protocol
 
-from core.bundle.format import events_entry, task_entry
+from core.bundle.format import events_entry, jsonl_lines, task_entry
 from core.domain.facts import EventKind
 
 __all__ = ["check_snapshots"]
@@ -50,7 +50,7 @@ def _events_by_task(manifest: dict[str, Any], contents: dict[str, bytes]) -> dic
         blob = contents.get(events_entry(str(session_id)))
         if blob is None:
             continue
-        for line in blob.decode("utf-8", errors="replace").splitlines():
+        for line in jsonl_lines(blob.decode("utf-8", errors="replace")):
             try:
                 event = json.loads(line)
             except json.JSONDecodeError:

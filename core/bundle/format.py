@@ -58,6 +58,18 @@ def event_hash(prev_hash: str, event: dict[str, Any]) -> str:
     return sha256_hex((prev_hash + canonical(body)).encode("utf-8"))
 
 
+def jsonl_lines(text: str) -> list[str]:
+    """The lines of an events log, split on ``\n`` only.
+
+    ``str.splitlines`` also splits on U+2028, U+2029 and U+0085, which canonical JSON writes raw
+    inside strings (``ensure_ascii=False``): a tool result holding one would read as broken lines.
+    """
+    if not text:
+        return []
+    lines = text.split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
+
+
 def task_entry(task_id: str, name: str) -> str:
     return f"tasks/{task_id}/{name}"
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from core.bundle.format import EVENT_FIELDS, BundleError, events_entry, task_entry
+from core.bundle.format import EVENT_FIELDS, BundleError, events_entry, jsonl_lines, task_entry
 from core.bundle.members import MemberCursor, iter_member_text, member_of
 from core.bundle.verify import LoadedBundle, VerificationReport, load_bundle, plural
 from core.domain.content import ContentRef
@@ -182,7 +182,7 @@ def _events(
         problems.append(f"{name}: not available")
         return []
     events: list[EventRecord] = []
-    for lineno, line in enumerate(blob.decode("utf-8", errors="replace").splitlines(), start=1):
+    for lineno, line in enumerate(jsonl_lines(blob.decode("utf-8", errors="replace")), start=1):
         try:
             raw = loads_json(line)
             counter[0] += 1

@@ -28,6 +28,7 @@ from core.bundle.format import (
     events_entry,
     genesis_hash,
     is_content_member,
+    jsonl_lines,
     task_entry,
 )
 from core.bundle.signing import SignatureCheck, check_signature
@@ -271,7 +272,7 @@ def _check_chain(session_id: str, chain: Any, contents: dict[str, bytes], report
     except UnicodeDecodeError as exc:
         report.add(f"{entry}: not UTF-8 ({exc})", CONTENT)
         return
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(jsonl_lines(text), start=1):
         try:
             event = loads_json(line)
         except json.JSONDecodeError as exc:
@@ -373,7 +374,7 @@ def _check_references(
     listed: dict[str, Any] = manifest["entries"]
     for name, blob in contents.items():
         refs: list[dict[str, Any]] = []
-        lines = blob.splitlines() if name.endswith(".jsonl") else [blob]
+        lines = blob.split(b"\n") if name.endswith(".jsonl") else [blob]
         for line in lines:
             if b'"member"' not in line:
                 continue

@@ -491,3 +491,26 @@ async def test_a_missing_chunk_fails_the_export_and_leaves_no_file(store: Store,
     with pytest.raises(StoreError, match="missing from the workspace"):
         await export_bundle(store, [task_id], out, environ={})
     assert list(out.parent.iterdir()) == []
+
+
+async def test_line_separators_inside_texts_do_not_break_the_log(
+    store: Store, fresh_store: Store, tmp_path: Path
+) -> None:
+    """Canonical JSON writes U+2028, U+2029 and U+0085 raw; the log is split on newlines only."""
+    odd = "para\u2028graph\u2029end \x85 next"
+    task = await store.create_task("odd separators")
+    assert task.main_session_id is not None
+    await store.append_events(
+        task.main_session_id,
+        [NewEvent(kind="tool_result_recorded", payload={"tool_call_id": "c", "note": odd}, content=odd)],
+        task_id=task.id,
+    )
+    bundle = tmp_path / "odd.zip"
+    await export_bundle(store, [task.id], bundle, environ={})
+    report = verify_bundle(bundle)
+    assert report.ok, report.failures
+    opened = open_bundle(bundle)
+    assert opened.load_problems == []
+    assert [e.content for e in opened.task(task.id).all_events()] == [odd]
+    await import_bundle(fresh_store, bundle, trust=True)
+    assert await tool_results(fresh_store, task.id) == [odd]
