@@ -13,9 +13,18 @@ import hashlib
 import re
 import zipfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["EntryRead", "MiB", "ZipLimits", "content_problem", "read_capped", "unsafe_name"]
+__all__ = [
+    "EntryRead",
+    "MiB",
+    "ZipLimits",
+    "content_problem",
+    "read_capped",
+    "read_lines_capped",
+    "unsafe_name",
+]
 
 MiB = 1024 * 1024
 CHUNK = MiB
@@ -111,3 +120,39 @@ def content_problem(info: zipfile.ZipInfo, limits: ZipLimits) -> str | None:
             f"{limits.max_content_ratio}:1; not inflated (a zip bomb)"
         )
     return None
+
+
+def read_lines_capped(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int, on_line: Callable[[bytes], None]
+) -> EntryRead:
+    """``read_capped`` for a JSON-lines entry: each line (without its ``\\n``) goes to ``on_line``
+    as soon as it is inflated; nothing else is kept (``data`` is ``b""`` on success)."""
+    declared = info.file_size
+    if declared > limit:
+        return EntryRead(
+            None,
+            None,
+            f"declares {declared:,} bytes uncompressed, over the {limit:,}-byte limit for one entry; "
+            "not inflated (a zip bomb or not a case bundle)",
+        )
+    digest = hashlib.sha256()
+    seen = 0
+    partial = b""
+    try:
+        with zf.open(info) as fh:
+            while chunk := fh.read(min(CHUNK, declared + 1 - seen)):
+                seen += len(chunk)
+                digest.update(chunk)
+                if seen > declared:
+                    return EntryRead(
+                        None, None, f"inflates past the {declared:,} bytes its header declares; stopped"
+                    )
+                lines = (partial + chunk).split(b"\n")
+                partial = lines.pop()
+                for line in lines:
+                    on_line(line)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error, NotImplementedError) as exc:
+        return EntryRead(None, None, f"cannot be read ({exc}); the archive is corrupt or truncated")
+    if partial:
+        on_line(partial)
+    return EntryRead(b"", digest.hexdigest())

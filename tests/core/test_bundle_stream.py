@@ -514,3 +514,33 @@ async def test_line_separators_inside_texts_do_not_break_the_log(
     assert [e.content for e in opened.task(task.id).all_events()] == [odd]
     await import_bundle(fresh_store, bundle, trust=True)
     assert await tool_results(fresh_store, task.id) == [odd]
+
+
+async def test_verify_streams_event_logs_and_reports_as_before(store: Store, tmp_path: Path) -> None:
+    """verify checks logs line by line without keeping them; its findings equal the kept-log path's."""
+    from core.bundle.verify import load_bundle
+
+    store.content_policy = TINY
+    task_id = await big_task(store, [prose(6, 1), prose(7, 2)])
+    bundle = tmp_path / "logs.zip"
+    await export_bundle(store, [task_id], bundle, environ={})
+    task = await store.get_task(task_id)
+    assert task.main_session_id is not None
+    log = events_entry(task.main_session_id)
+    streamed = load_bundle(bundle, keep_logs=False)
+    assert streamed.report.ok and log not in streamed.contents
+    assert streamed.report.events_checked == load_bundle(bundle).report.events_checked > 0
+
+    def tamper(name: str, blob: bytes) -> bytes | None:
+        if name != log:
+            return blob
+        lines = blob.split(b"\n")
+        del lines[1]  # an event removed
+        return b"\n".join(lines).replace(b'"tool_name":"big"', b'"tool_name":"bug"')
+
+    edited = tmp_path / "tampered.zip"
+    rewrite(bundle, edited, tamper)
+    kept, lean = load_bundle(edited).report, load_bundle(edited, keep_logs=False).report
+    assert not lean.ok
+    assert lean.failures == kept.failures
+    assert lean.events_checked == kept.events_checked
