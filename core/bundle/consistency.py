@@ -17,7 +17,7 @@ import json
 from collections import defaultdict
 from typing import Any, Protocol
 
-from core.bundle.format import events_entry, task_entry
+from core.bundle.format import events_entry, jsonl_lines, task_entry
 from core.domain.facts import EventKind
 
 __all__ = ["check_snapshots"]
@@ -28,6 +28,8 @@ STATUS_KINDS = {
     EventKind.ANALYST_FEEDBACK_RECORDED.value,
 }
 SNAPSHOT = EventKind.TASK_VALIDATION_SNAPSHOTTED.value
+# The only events these checks read: a streaming verifier keeps these and drops the rest.
+KEPT_KINDS = frozenset({*STATUS_KINDS, SNAPSHOT})
 
 
 class _Report(Protocol):
@@ -44,13 +46,19 @@ def _load(contents: dict[str, bytes], name: str) -> Any:
         return None  # reported by the structural checks
 
 
-def _events_by_task(manifest: dict[str, Any], contents: dict[str, bytes]) -> dict[str, list[dict[str, Any]]]:
+def _events_by_task(
+    manifest: dict[str, Any], contents: dict[str, bytes], kept: dict[str, list[dict[str, Any]]]
+) -> dict[str, list[dict[str, Any]]]:
     found: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for session_id in manifest["chains"]:
+        if str(session_id) in kept:
+            for event in kept[str(session_id)]:
+                found[str(event["task_id"])].append(event)
+            continue
         blob = contents.get(events_entry(str(session_id)))
         if blob is None:
             continue
-        for line in blob.decode("utf-8", errors="replace").splitlines():
+        for line in jsonl_lines(blob.decode("utf-8", errors="replace")):
             try:
                 event = json.loads(line)
             except json.JSONDecodeError:
@@ -147,9 +155,18 @@ def _check_verdicts(
             )
 
 
-def check_snapshots(manifest: dict[str, Any], contents: dict[str, bytes], report: _Report) -> None:
-    """Compare each task's snapshot entries with the status and validation events chained in the bundle."""
-    by_task = _events_by_task(manifest, contents)
+def check_snapshots(
+    manifest: dict[str, Any],
+    contents: dict[str, bytes],
+    report: _Report,
+    kept: dict[str, list[dict[str, Any]]] | None = None,
+) -> None:
+    """Compare each task's snapshot entries with the status and validation events chained in the bundle.
+
+    ``kept``: per session id, the ``KEPT_KINDS`` events of a log checked while streaming (so not
+    in ``contents``).
+    """
+    by_task = _events_by_task(manifest, contents, kept or {})
     for raw_id in manifest["task_ids"]:
         task_id = str(raw_id)
         entry = task_entry(task_id, "task.json")

@@ -11,12 +11,14 @@ import asyncio
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from core.bundle.format import BundleError
+from core.bundle.format import BundleError, bundle_ref_of
 from core.bundle.opened import OpenedBundle, parse_bundle
 from core.bundle.verify import load_bundle
 from core.errors import StoreError
 from core.store import Store, TaskImport
+from core.store.bundle_sql import put_content_stream
 
 __all__ = ["ImportSummary", "import_bundle"]
 
@@ -31,16 +33,67 @@ class ImportSummary:
     signer: str | None = None
 
 
-def _records(opened: OpenedBundle) -> list[TaskImport]:
+def _bundle_refs(value: Any, found: dict[str, dict[str, Any]]) -> None:
+    if isinstance(value, list):
+        for v in value:
+            _bundle_refs(v, found)
+    elif isinstance(value, dict):
+        for key, v in value.items():
+            ref = bundle_ref_of(v) if key.endswith("_ref") else None
+            if ref is not None:
+                found.setdefault(str(ref["sha256"]), ref)
+            else:
+                _bundle_refs(v, found)
+
+
+def _swap(value: Any, stored: dict[str, dict[str, Any]]) -> Any:
+    """A copy whose bundle references became this workspace's chunk references."""
+    if isinstance(value, list):
+        return [_swap(v, stored) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for key, v in value.items():
+        ref = bundle_ref_of(v) if key.endswith("_ref") else None
+        out[key] = dict(stored[str(ref["sha256"])]) if ref is not None else _swap(v, stored)
+    return out
+
+
+async def _store_contents(store: Store, opened: OpenedBundle) -> dict[str, dict[str, Any]]:
+    """Each content member streamed into the chunk store (one chunk in memory); sha -> store ref."""
+    stored: dict[str, dict[str, Any]] = {}
+    for t in opened.tasks:
+        found: dict[str, dict[str, Any]] = {}
+        _bundle_refs([a.packet for a in t.attempts], found)
+        _bundle_refs([e.payload for evs in t.events.values() for e in evs], found)
+        for sha in found:
+            if sha in stored:
+                continue
+            ref = await put_content_stream(store, opened.iter_content(sha), owner=t.task.id)
+            if ref.sha256 != sha:
+                raise BundleError(f"content {sha[:12]} changed while it was imported; nothing was imported")
+            stored[sha] = ref.model_dump()
+    return stored
+
+
+def _records(opened: OpenedBundle, stored: dict[str, dict[str, Any]] | None = None) -> list[TaskImport]:
     """Each bundle task as the store imports it: marked read-only and tagged with the bundle."""
+    refs = stored or {}
     return [
         TaskImport(
             task=t.task.model_copy(update={"read_only": True, "origin": opened.origin}),
-            attempts=t.attempts,
+            attempts=[
+                a.model_copy(update={"packet": _swap(a.packet, refs)}) if refs and a.packet else a
+                for a in t.attempts
+            ],
             sessions=t.sessions,
             runs=t.runs,
             # Only the events of the sessions the task lists, as the bundle's manifest chains them.
-            events=[e for sid in dict.fromkeys(s.id for s in t.sessions) for e in t.events.get(sid, [])],
+            events=[
+                e.model_copy(update={"payload": _swap(e.payload, refs)}) if refs else e
+                for sid in dict.fromkeys(s.id for s in t.sessions)
+                for e in t.events.get(sid, [])
+            ],
             validations=t.validations,
             feedback=t.feedback,
         )
@@ -81,7 +134,8 @@ async def import_bundle(
             f"refusing to import {path.name}: {'; '.join(opened.load_problems[:5])}. Nothing was imported."
         )
     try:
-        result = await store.import_records(_records(opened))
+        stored = await _store_contents(store, opened)
+        result = await store.import_records(_records(opened, stored))
     except StoreError as exc:
         raise BundleError(
             f"cannot import {path.name} into {store.display_name}: {exc}. Nothing was imported."

@@ -2,20 +2,28 @@
 
 The view is built even when verification fails, so the desk can show what the bundle claims under a
 clear warning banner; entries that cannot be parsed at all are listed in ``load_problems``.
+
+Big texts of a format-2 bundle stay in their content members: events and packets carry references
+(as a workspace read with ``resolve=False`` does), and ``OpenedBundle`` reads them the way the store
+does (``iter_content``, ``read_range``, ``read_content``), a piece or a range at a time.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Collection
+import threading
+from collections.abc import AsyncIterator, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from core.bundle.format import EVENT_FIELDS, BundleError, events_entry, task_entry
+from core.bundle.format import EVENT_FIELDS, BundleError, events_entry, jsonl_lines, task_entry
+from core.bundle.members import MemberCursor, iter_member_text, member_of
 from core.bundle.verify import LoadedBundle, VerificationReport, load_bundle, plural
+from core.domain.content import ContentRef
 from core.domain.records import (
     AttemptRecord,
     EventRecord,
@@ -67,6 +75,42 @@ class OpenedBundle:
     manifest: dict[str, Any]
     tasks: list[BundleTask]
     load_problems: list[str] = field(default_factory=list)
+    content_members: set[str] = field(default_factory=set)
+    _cursors: dict[str, tuple[threading.Lock, MemberCursor]] = field(default_factory=dict, repr=False)
+
+    def _member(self, ref: ContentRef | dict[str, Any] | str) -> str:
+        member = member_of(ref)
+        if member not in self.content_members:
+            raise BundleError(
+                f"bundle {self.path.name} holds no verified content {member} (missing or altered)"
+            )
+        return member
+
+    def iter_content_sync(self, ref: ContentRef | dict[str, Any] | str) -> Iterator[str]:
+        """A referenced text piece by piece (about 1 MiB each); blocking (zip inflation)."""
+        return iter_member_text(self.path, self._member(ref))
+
+    async def iter_content(self, ref: ContentRef | dict[str, Any] | str) -> AsyncIterator[str]:
+        """As ``Store.iter_content``: one piece in memory, inflated off the event loop."""
+        pieces = self.iter_content_sync(ref)
+        while (piece := await asyncio.to_thread(next, pieces, None)) is not None:
+            yield piece
+
+    def read_range_sync(self, ref: ContentRef | dict[str, Any] | str, offset: int, length: int) -> str:
+        """Characters ``[offset, offset + length)``; paging forward continues where the last read
+        stopped (one inflated piece held per member), so a viewer never re-inflates from the start."""
+        member = self._member(ref)
+        lock, cursor = self._cursors.setdefault(member, (threading.Lock(), MemberCursor(self.path, member)))
+        with lock:
+            return cursor.read(offset, length)
+
+    async def read_range(self, ref: ContentRef | dict[str, Any] | str, offset: int, length: int) -> str:
+        """As ``Store.read_range``: characters ``[offset, offset + length)`` of a referenced text."""
+        return await asyncio.to_thread(self.read_range_sync, ref, offset, length)
+
+    async def read_content(self, ref: ContentRef | dict[str, Any] | str) -> str:
+        """The whole text: for small texts and callers that need it all."""
+        return "".join([piece async for piece in self.iter_content(ref)])
 
     @property
     def verified(self) -> bool:
@@ -138,7 +182,7 @@ def _events(
         problems.append(f"{name}: not available")
         return []
     events: list[EventRecord] = []
-    for lineno, line in enumerate(blob.decode("utf-8", errors="replace").splitlines(), start=1):
+    for lineno, line in enumerate(jsonl_lines(blob.decode("utf-8", errors="replace")), start=1):
         try:
             raw = loads_json(line)
             counter[0] += 1
@@ -187,6 +231,7 @@ def parse_bundle(loaded: LoadedBundle) -> OpenedBundle:
         manifest=loaded.manifest,
         tasks=tasks,
         load_problems=problems,
+        content_members=set(loaded.content_members),
     )
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.bundle.format import BundleError, sha256_hex
+from core.bundle.needles import Needle, needle_of
 from core.secrets import keyring_secret_values, secret_env_values, secret_shape_regexes, secret_shapes
 
 __all__ = ["MASK", "Redactor", "redact_text"]
@@ -30,8 +31,9 @@ class Rule:
     label: str
     regex: re.Pattern[str]
     show_pattern: bool
-    # A literal every match contains: lets a 50 MB export skip the regex on text that cannot match.
-    needle: str | None = None
+    # Literals one of which every match contains: lets a big export skip the regex on text that
+    # cannot match (derived from the pattern itself, so it never masks less).
+    needle: Needle | None = None
     count: int = 0
     entries: set[str] = field(default_factory=set)
 
@@ -51,7 +53,11 @@ class Redactor:
 
     def __init__(self, rules: list[Rule]) -> None:
         self.rules = rules
+        for own in rules:
+            if own.needle is None:
+                own.needle = needle_of(own.regex)
         self.shapes = secret_shape_regexes()
+        self.shape_needles = [needle_of(regex) for _, regex in self.shapes]
         self.kinds: dict[str, Rule] = {}
         for shape in secret_shapes():
             rule = self.kinds.get(shape.kind)
@@ -91,23 +97,38 @@ class Redactor:
         # Longest first, so a value containing another is masked whole.
         for name, value in sorted(values.items(), key=lambda kv: -len(kv[1])):
             rules.append(
-                Rule(label=f"value of ${name}", regex=re.compile(re.escape(value)), show_pattern=False)
+                Rule(
+                    label=f"value of ${name}",
+                    regex=re.compile(re.escape(value)),
+                    show_pattern=False,
+                    needle=Needle((value,), ignore_case=False),
+                )
             )
         return cls(rules)
 
+    def scans(self) -> list[tuple[Rule, re.Pattern[str], Needle | None]]:
+        """Every scan in the order it is applied: the caller's rules, then each secret shape."""
+        own = [(rule, rule.regex, rule.needle) for rule in self.rules]
+        shapes = [
+            (self.kinds[kind], regex, needle)
+            for (kind, regex), needle in zip(self.shapes, self.shape_needles, strict=True)
+        ]
+        return [*own, *shapes]
+
     def text(self, value: str, entry: str) -> str:
-        for rule in self.rules:
-            if rule.needle is not None and rule.needle not in value:
+        if not value:
+            return value
+        lowered: list[str] = []  # computed once, only if a case-insensitive rule asks
+        seen: dict[str, bool] = {}  # literals searched in this text, until a rule changes it
+        for rule, regex, needle in self.scans():
+            if needle is not None and not needle.present(value, lowered, seen):
                 continue
-            value, n = rule.regex.subn(MASK, value)
+            value, n = regex.subn(MASK, value)
             if n:
                 rule.count += n
                 rule.entries.add(entry)
-        for kind, regex in self.shapes:
-            value, n = regex.subn(MASK, value)
-            if n:
-                self.kinds[kind].count += n
-                self.kinds[kind].entries.add(entry)
+                lowered.clear()
+                seen.clear()
         return value
 
     def value(self, obj: Any, entry: str) -> Any:
@@ -125,14 +146,15 @@ class Redactor:
     def leftover(self, name: str, data: bytes | str) -> str | None:
         """The label of the first rule that still matches ``data``; the write must then be refused."""
         text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
-        for rule in self.rules:
-            if rule.needle is not None and rule.needle not in text and rule.needle not in name:
-                continue
-            if rule.regex.search(name) or rule.regex.search(text):
+        lowered: list[str] = []
+        seen: dict[str, bool] = {}
+        for rule, regex, needle in self.scans():
+            if regex.search(name):
                 return rule.label
-        for kind, regex in self.shapes:
-            if regex.search(name) or regex.search(text):
-                return kind
+            if needle is not None and not needle.present(text, lowered, seen):
+                continue
+            if regex.search(text):
+                return rule.label
         return None
 
     def summary(self) -> list[dict[str, Any]]:

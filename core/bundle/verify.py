@@ -15,6 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.bundle.chain import (
+    CONTENT,
+    ECHO,
+    MAX_FAILURES_PER_ENTRY,
+    STRUCTURE,
+    ChainCheck,
+    chain_record,
+    refs_in,
+)
 from core.bundle.consistency import check_snapshots
 from core.bundle.format import (
     FORMAT_NAME,
@@ -22,23 +31,23 @@ from core.bundle.format import (
     MANIFEST_NAME,
     SIGNATURE_NAME,
     TASK_FILES,
-    event_hash,
+    content_member,
     events_entry,
-    genesis_hash,
+    is_content_member,
     task_entry,
 )
 from core.bundle.signing import SignatureCheck, check_signature
-from core.bundle.zipread import DEFAULT_LIMITS, ZipLimits, read_capped, unsafe_name
+from core.bundle.zipread import (
+    DEFAULT_LIMITS,
+    ZipLimits,
+    content_problem,
+    read_capped,
+    read_lines_capped,
+    unsafe_name,
+)
 from core.inputs import loads_json
 
 __all__ = ["LoadedBundle", "VerificationReport", "ZipLimits", "load_bundle", "plural", "verify_bundle"]
-
-MAX_FAILURES_PER_ENTRY = 20
-
-# Failures are listed by what they mean, so the real change comes first and its echoes after it:
-CONTENT = 0  # an entry's content or a snapshot differs from what was hashed, chained or signed
-STRUCTURE = 1  # entries or events added, removed, reordered; unsafe or oversized archive members
-ECHO = 2  # consequences of the above: sizes, counts and chain heads that no longer match
 
 
 @dataclass
@@ -91,11 +100,16 @@ def plural(n: int, noun: str) -> str:
 
 @dataclass
 class LoadedBundle:
-    """Raw entry bytes plus the report; what import and the read-only view build on."""
+    """Raw JSON entry bytes plus the report; what import and the read-only view build on.
+
+    Content members (format 2) are not in ``contents``: they were hashed streaming and are read
+    from ``report.path`` by reference (``content_members`` lists those that checked out).
+    """
 
     report: VerificationReport
     manifest: dict[str, Any] | None
     contents: dict[str, bytes]
+    content_members: set[str] = field(default_factory=set)
 
 
 def _members(
@@ -190,18 +204,29 @@ def _check_entries(
     manifest: dict[str, Any],
     report: VerificationReport,
     limits: ZipLimits,
+    checked: set[str],
+    streamed: dict[str, ChainCheck],
 ) -> dict[str, bytes]:
+    """Hash every listed entry; content members and (with ``streamed``) event logs are not kept.
+
+    ``streamed`` maps a log's entry name to the check of its chain, fed line by line while the log
+    is inflated; a log that cannot be read to its end is left out of it (its failure is reported).
+    """
     listed: dict[str, Any] = manifest["entries"]
+    pending = dict(streamed)
+    streamed.clear()  # refilled with the logs read to their end; the others are reported
     for name in members:
         if name not in (MANIFEST_NAME, SIGNATURE_NAME) and name not in listed:
             report.add(f"{name}: in the archive but not listed in the manifest (added after export)")
-    declared = sum(i.file_size for n, i in members.items() if n in listed)
-    if declared > limits.max_total_bytes:
-        report.add(
-            f"{report.path.name}: entries declare {declared:,} bytes uncompressed in total, over the "
-            f"{limits.max_total_bytes:,}-byte limit; not inflated (a zip bomb or not a case bundle)"
-        )
-        return {}
+    declared = sum(i.file_size for n, i in members.items() if n in listed and not is_content_member(n))
+    content_total = sum(i.file_size for n, i in members.items() if n in listed and is_content_member(n))
+    for total, limit in ((declared, limits.max_total_bytes), (content_total, limits.max_content_total_bytes)):
+        if total > limit:
+            report.add(
+                f"{report.path.name}: entries declare {total:,} bytes uncompressed in total, over the "
+                f"{limit:,}-byte limit; not inflated (a zip bomb or not a case bundle)"
+            )
+            return {}
     contents: dict[str, bytes] = {}
     for name, meta in listed.items():
         info = members.get(name)
@@ -213,14 +238,34 @@ def _check_entries(
             continue
         if meta.get("size") != info.file_size:
             report.add(f"{name}: size {info.file_size} differs from the manifest's {meta.get('size')}", ECHO)
-        read = read_capped(zf, info, limits.max_entry_bytes)
+        content = is_content_member(name)
+        problem = content_problem(info, limits) if content else None
+        if problem is not None:
+            report.add(f"{name}: {problem}")
+            continue
+        stream = pending.pop(name, None)
+        if stream is not None:
+            read = read_lines_capped(zf, info, limits.max_entry_bytes, stream.feed)
+            if read.data is not None:
+                streamed[name] = stream
+        else:
+            read = read_capped(
+                zf, info, limits.max_content_bytes if content else limits.max_entry_bytes, keep=not content
+            )
         if read.data is None:
             report.add(f"{name}: {read.problem}")
             continue
         report.entries_checked += 1
-        contents[name] = read.data
         if meta.get("sha256") != read.sha256:
             report.add(f"{name}: sha256 mismatch (content changed)", CONTENT)
+        elif content and name != content_member(str(read.sha256)):
+            report.add(
+                f"{name}: its name does not match the sha256 of its text (content member renamed)", CONTENT
+            )
+        elif content:
+            checked.add(name)
+        if not content and stream is None:
+            contents[name] = read.data
     for task_id in manifest["task_ids"]:
         for file in TASK_FILES:
             if task_entry(str(task_id), file) not in listed:
@@ -228,80 +273,28 @@ def _check_entries(
     return contents
 
 
-def _check_chain(session_id: str, chain: Any, contents: dict[str, bytes], report: VerificationReport) -> None:
+def _check_chain(
+    session_id: str,
+    chain: Any,
+    contents: dict[str, bytes],
+    report: VerificationReport,
+    streamed: dict[str, ChainCheck],
+) -> None:
     entry = events_entry(session_id)
-    if not isinstance(chain, dict) or chain.get("entry") != entry:
+    record = chain_record(session_id, chain)
+    if record is None:
         report.add(f"{MANIFEST_NAME}: chain record for session {session_id} is malformed")
         return
-    blob = contents.get(entry)
-    if blob is None:
-        return  # already reported as missing or unreadable
-    problems: list[tuple[int, str]] = []
-    prev = genesis_hash(session_id)
-    expected_seq = chain.get("first_seq")
-    count = 0
-    last_seq = None
-    try:
-        text = blob.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        report.add(f"{entry}: not UTF-8 ({exc})", CONTENT)
-        return
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        try:
-            event = loads_json(line)
-        except json.JSONDecodeError as exc:
-            problems.append((STRUCTURE, f"line {lineno} is not valid JSON ({exc.msg})"))
-            continue
-        if not isinstance(event, dict):
-            problems.append((STRUCTURE, f"line {lineno} is not an event object"))
-            continue
-        count += 1
-        report.events_checked += 1
-        seq = event.get("seq")
-        where = f"event seq {seq}"
-        if event.get("session_id") != session_id:
-            problems.append(
-                (STRUCTURE, f"{where} (line {lineno}) belongs to session {event.get('session_id')!r}")
-            )
-        if isinstance(seq, int) and isinstance(expected_seq, int):
-            if seq > expected_seq:
-                gap = f"{expected_seq}" if seq == expected_seq + 1 else f"{expected_seq}-{seq - 1}"
-                problems.append((STRUCTURE, f"event seq {gap} missing before line {lineno} (deleted)"))
-            elif seq < expected_seq:
-                problems.append(
-                    (STRUCTURE, f"{where} at line {lineno} is out of order (reordered or duplicated)")
-                )
-        else:
-            problems.append((STRUCTURE, f"line {lineno} has no valid seq"))
-        if event.get("prev_hash") != prev:
-            problems.append(
-                (
-                    STRUCTURE,
-                    f"{where} (line {lineno}): chain broken, prev_hash does not match the event before it "
-                    "(deleted, inserted or reordered)",
-                )
-            )
-        recorded = event.get("hash")
-        if recorded != event_hash(str(event.get("prev_hash")), event):
-            problems.append((CONTENT, f"{where} (line {lineno}): hash mismatch (event changed)"))
-        # Continue from the recorded hash so one changed event is reported once, not for every later line.
-        prev = recorded if isinstance(recorded, str) else prev
-        if isinstance(seq, int):
-            expected_seq = seq + 1
-            last_seq = seq
-    if count != chain.get("events"):
-        problems.append((ECHO, f"holds {count} events, the manifest says {chain.get('events')}"))
-    if prev != chain.get("head"):
-        problems.append((ECHO, "chain head does not match the manifest (events removed, added or changed)"))
-    if count and last_seq != chain.get("last_seq"):
-        problems.append(
-            (ECHO, f"last event seq {last_seq} differs from the manifest's {chain.get('last_seq')}")
-        )
-    shown = problems[:MAX_FAILURES_PER_ENTRY]
-    for rank, problem in shown:
-        report.add(f"{entry}: {problem}", rank)
-    if len(problems) > len(shown):
-        report.add(f"{entry}: ... and {len(problems) - len(shown)} more problems", ECHO)
+    check = streamed.get(entry)
+    if check is None:
+        blob = contents.get(entry)
+        if blob is None:
+            return  # already reported as missing or unreadable
+        check = ChainCheck(session_id, record)
+        lines = blob.split(b"\n")
+        for line in lines[:-1] if lines[-1] == b"" else lines:
+            check.feed(line)
+    check.finish(report)
 
 
 def _check_sessions_listed(
@@ -324,13 +317,56 @@ def _check_sessions_listed(
                 report.add(f"{entry} lists session {sid} but the manifest has no event chain for it")
 
 
+def _check_references(
+    manifest: dict[str, Any],
+    contents: dict[str, bytes],
+    members: dict[str, zipfile.ZipInfo],
+    checked: set[str],
+    report: VerificationReport,
+    streamed: dict[str, ChainCheck],
+) -> None:
+    """Every content reference in a JSON entry names a present member whose hash is its own."""
+    listed: dict[str, Any] = manifest["entries"]
+    sources: list[tuple[str, bytes | None]] = [*contents.items(), *((n, None) for n in streamed)]
+    for name, blob in sources:
+        refs: list[dict[str, Any]] = list(streamed[name].refs) if blob is None else []
+        lines = [] if blob is None else blob.split(b"\n") if name.endswith(".jsonl") else [blob]
+        for line in lines:
+            if b'"member"' not in line:
+                continue
+            try:
+                refs_in(loads_json(line), refs)
+            except (ValueError, UnicodeDecodeError):
+                continue  # reported by the structural checks
+        problems = 0
+        for ref in refs:
+            member, sha = ref["member"], ref["sha256"]
+            why = None
+            if member != content_member(str(sha)):
+                why = f"a reference names {member} for text {str(sha)[:12]} (reference changed)"
+            elif member not in listed or member not in members:
+                why = f"a reference names {member}, which the bundle lacks (content member removed)"
+            elif member not in checked:
+                continue  # its own failure (hash, size, limits) is already reported
+            if why is not None:
+                problems += 1
+                if problems <= MAX_FAILURES_PER_ENTRY:
+                    report.add(f"{name}: {why}", CONTENT)
+
+
 def load_bundle(
-    path: Path, *, known_keys: Collection[str] = (), limits: ZipLimits = DEFAULT_LIMITS
+    path: Path,
+    *,
+    known_keys: Collection[str] = (),
+    limits: ZipLimits = DEFAULT_LIMITS,
+    keep_logs: bool = True,
 ) -> LoadedBundle:
     """Read and verify; blocking (zip inflation and hashing), so async callers use ``asyncio.to_thread``.
 
     ``known_keys`` are the signer fingerprints the reader trusts (its workspace's own and its
     trusted list); an unknown signer is reported, not a failure: import decides what to do with it.
+    ``keep_logs=False`` (``verify_bundle``) checks each event log line by line as it is inflated and
+    keeps none of it: memory is then bounded by the longest line, not by the log.
     """
     path = Path(path)
     report = VerificationReport(path=path)
@@ -352,17 +388,29 @@ def load_bundle(
             return LoadedBundle(report, None, {})
         manifest, manifest_bytes = read
         _check_signature(zf, members, manifest_bytes, known_keys, report, limits)
-        contents = _check_entries(zf, members, manifest, report, limits)
+        checked: set[str] = set()
+        streamed: dict[str, ChainCheck] = {}
+        if not keep_logs:
+            for session_id, chain in manifest["chains"].items():
+                record = chain_record(str(session_id), chain)
+                if record is not None:
+                    streamed[events_entry(str(session_id))] = ChainCheck(str(session_id), record)
+        contents = _check_entries(zf, members, manifest, report, limits, checked, streamed)
     for session_id, chain in manifest["chains"].items():
-        _check_chain(str(session_id), chain, contents, report)
+        _check_chain(str(session_id), chain, contents, report, streamed)
     _check_sessions_listed(manifest, contents, report)
-    check_snapshots(manifest, contents, report)
+    _check_references(manifest, contents, members, checked, report, streamed)
+    kept = {c.session_id: c.kept for c in streamed.values()}
+    check_snapshots(manifest, contents, report, kept)
     report.finish()
-    return LoadedBundle(report, manifest, contents)
+    return LoadedBundle(report, manifest, contents, checked)
 
 
 def verify_bundle(
     path: Path, *, known_keys: Collection[str] = (), limits: ZipLimits = DEFAULT_LIMITS
 ) -> VerificationReport:
-    """Check every hash, chain, snapshot and the signature; blocking, so async callers use a thread."""
-    return load_bundle(path, known_keys=known_keys, limits=limits).report
+    """Check every hash, chain, snapshot and the signature; blocking, so async callers use a thread.
+
+    Streams: content members and event logs are hashed and checked as they are inflated, never kept.
+    """
+    return load_bundle(path, known_keys=known_keys, limits=limits, keep_logs=False).report

@@ -13,9 +13,18 @@ import hashlib
 import re
 import zipfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["EntryRead", "MiB", "ZipLimits", "read_capped", "unsafe_name"]
+__all__ = [
+    "EntryRead",
+    "MiB",
+    "ZipLimits",
+    "content_problem",
+    "read_capped",
+    "read_lines_capped",
+    "unsafe_name",
+]
 
 MiB = 1024 * 1024
 CHUNK = MiB
@@ -30,6 +39,11 @@ class ZipLimits:
     max_manifest_bytes: int = 64 * MiB
     max_signature_bytes: int = 64 * 1024
     max_entries: int = 200_000
+    # Content members (format 2) stream through a hash and never sit in memory, so they may be far
+    # bigger than a JSON entry; their declared size and compression ratio are still bounded.
+    max_content_bytes: int = 8 * 1024 * MiB
+    max_content_total_bytes: int = 32 * 1024 * MiB
+    max_content_ratio: int = 1000
 
 
 DEFAULT_LIMITS = ZipLimits()
@@ -58,8 +72,11 @@ def unsafe_name(name: str) -> str | None:
     return None
 
 
-def read_capped(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> EntryRead:
-    """Inflate one entry chunk by chunk, never past ``limit`` nor past the size its header declares."""
+def read_capped(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int, *, keep: bool = True) -> EntryRead:
+    """Inflate one entry chunk by chunk, never past ``limit`` nor past the size its header declares.
+
+    ``keep=False`` only hashes (a content member): ``data`` is then ``b""`` and memory one chunk.
+    """
     declared = info.file_size
     if declared > limit:
         return EntryRead(
@@ -70,18 +87,72 @@ def read_capped(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> Entry
         )
     digest = hashlib.sha256()
     buf = bytearray()
+    seen = 0
     try:
         with zf.open(info) as fh:
             while True:
-                chunk = fh.read(min(CHUNK, declared + 1 - len(buf)))
+                chunk = fh.read(min(CHUNK, declared + 1 - seen))
                 if not chunk:
                     break
-                buf += chunk
+                seen += len(chunk)
+                if keep:
+                    buf += chunk
                 digest.update(chunk)
-                if len(buf) > declared:
+                if seen > declared:
                     return EntryRead(
                         None, None, f"inflates past the {declared:,} bytes its header declares; stopped"
                     )
     except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error, NotImplementedError) as exc:
         return EntryRead(None, None, f"cannot be read ({exc}); the archive is corrupt or truncated")
     return EntryRead(bytes(buf), digest.hexdigest())
+
+
+def content_problem(info: zipfile.ZipInfo, limits: ZipLimits) -> str | None:
+    """Why a content member is refused from its header alone (size or compression ratio), or None."""
+    if info.file_size > limits.max_content_bytes:
+        return (
+            f"declares {info.file_size:,} bytes uncompressed, over the {limits.max_content_bytes:,}-byte "
+            "limit for one content member; not inflated (a zip bomb or not a case bundle)"
+        )
+    if info.file_size > CHUNK and info.file_size > limits.max_content_ratio * max(1, info.compress_size):
+        return (
+            f"declares {info.file_size:,} bytes from {info.compress_size:,} compressed, a ratio over "
+            f"{limits.max_content_ratio}:1; not inflated (a zip bomb)"
+        )
+    return None
+
+
+def read_lines_capped(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int, on_line: Callable[[bytes], None]
+) -> EntryRead:
+    """``read_capped`` for a JSON-lines entry: each line (without its ``\\n``) goes to ``on_line``
+    as soon as it is inflated; nothing else is kept (``data`` is ``b""`` on success)."""
+    declared = info.file_size
+    if declared > limit:
+        return EntryRead(
+            None,
+            None,
+            f"declares {declared:,} bytes uncompressed, over the {limit:,}-byte limit for one entry; "
+            "not inflated (a zip bomb or not a case bundle)",
+        )
+    digest = hashlib.sha256()
+    seen = 0
+    partial = b""
+    try:
+        with zf.open(info) as fh:
+            while chunk := fh.read(min(CHUNK, declared + 1 - seen)):
+                seen += len(chunk)
+                digest.update(chunk)
+                if seen > declared:
+                    return EntryRead(
+                        None, None, f"inflates past the {declared:,} bytes its header declares; stopped"
+                    )
+                lines = (partial + chunk).split(b"\n")
+                partial = lines.pop()
+                for line in lines:
+                    on_line(line)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error, NotImplementedError) as exc:
+        return EntryRead(None, None, f"cannot be read ({exc}); the archive is corrupt or truncated")
+    if partial:
+        on_line(partial)
+    return EntryRead(b"", digest.hexdigest())
