@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from pydantic import BaseModel
+from pydantic import BaseModel, PrivateAttr
 
 from core.domain import TaskEvidencePacket, ValidationOutcome
 from core.domain.facts import AttemptState
@@ -35,13 +35,28 @@ class TaskDossier(BaseModel):
     feedback: list[FeedbackRecord]
     sessions: list[SessionRecord]
     events: list[EventRecord]
+    # Packets validated once (in a worker, by ``load_dossier``), not on every read on the GUI thread.
+    _packets: dict[int, TaskEvidencePacket | None] = PrivateAttr(default_factory=dict)
+
+    def prepare(self) -> None:
+        """Validate every attempt's packet now: ``load_dossier`` calls this in a worker thread, so a
+        view reading packets afterwards never decodes them on its own (GUI) thread."""
+        for a in self.attempts:
+            self.packet(a.index)
 
     def attempt(self, attempt_index: int) -> AttemptRecord | None:
         return next((a for a in self.attempts if a.index == attempt_index), None)
 
     def packet(self, attempt_index: int) -> TaskEvidencePacket | None:
+        if attempt_index in self._packets:
+            return self._packets[attempt_index]
         a = self.attempt(attempt_index)
-        return TaskEvidencePacket.model_validate(a.packet) if a is not None and a.packet is not None else None
+        found = (
+            TaskEvidencePacket.model_validate(a.packet) if a is not None and a.packet is not None else None
+        )
+        if a is not None:
+            self._packets[attempt_index] = found
+        return found
 
     def evidence_packet(self, attempt_index: int) -> TaskEvidencePacket | None:
         """The attempt's packet, or for one without (running, cancelled, crashed) its recorded events'.
@@ -88,7 +103,7 @@ async def load_dossier(
     """Everything about a task. ``resolve=False`` leaves big evidence texts as chunk references
     (in packets and events) for a caller that streams them through ``core.evidence.content``."""
     task = await store.get_task(task_id)
-    return TaskDossier(
+    dossier = TaskDossier(
         task=task,
         attempts=await store.list_attempts(task.id, resolve=resolve),
         validations=await store.list_validations(task.id),
@@ -96,6 +111,8 @@ async def load_dossier(
         sessions=await store.list_sessions(task.id),
         events=await store.get_task_events(task.id, resolve=resolve) if with_events else [],
     )
+    await asyncio.to_thread(dossier.prepare)
+    return dossier
 
 
 PAGE_CHARS = 1 << 20
