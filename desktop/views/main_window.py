@@ -43,6 +43,7 @@ from desktop.ops import CoreOps
 from desktop.views.bulk import install_bulk
 from desktop.views.claims import ClaimKeeper
 from desktop.views.detail import TaskDetailView
+from desktop.views.evidence_paging import install_evidence_paging
 from desktop.views.history import ReviewMoves
 from desktop.views.live import connect_live
 from desktop.views.navigation import add_navigation_actions
@@ -200,6 +201,7 @@ class MainWindow(QMainWindow):
         self.search_panel = install_search(self)  # Ctrl+Shift+F: search everywhere, saved views
         self.team = install_team(self)  # batches, schedules, assigned panes; presence
         self.bulk = install_bulk(self)  # multi-select bulk actions, desk exports with progress and cancel
+        self.evidence_reader = install_evidence_paging(self)  # big evidence paged, found in core
 
     # ------------------------------------------------------------------ construction
     def _connect(self) -> None:
