@@ -34,6 +34,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._big_desk import desk_step
 from benchmarks._common import scratch_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -299,6 +300,8 @@ def one_size(size: int, folder: Path, skip: set[str]) -> dict[str, Any]:
         if "verify" not in skip:
             seconds, rss, _ = measured(cli("verify", str(bundle), "--db", db))
             done("verify", {"seconds": round(seconds, 2), "peak_rss_mib": round(rss)})
+    if "desk" not in skip:  # the review desk opens the task: benchmarks/_big_desk.py
+        done("desk", desk_step(db, stored["task_id"], measured))
     row["workspace_mib"] = round(sum(p.stat().st_size for p in folder.glob("ws.sqlite3*")) / 1024**2)
     return row
 
