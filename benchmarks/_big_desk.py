@@ -38,7 +38,7 @@ def rss_mib() -> float:
 
 async def _until(check: Callable[[], bool], what: str, limit_s: float = 600.0) -> None:
     deadline = time.perf_counter() + limit_s
-    while not check():  # noqa: ASYNC110  (a benchmark's poll: the page has no "shown" signal)
+    while not check():  # a benchmark's poll: the page has no "shown" signal
         if time.perf_counter() > deadline:
             raise SystemExit(f"desk: gave up waiting for {what}")
         await asyncio.sleep(0.002)
