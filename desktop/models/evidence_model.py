@@ -174,16 +174,23 @@ def _team_node(node: NodeRunResult, items: list[EvidenceItem]) -> EvidenceNode:
     return tree
 
 
-def build_evidence_tree(packet: TaskEvidencePacket | None) -> EvidenceNode:
-    """The invisible root; building is pure Python so it can run off the GUI thread for huge packets."""
+def build_evidence_tree(
+    packet: TaskEvidencePacket | None, items: list[EvidenceItem] | None = None
+) -> EvidenceNode:
+    """The invisible root; ``items`` are the packet's rendered items when already rendered (by the
+    dossier, in a worker), else they are rendered here."""
     root = EvidenceNode(label="", kind="root")
     if packet is None:
         return root
-    _fill_packet(root, packet, render_packet(packet, include_final_output=False).items, final_item=None)
+    if items is None:
+        items = render_packet(packet, include_final_output=False).items
+    _fill_packet(root, packet, items, final_item=None)
     return root
 
 
-def build_task_evidence_tree(packets: list[TaskEvidencePacket]) -> EvidenceNode:
+def build_task_evidence_tree(
+    packets: list[TaskEvidencePacket], items: list[EvidenceItem] | None = None
+) -> EvidenceNode:
     """Every attempt up to the one under review (the last packet), grouped by attempt.
 
     Ids come from :func:`core.evidence.render.render_task`, as the validator of the last attempt
@@ -196,9 +203,10 @@ def build_task_evidence_tree(packets: list[TaskEvidencePacket]) -> EvidenceNode:
         return build_evidence_tree(None)
     last = packets[-1]
     if len(packets) == 1 or last.evidence_id_start is None:
-        return build_evidence_tree(last)
+        return build_evidence_tree(last, items)
     root = EvidenceNode(label="", kind="root")
-    items = render_task(packets).items
+    if items is None:
+        items = render_task(packets).items
     for packet in packets:
         under_review = packet is last
         own = [i for i in items if i.attempt_index == packet.attempt_index]
@@ -331,9 +339,9 @@ class EvidenceTreeModel(QAbstractItemModel):
     def set_packet(self, packet: TaskEvidencePacket | None) -> None:
         self.set_tree(build_evidence_tree(packet))
 
-    def set_packets(self, packets: list[TaskEvidencePacket]) -> None:
+    def set_packets(self, packets: list[TaskEvidencePacket], items: list[EvidenceItem] | None = None) -> None:
         """Attempts 1..N of a task, N under review (see :func:`build_task_evidence_tree`)."""
-        self.set_tree(build_task_evidence_tree(packets))
+        self.set_tree(build_task_evidence_tree(packets, items))
 
     def set_tree(self, root: EvidenceNode) -> None:
         self.beginResetModel()

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QSplitter, QTreeVi
 
 from core.domain.evidence import TaskEvidencePacket
 from core.errors import EvidenceDeskError
+from core.evidence.render import EvidenceItem
 from desktop.models.evidence_model import EvidenceNode, EvidenceTreeModel
 from desktop.widgets.plain import PlainToolTipDelegate
 from desktop.widgets.text_viewer import TextViewer
@@ -105,11 +106,15 @@ class EvidenceView(QWidget):
         if packet is not None:
             self.select_evidence("E1")  # open on the first piece of evidence, not an empty viewer
 
-    def set_packets(self, packets: list[TaskEvidencePacket | None]) -> None:
+    def set_packets(
+        self, packets: list[TaskEvidencePacket | None], items: list[EvidenceItem] | None = None
+    ) -> None:
         """Attempts 1..N of the task, the last one under review: grouped by attempt, new items marked.
 
         Opens on the first item the attempt under review gathered (earlier evidence is one click
         away). Without a packet for the attempt under review this is ``set_packet(None)``.
+        ``items`` are the packets' rendered items when the dossier rendered them already (off the
+        GUI thread); the view then only builds its rows.
         """
         if not packets or packets[-1] is None:
             self.set_packet(None)
@@ -121,7 +126,7 @@ class EvidenceView(QWidget):
         was_paged = self._paged
         self._shown_packet = shown
         self._shown_uid = None
-        self.model.set_packets(known)
+        self.model.set_packets(known, items)
         self.tree.expandAll()
         self._collapse_transcripts(QModelIndex())
         if keep:
