@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
+    QSizePolicy,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -214,8 +215,10 @@ class TextViewer(QWidget):
         pager = QWidget(self)
         self.page_label = QLabel(pager)
         self.page_label.setTextFormat(Qt.TextFormat.PlainText)
+        # The row must not widen the evidence pane at the validator's expense: the label gives way.
+        self.page_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.home_button = QToolButton(pager)
-        self.home_button.setText("⏮")
+        self.home_button.setText("|◀")
         self.home_button.setToolTip("First page")
         self.prev_page_button = QToolButton(pager)
         self.prev_page_button.setText("◀")
@@ -224,17 +227,22 @@ class TextViewer(QWidget):
         self.next_page_button.setText("▶")
         self.next_page_button.setToolTip("Next page (Ctrl+PgDown, or PgDown at the bottom of a page)")
         self.end_button = QToolButton(pager)
-        self.end_button.setText("⏭")
+        self.end_button.setText("▶|")
         self.end_button.setToolTip("Last page")
         self.goto_edit = QLineEdit(pager)
         self.goto_edit.setPlaceholderText("Go to character…")
-        self.goto_edit.setMaximumWidth(160)
-        row = QHBoxLayout(pager)
-        row.setContentsMargins(4, 0, 4, 0)
-        row.addWidget(self.page_label, 1)
+        self.goto_edit.setMinimumWidth(90)  # the placeholder says what it is for
+        self.goto_edit.setMaximumWidth(130)
+        column = QVBoxLayout(pager)  # where the page is on its own line: a narrow pane shows it whole
+        column.setContentsMargins(4, 0, 4, 0)
+        column.setSpacing(2)
+        column.addWidget(self.page_label)
+        row = QHBoxLayout()
         for widget in (self.home_button, self.prev_page_button, self.next_page_button, self.end_button):
             row.addWidget(widget)
         row.addWidget(self.goto_edit)
+        row.addStretch(1)
+        column.addLayout(row)
         self.home_button.clicked.connect(lambda: self.request_page(0))
         self.prev_page_button.clicked.connect(self.previous_page)
         self.next_page_button.clicked.connect(self.next_page)
@@ -276,6 +284,7 @@ class TextViewer(QWidget):
         self.pager.show()
         last = offset + len(text)
         self.page_label.setText(f"characters {offset + 1:,}–{last:,} of {total:,}")
+        self.page_label.setToolTip(self.page_label.text())  # the label gives way in a narrow pane
         self.home_button.setEnabled(offset > 0)
         self.prev_page_button.setEnabled(offset > 0)
         self.next_page_button.setEnabled(last < total)
