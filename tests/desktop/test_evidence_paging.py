@@ -152,8 +152,14 @@ def test_big_item_is_listed_from_the_index_and_paged(
         QTest.keyClick(viewer.goto_edit, Qt.Key.Key_Return)
         await page_shown(desk, 2 * PAGE)
 
-        # Back to a small item: shown whole, no pager.
+        # PgDown at the bottom of a page (a 320-character page fits: it is at its bottom) turns it.
+        QTest.keyClick(viewer.edit, Qt.Key.Key_PageDown)
+        await page_shown(desk, 3 * PAGE)
+
+        # A page asked for, then the analyst moves on before it arrives: the late reply is dropped.
+        viewer.next_page_button.click()
         assert view.select_evidence("E1")
+        await desk.ops.wait_idle()
         assert viewer.text() == "Short note." and not viewer.is_paged and not viewer.pager.isVisible()
 
     run(qloop, scenario())
