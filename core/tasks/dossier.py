@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import asyncio
 
-from pydantic import BaseModel
+from pydantic import BaseModel, PrivateAttr
 
 from core.domain import TaskEvidencePacket, ValidationOutcome
 from core.domain.facts import AttemptState
 from core.domain.usage import UsageTotals, attempt_usage, task_usage
 from core.evidence.content import item_length, item_range
 from core.evidence.provisional import provisional_packet
-from core.evidence.render import EvidenceItem, next_evidence_number, render_packet
+from core.evidence.render import EvidenceItem, next_evidence_number, render_packet, render_task
 from core.store import (
     AttemptRecord,
     EventRecord,
@@ -35,19 +35,63 @@ class TaskDossier(BaseModel):
     feedback: list[FeedbackRecord]
     sessions: list[SessionRecord]
     events: list[EventRecord]
+    # Packets validated once (in a worker, by ``load_dossier``), not on every read on the GUI thread.
+    _packets: dict[int, TaskEvidencePacket | None] = PrivateAttr(default_factory=dict)
+    _evidence: dict[int, TaskEvidencePacket | None] = PrivateAttr(default_factory=dict)
+    _items: dict[int, list[EvidenceItem]] = PrivateAttr(default_factory=dict)
+
+    def prepare(self) -> None:
+        """Validate every attempt's packet and render its evidence items now: ``load_dossier`` calls
+        this in a worker thread, so a view reading them afterwards (the desk's evidence tree)
+        never decodes or renders on its own (GUI) thread."""
+        for a in self.attempts:
+            self.evidence_items(a.index)
+
+    def evidence_packets(self, attempt_index: int) -> list[TaskEvidencePacket | None]:
+        """Attempts 1..N's packets (N = ``attempt_index``), oldest first, as the evidence tree shows them."""
+        return [
+            self.evidence_packet(a.index)
+            for a in sorted(self.attempts, key=lambda a: a.index)
+            if a.index <= attempt_index
+        ]
+
+    def evidence_items(self, attempt_index: int) -> list[EvidenceItem]:
+        """The items of attempts 1..N numbered as the validator of attempt N saw them (a single or
+        pre-task-wide-ids packet: its own items without the final output). Big texts stay references."""
+        if attempt_index in self._items:
+            return self._items[attempt_index]
+        known = [p for p in self.evidence_packets(attempt_index) if p is not None]
+        items: list[EvidenceItem] = []
+        if known:
+            last = known[-1]
+            if len(known) == 1 or last.evidence_id_start is None:
+                items = render_packet(last, include_final_output=False).items
+            else:
+                items = render_task(known).items
+        self._items[attempt_index] = items
+        return items
 
     def attempt(self, attempt_index: int) -> AttemptRecord | None:
         return next((a for a in self.attempts if a.index == attempt_index), None)
 
     def packet(self, attempt_index: int) -> TaskEvidencePacket | None:
+        if attempt_index in self._packets:
+            return self._packets[attempt_index]
         a = self.attempt(attempt_index)
-        return TaskEvidencePacket.model_validate(a.packet) if a is not None and a.packet is not None else None
+        found = (
+            TaskEvidencePacket.model_validate(a.packet) if a is not None and a.packet is not None else None
+        )
+        if a is not None:
+            self._packets[attempt_index] = found
+        return found
 
     def evidence_packet(self, attempt_index: int) -> TaskEvidencePacket | None:
         """The attempt's packet, or for one without (running, cancelled, crashed) its recorded events'.
 
         Ids continue from the earlier attempts' packets, as the packet's would have.
         """
+        if attempt_index in self._evidence:
+            return self._evidence[attempt_index]
         recorded = self.packet(attempt_index)
         attempt = self.attempt(attempt_index)
         if recorded is not None or attempt is None:
@@ -56,7 +100,9 @@ class TaskDossier(BaseModel):
             p for a in self.attempts if a.index < attempt_index and (p := self.packet(a.index)) is not None
         ]
         start = next_evidence_number(earlier) if earlier else 1
-        return provisional_packet(self.task.id, attempt, self.events, evidence_id_start=start)
+        found = provisional_packet(self.task.id, attempt, self.events, evidence_id_start=start)
+        self._evidence[attempt_index] = found
+        return found
 
     @staticmethod
     def attempt_force_accepted(attempt: AttemptRecord) -> bool:
@@ -88,7 +134,7 @@ async def load_dossier(
     """Everything about a task. ``resolve=False`` leaves big evidence texts as chunk references
     (in packets and events) for a caller that streams them through ``core.evidence.content``."""
     task = await store.get_task(task_id)
-    return TaskDossier(
+    dossier = TaskDossier(
         task=task,
         attempts=await store.list_attempts(task.id, resolve=resolve),
         validations=await store.list_validations(task.id),
@@ -96,6 +142,8 @@ async def load_dossier(
         sessions=await store.list_sessions(task.id),
         events=await store.get_task_events(task.id, resolve=resolve) if with_events else [],
     )
+    await asyncio.to_thread(dossier.prepare)
+    return dossier
 
 
 PAGE_CHARS = 1 << 20

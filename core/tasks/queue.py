@@ -125,7 +125,7 @@ class TaskQueue:
         from core.tasks.dossier import load_dossier
 
         await self._store.flush()
-        return await load_dossier(self._store, task_id)
+        return await load_dossier(self._store, task_id, resolve=False)  # big texts paged by the desk
 
 
 __all__ = ["QueueSnapshot", "RowUpdate", "TaskQueue", "group_count", "place"]

@@ -17,6 +17,7 @@ from PySide6.QtCore import QAbstractItemModel, QModelIndex, QObject, QPersistent
 from PySide6.QtGui import QColor, QFont
 
 from core.domain.evidence import NodeRunResult, RunEvidence, TaskEvidencePacket
+from core.evidence.content import item_length
 from core.evidence.render import EvidenceItem, render_packet, render_task
 from core.validation.citations import normalise_id
 
@@ -38,6 +39,7 @@ class EvidenceNode:
     tooltip: str = ""
     is_error: bool = False
     is_new: bool = False  # gathered by the attempt under review (the others came from earlier ones)
+    item: EvidenceItem | None = None  # the evidence item behind the row (its text may be in the chunk store)
     parent: EvidenceNode | None = None
     children: list[EvidenceNode] = field(default_factory=list)
     uid: int = field(default_factory=lambda: next(_ids))
@@ -48,12 +50,22 @@ class EvidenceNode:
         return child
 
     @property
+    def paged(self) -> bool:
+        """The text is in the chunk store: the viewer pages it instead of holding it."""
+        return self.item is not None and self.item.content_ref is not None
+
+    @property
+    def length(self) -> int:
+        """The text's length in characters, from the index when the text is stored."""
+        return item_length(self.item) if self.item is not None else len(self.content or "")
+
+    @property
     def row(self) -> int:
         return 0 if self.parent is None else self.parent.children.index(self)
 
 
-def _size(text: str) -> str:
-    return f"{len(text):,} chars"
+def _size(text: str | int) -> str:
+    return f"{text if isinstance(text, int) else len(text):,} chars"
 
 
 def _count(n: int, noun: str) -> str:
@@ -66,8 +78,12 @@ def _join(*parts: str) -> str:
 
 def _message_text(message: dict[str, Any]) -> str:
     content = message.get("content")
-    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, indent=2)
-    extra = {k: v for k, v in message.items() if k not in ("role", "content")}
+    stored = message.get("content_ref")
+    if isinstance(stored, dict) and not content:  # a big text left in the chunk store
+        text = f"[{stored.get('length', 0):,} characters, kept in the workspace: open the tool result to read them]"
+    else:
+        text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, indent=2)
+    extra = {k: v for k, v in message.items() if k not in ("role", "content", "content_ref")}
     if extra:
         text = f"{text}\n\n{json.dumps(extra, ensure_ascii=False, indent=2, default=str)}"
     return text
@@ -92,15 +108,16 @@ def _transcript(run: RunEvidence) -> EvidenceNode:
 
 
 def _item_node(item: EvidenceItem) -> EvidenceNode:
+    size = _size(item_length(item))  # from the index: a stored text is not read to be listed
     if item.kind == "tool_result":
         label = item.title or item.tool_name or "tool result"
-        detail = _join(item.tool_name or "", "ERROR" if item.is_error else "", _size(item.content))
+        detail = _join(item.tool_name or "", "ERROR" if item.is_error else "", size)
     elif item.kind == "node_output":
         label = "Node output"
-        detail = _join("error" if item.is_error else "", _size(item.content))
+        detail = _join("error" if item.is_error else "", size)
     else:
         label = "Run output"
-        detail = _size(item.content)
+        detail = size
     tooltip = "\n".join(p for p in (item.source, item.url or "") if p)
     return EvidenceNode(
         label=label,
@@ -110,6 +127,7 @@ def _item_node(item: EvidenceItem) -> EvidenceNode:
         content=item.content,
         tooltip=tooltip,
         is_error=item.is_error,
+        item=item,
     )
 
 
@@ -156,16 +174,23 @@ def _team_node(node: NodeRunResult, items: list[EvidenceItem]) -> EvidenceNode:
     return tree
 
 
-def build_evidence_tree(packet: TaskEvidencePacket | None) -> EvidenceNode:
-    """The invisible root; building is pure Python so it can run off the GUI thread for huge packets."""
+def build_evidence_tree(
+    packet: TaskEvidencePacket | None, items: list[EvidenceItem] | None = None
+) -> EvidenceNode:
+    """The invisible root; ``items`` are the packet's rendered items when already rendered (by the
+    dossier, in a worker), else they are rendered here."""
     root = EvidenceNode(label="", kind="root")
     if packet is None:
         return root
-    _fill_packet(root, packet, render_packet(packet, include_final_output=False).items, final_item=None)
+    if items is None:
+        items = render_packet(packet, include_final_output=False).items
+    _fill_packet(root, packet, items, final_item=None)
     return root
 
 
-def build_task_evidence_tree(packets: list[TaskEvidencePacket]) -> EvidenceNode:
+def build_task_evidence_tree(
+    packets: list[TaskEvidencePacket], items: list[EvidenceItem] | None = None
+) -> EvidenceNode:
     """Every attempt up to the one under review (the last packet), grouped by attempt.
 
     Ids come from :func:`core.evidence.render.render_task`, as the validator of the last attempt
@@ -178,9 +203,10 @@ def build_task_evidence_tree(packets: list[TaskEvidencePacket]) -> EvidenceNode:
         return build_evidence_tree(None)
     last = packets[-1]
     if len(packets) == 1 or last.evidence_id_start is None:
-        return build_evidence_tree(last)
+        return build_evidence_tree(last, items)
     root = EvidenceNode(label="", kind="root")
-    items = render_task(packets).items
+    if items is None:
+        items = render_task(packets).items
     for packet in packets:
         under_review = packet is last
         own = [i for i in items if i.attempt_index == packet.attempt_index]
@@ -313,9 +339,9 @@ class EvidenceTreeModel(QAbstractItemModel):
     def set_packet(self, packet: TaskEvidencePacket | None) -> None:
         self.set_tree(build_evidence_tree(packet))
 
-    def set_packets(self, packets: list[TaskEvidencePacket]) -> None:
+    def set_packets(self, packets: list[TaskEvidencePacket], items: list[EvidenceItem] | None = None) -> None:
         """Attempts 1..N of a task, N under review (see :func:`build_task_evidence_tree`)."""
-        self.set_tree(build_task_evidence_tree(packets))
+        self.set_tree(build_task_evidence_tree(packets, items))
 
     def set_tree(self, root: EvidenceNode) -> None:
         self.beginResetModel()

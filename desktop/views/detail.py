@@ -326,10 +326,12 @@ class TaskDetailView(QWidget):
                 answer if answer.strip() else "\n\n".join(["*No answer was produced.*", *why]),
                 MARKDOWN_NO_HTML,
             )
-        shown = [a.index for a in self._attempts if attempt is not None and a.index <= attempt.index]
-        self.evidence_view.set_packets(
-            [dossier.evidence_packet(i) for i in shown]
-        )  # attempts 1..N, by attempt
+        if attempt is None:
+            self.evidence_view.set_packets([])
+        else:  # attempts 1..N, by attempt, rendered by the dossier's loader (in a worker)
+            self.evidence_view.set_packets(
+                dossier.evidence_packets(attempt.index), dossier.evidence_items(attempt.index)
+            )
         if is_live(attempt) and not self.evidence_view.current_evidence_id():
             self.evidence_view.viewer.set_text(GATHERING_NOTE)
         self._show_usage(dossier, attempt)

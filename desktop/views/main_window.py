@@ -44,6 +44,7 @@ from desktop.models.queue_model import TaskQueueModel
 from desktop.ops import CoreOps
 from desktop.views.claims import ClaimKeeper
 from desktop.views.detail import TaskDetailView
+from desktop.views.evidence_paging import install_evidence_paging
 from desktop.views.history import ReviewMoves
 from desktop.views.live import connect_live
 from desktop.views.navigation import add_navigation_actions
@@ -217,6 +218,7 @@ class MainWindow(QMainWindow):
         self.nav_actions = add_navigation_actions(self, self.detail)  # [ ] N P Alt+1..3
         self._connect()
         self.claims = ClaimKeeper(self)  # the task on screen is claimed, renewed and released
+        self.evidence_reader = install_evidence_paging(self)  # big evidence paged, found in core (not deferred: a selection needs it)
         for install in self._features():
             if defer_features:
                 self.after_first_fill(install)

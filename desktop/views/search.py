@@ -401,10 +401,12 @@ def open_hit(window: MainWindow, panel: SearchPanel, hit: SearchHit) -> None:
             with suppress(ValueError):  # the attempt is gone from the dossier: show the task as it is
                 detail.select_attempt(hit.attempt_index)
         term = hit.terms[0] if hit.terms else ""
-        if hit.kind == DocKind.EVIDENCE and detail.evidence_view.select_evidence(hit.ref):
+        after = hit.segment * SEGMENT_CHARS
+        if hit.kind == DocKind.EVIDENCE and detail.evidence_view.show_match(hit.ref, term, after):
+            pass  # a paged item: core finds the match and opens its page
+        elif hit.kind == DocKind.EVIDENCE and detail.evidence_view.select_evidence(hit.ref):
             viewer = detail.evidence_view.viewer
             spans = find_spans(viewer.text(), term)
-            after = hit.segment * SEGMENT_CHARS
             chosen = next((i for i, s in enumerate(spans) if s[0] >= after), 0)
             bar = viewer.find_bar
             bar.open_bar(term)

@@ -9,6 +9,7 @@ literal, so what the count says is what next/previous walk through.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
@@ -81,6 +82,9 @@ class FindBar(QWidget):
         self.spans: list[tuple[int, int]] = []
         self.current = -1
         self._searched_text: str | None = None
+        # A paged item is searched in core, not in the page on screen: (needle, direction) goes
+        # to whoever holds the item (0: the first match from the page shown, 1 next, -1 previous).
+        self.remote: Callable[[str, int], None] | None = None
         self.edit.textChanged.connect(self._on_text_changed)
         self.prev_button.clicked.connect(self.find_previous)
         self.next_button.clicked.connect(self.find_next)
@@ -119,7 +123,20 @@ class FindBar(QWidget):
             self._refresh()
 
     # ------------------------------------------------------------------ internals
+    def show_remote(self, text: str) -> None:
+        """What the item's owner found (its search runs in core, off the GUI thread)."""
+        self.count_label.setText(text)
+
     def _refresh(self) -> None:
+        if self.remote is not None and self.viewer.is_paged:
+            self.spans, self.current = [], -1
+            self._searched_text = None
+            if self.edit.text():
+                self.count_label.setText("searching…")
+                self.remote(self.edit.text(), 0)
+            else:
+                self.count_label.setText("")
+            return
         text = self.viewer.text()
         self.spans = find_spans(text, self.edit.text())
         self._searched_text = text
@@ -133,6 +150,11 @@ class FindBar(QWidget):
         self._refresh()
 
     def _step(self, direction: int) -> None:
+        if self.remote is not None and self.viewer.is_paged:
+            if self.edit.text():
+                self.count_label.setText("searching…")
+                self.remote(self.edit.text(), direction)
+            return
         if self._searched_text is not self.viewer.text():
             self._refresh()
             if direction == 1:

@@ -13,17 +13,28 @@ import bisect
 import json
 import re
 
-from PySide6.QtCore import QRegularExpression, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QRegularExpression, Qt, Signal
 from PySide6.QtGui import (
     QColor,
     QFont,
     QFontDatabase,
+    QKeyEvent,
     QSyntaxHighlighter,
     QTextCharFormat,
     QTextCursor,
     QTextDocument,
 )
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from desktop.widgets.find_bar import FindBar
 
@@ -144,6 +155,9 @@ class TextViewer(QWidget):
     sig_loaded_changed = Signal(int, int)
     """Emitted with (displayed characters, total display characters) whenever more text is loaded."""
 
+    sig_page_requested = Signal(int)
+    """A paged item: the reader asked for the page starting at this character offset."""
+
     def __init__(
         self,
         parent: QWidget | None = None,
@@ -160,6 +174,9 @@ class TextViewer(QWidget):
         self._breaks: list[int] = []
         self._loaded = 0
         self._ascii = True
+        self._paged_total: int | None = None  # a paged item's length; None shows the text whole
+        self._page_offset = 0
+        self._page_chars = 1
 
         self.edit = QPlainTextEdit(self)
         self.edit.setReadOnly(True)
@@ -186,21 +203,173 @@ class TextViewer(QWidget):
         layout.addWidget(self.edit, 1)
         self.find_bar = FindBar(self)  # Ctrl+F, F3 / Shift+F3, Esc
         layout.addWidget(self.find_bar)
+        self.pager = self._build_pager()
+        layout.addWidget(self.pager)
         layout.addLayout(bar)
         self.edit.verticalScrollBar().valueChanged.connect(self._on_scrolled)
+        self.edit.installEventFilter(self)
         self._update_status()
+
+    def _build_pager(self) -> QWidget:
+        """The pager row of a big item: where the page sits, page buttons and a go-to offset."""
+        pager = QWidget(self)
+        self.page_label = QLabel(pager)
+        self.page_label.setTextFormat(Qt.TextFormat.PlainText)
+        # The row must not widen the evidence pane at the validator's expense: the label gives way.
+        self.page_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.home_button = QToolButton(pager)
+        self.home_button.setText("|◀")
+        self.home_button.setToolTip("First page")
+        self.prev_page_button = QToolButton(pager)
+        self.prev_page_button.setText("◀")
+        self.prev_page_button.setToolTip("Previous page (Ctrl+PgUp)")
+        self.next_page_button = QToolButton(pager)
+        self.next_page_button.setText("▶")
+        self.next_page_button.setToolTip("Next page (Ctrl+PgDown, or PgDown at the bottom of a page)")
+        self.end_button = QToolButton(pager)
+        self.end_button.setText("▶|")
+        self.end_button.setToolTip("Last page")
+        self.goto_edit = QLineEdit(pager)
+        self.goto_edit.setPlaceholderText("Go to character…")
+        self.goto_edit.setMinimumWidth(90)  # the placeholder says what it is for
+        self.goto_edit.setMaximumWidth(130)
+        column = QVBoxLayout(pager)  # where the page is on its own line: a narrow pane shows it whole
+        column.setContentsMargins(4, 0, 4, 0)
+        column.setSpacing(2)
+        column.addWidget(self.page_label)
+        row = QHBoxLayout()
+        for widget in (self.home_button, self.prev_page_button, self.next_page_button, self.end_button):
+            row.addWidget(widget)
+        row.addWidget(self.goto_edit)
+        row.addStretch(1)
+        column.addLayout(row)
+        self.home_button.clicked.connect(lambda: self.request_page(0))
+        self.prev_page_button.clicked.connect(self.previous_page)
+        self.next_page_button.clicked.connect(self.next_page)
+        self.end_button.clicked.connect(self.last_page)
+        self.goto_edit.returnPressed.connect(self._on_goto)
+        self.goto_edit.installEventFilter(self)
+        pager.hide()
+        return pager
+
+    # ------------------------------------------------------------------ pages of a big item
+    @property
+    def is_paged(self) -> bool:
+        return self._paged_total is not None
+
+    @property
+    def page_offset(self) -> int:
+        """Where the shown page starts in the item (0 for a text shown whole)."""
+        return self._page_offset
+
+    @property
+    def page_total(self) -> int:
+        """The item's length: the paged item's, or the whole text's."""
+        return self._paged_total if self._paged_total is not None else len(self._text)
+
+    def begin_paged(self, total: int, page_chars: int) -> None:
+        """Show a big item page by page: nothing is shown until its first page arrives."""
+        self._paged_total = total
+        self._page_offset = 0
+        self._page_chars = max(1, page_chars)
+        self._set_text("", notify_find=False)
+        self.pager.show()
+        self.page_label.setText(f"Loading the first page of {total:,} characters…")
+
+    def show_page(self, offset: int, text: str, total: int, select: tuple[int, int] | None = None) -> None:
+        """Show the page at ``offset``; ``select`` is an [start, end) span in item offsets."""
+        self._paged_total = total
+        self._page_offset = offset
+        self._set_text(text, notify_find=False)
+        self.pager.show()
+        last = offset + len(text)
+        self.page_label.setText(f"characters {offset + 1:,}–{last:,} of {total:,}")
+        self.page_label.setToolTip(self.page_label.text())  # the label gives way in a narrow pane
+        self.home_button.setEnabled(offset > 0)
+        self.prev_page_button.setEnabled(offset > 0)
+        self.next_page_button.setEnabled(last < total)
+        self.end_button.setEnabled(last < total)
+        if select is not None:
+            start, end = select
+            self.select_span(max(0, start - offset), max(0, min(end, last) - offset))
+
+    def show_error(self, message: str) -> None:
+        """One line in the status row (a missing chunk, a failed read); the viewer stays usable."""
+        self.status.setText(message)
+        self.status.setVisible(True)
+
+    def request_page(self, offset: int) -> None:
+        if self._paged_total is not None:
+            self.sig_page_requested.emit(max(0, min(offset, max(self._paged_total - 1, 0))))
+
+    def next_page(self) -> None:
+        if self._paged_total is not None and self._page_offset + len(self._text) < self._paged_total:
+            self.request_page(self._page_offset + len(self._text))
+
+    def previous_page(self) -> None:
+        if self._paged_total is not None and self._page_offset > 0:
+            self.request_page(max(0, self._page_offset - self._page_chars))
+
+    def last_page(self) -> None:
+        if self._paged_total is not None:
+            total = self._paged_total
+            self.request_page(max(0, total - (total % self._page_chars or self._page_chars)))
+
+    def _on_goto(self) -> None:
+        raw = self.goto_edit.text().strip().replace(",", "").replace("_", "")
+        if not raw.isdigit():
+            self.show_error(f"Go to: {raw or 'nothing'} is not a character number")
+            return
+        target = max(int(raw) - 1, 0)
+        self.request_page(target - target % self._page_chars)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """QObject.eventFilter: Ctrl+PgDown / Ctrl+PgUp, and PgDown at a page's bottom, turn pages."""
+        if watched is self.goto_edit and event.type() == QEvent.Type.ShortcutOverride:
+            assert isinstance(event, QKeyEvent)
+            if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+                event.accept()  # Enter here goes to the offset, not to a window shortcut
+                return True
+            return False
+        if watched is not self.edit or self._paged_total is None or event.type() != QEvent.Type.KeyPress:
+            return False
+        assert isinstance(event, QKeyEvent)
+        key, mods = event.key(), event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
+        bar = self.edit.verticalScrollBar()
+        ctrl = mods == Qt.KeyboardModifier.ControlModifier
+        plain = mods == Qt.KeyboardModifier.NoModifier
+        if key == Qt.Key.Key_PageDown and (ctrl or (plain and bar.value() >= bar.maximum())):
+            self.next_page()
+            return True
+        if key == Qt.Key.Key_PageUp and (
+            ctrl or (plain and bar.value() <= bar.minimum() and self._page_offset)
+        ):
+            self.previous_page()
+            return True
+        return False
 
     # ------------------------------------------------------------------ content
     def set_text(self, text: str) -> None:
-        """Show ``text``; only the first chunk is laid out now, the rest on demand."""
+        """Show ``text`` whole (leaving any paged item); only the first chunk is laid out now."""
+        self._paged_total = None
+        self._page_offset = 0
+        self.pager.hide()
+        self._set_text(text, notify_find=True)
+
+    def _set_text(self, text: str, *, notify_find: bool) -> None:
         # Qt stores CR LF as one paragraph break; normalising keeps Python and Qt offsets equal.
-        self._text = text.replace("\r\n", "\n").replace("\r", "\n")
+        # A page keeps the item's offsets instead: CR LF becomes space LF, the same length.
+        if self._paged_total is None:
+            self._text = text.replace("\r\n", "\n").replace("\r", "\n")
+        else:
+            self._text = text.replace("\r\n", " \n").replace("\r", "\n")
         self._ascii = self._text.isascii()
         self._display, self._breaks = break_long_lines(self._text, self._long_line)
         self._loaded = min(len(self._display), self._chunk_chars)
         self.edit.setPlainText(self._display[: self._loaded])
         self._update_status()
-        self.find_bar.text_changed()
+        if notify_find:
+            self.find_bar.text_changed()
 
     def clear(self) -> None:
         self.set_text("")

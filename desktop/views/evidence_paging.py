@@ -1,0 +1,24 @@
+"""Big evidence in the desk: the evidence pane pages stored texts through core instead of holding them.
+
+Installed by the main window (``install_evidence_paging``); the bundle window, whose evidence is
+all inline, does without.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from core.tasks.evidence_reader import EvidenceReader
+
+if TYPE_CHECKING:
+    from desktop.views.main_window import MainWindow
+
+__all__ = ["install_evidence_paging"]
+
+
+def install_evidence_paging(window: MainWindow) -> EvidenceReader:
+    """Give the detail pane's evidence view a reader on the workspace's chunk store."""
+    workspace = window.services.workspace
+    reader = EvidenceReader(lambda: workspace.store)
+    window.detail.evidence_view.set_reader(reader, window.ops)
+    return reader
