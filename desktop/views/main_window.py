@@ -218,7 +218,9 @@ class MainWindow(QMainWindow):
         self.nav_actions = add_navigation_actions(self, self.detail)  # [ ] N P Alt+1..3
         self._connect()
         self.claims = ClaimKeeper(self)  # the task on screen is claimed, renewed and released
-        self.evidence_reader = install_evidence_paging(self)  # big evidence paged, found in core (not deferred: a selection needs it)
+        self.evidence_reader = install_evidence_paging(
+            self
+        )  # big evidence paged, found in core (not deferred: a selection needs it)
         for install in self._features():
             if defer_features:
                 self.after_first_fill(install)
