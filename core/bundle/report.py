@@ -272,14 +272,24 @@ async def evidence_previews(
     return out
 
 
-def report_data_from_bundle(
+async def report_data_from_bundle(
     opened: OpenedBundle, task_id: str, redactor: Redactor | None = None
 ) -> ReportData:
+    """A bundle's task as page data. A format-2 bundle keeps big texts as content members, so
+    their previews are read by range from the zip (``OpenedBundle`` is a ``ContentReader``), as a
+    workspace's are read from its chunk store: the page never holds a whole big text."""
     dossier = opened.dossier(task_id)
+    if redactor is None:  # the caller masks nothing: previews are read as they are
+        masked, redactor, scrub = dossier, Redactor([]), machine_scrub(include_paths=True)
+    else:
+        scrub = machine_scrub()
+        masked = _redacted(dossier, redactor, scrub)
+    previews = await evidence_previews(opened, masked, redactor, scrub)
     return build_report_data(
-        _redacted(dossier, redactor) if redactor is not None else dossier,
+        masked,
         source=f"case bundle {opened.path.name} ({opened.bundle_id[:12]})",
         verification=opened.report.failures + opened.load_problems,
+        previews=previews,
     )
 
 
@@ -296,4 +306,6 @@ async def write_report_from_bundle(
     Masked again: a bundle written by an older version, or by hand, may hold what ours would mask.
     """
     redactor = await asyncio.to_thread(Redactor.build, redact, environ)
-    return await _render_and_write(report_data_from_bundle(opened, task_id, redactor), Path(out), redactor)
+    return await _render_and_write(
+        await report_data_from_bundle(opened, task_id, redactor), Path(out), redactor
+    )

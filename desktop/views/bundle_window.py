@@ -1,6 +1,7 @@
 """A case bundle opened directly, read-only, with its verification result always in view.
 
-The bundle is read into memory by ``core.bundle.open_bundle`` (no database), off the UI thread.
+The bundle is read by ``core.bundle.open_bundle`` (no database), off the UI thread; big texts stay
+in the zip and are paged from it.
 A bundle that fails verification still opens, under a red banner naming the first failures, so
 an auditor can see what it claims without mistaking it for trustworthy evidence.
 """
@@ -23,6 +24,8 @@ from PySide6.QtWidgets import (
 from core.bundle import OpenedBundle, open_bundle
 from core.bundle.signing import known_fingerprints
 from core.tasks.dossier import TaskDossier
+from core.tasks.evidence_reader import EvidenceReader
+from desktop.ops import CoreOps
 from desktop.views.detail import TaskDetailView
 from desktop.widgets.plain import plain_label, plain_tooltip
 
@@ -54,6 +57,11 @@ class BundleWindow(QMainWindow):
             item.setData(Qt.ItemDataRole.UserRole, bt.task.id)
             self.tasks.addItem(item)
         self.detail = TaskDetailView()
+        # A format-2 bundle keeps big texts as zip members: the viewer pages them from the zip, as
+        # the main window pages a workspace's chunk store, and never inflates a whole text.
+        self.ops = CoreOps(self)
+        self.ops.sig_failed.connect(lambda what, message: self.statusBar().showMessage(f"{what}: {message}"))
+        self.detail.evidence_view.set_reader(EvidenceReader(lambda: opened), self.ops)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(self.tasks)
         splitter.addWidget(self.detail)

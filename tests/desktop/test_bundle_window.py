@@ -13,7 +13,7 @@ from core.bundle.signing import workspace_signing_key
 from core.tasks.service import TaskService
 from core.workspace import Workspace
 from desktop.views.bundle_window import BundleWindow
-from tests.desktop.conftest import run
+from tests.desktop.conftest import run, wait_until
 
 
 def _bundle(qloop: qasync.QEventLoop, ws: Workspace, out: Path, *, signed: bool = False) -> str:
@@ -85,3 +85,39 @@ def test_a_signed_bundle_names_its_signer_known_or_not(
         assert fingerprint in own.banner.text()
     finally:
         keyring.set_keyring(previous)
+
+
+def test_a_big_text_of_a_format_2_bundle_is_paged_from_the_zip(
+    qloop: qasync.QEventLoop, workspace: Workspace, qtbot: QtBot, tmp_path: Path
+) -> None:
+    """A big tool result travels as a content member; the bundle window pages it from the zip
+    (blank before the window had a reader), and the report from the bundle previews it."""
+    from core.bundle import write_report_from_bundle
+    from core.domain.content import ContentPolicy
+    from tests.desktop.test_evidence_paging import BIG, seed
+
+    workspace.store.content_policy = ContentPolicy(inline_limit=64, chunk_chars=32)
+    path = tmp_path / "big.zip"
+
+    async def make() -> str:
+        task_id, _ = await seed(workspace)
+        await export_bundle(workspace.store, [task_id], path, environ={})
+        return task_id
+
+    task_id = run(qloop, make())
+    opened = open_bundle(path)
+    assert opened.content_members  # the big text is its own member, not inline JSON
+
+    async def scenario() -> None:
+        window = BundleWindow(opened)
+        qtbot.addWidget(window)
+        row = next(i for i in range(window.tasks.count()) if window.tasks.item(i).data(256) == task_id)
+        window.tasks.setCurrentRow(row)
+        view = window.detail.evidence_view
+        assert view.select_evidence("E2")
+        await wait_until(lambda: view.viewer.text() == BIG)
+        await window.ops.wait_idle()
+        report = await write_report_from_bundle(opened, task_id, tmp_path / "big.html", environ={})
+        assert BIG[:200] in report.read_text(encoding="utf-8")
+
+    run(qloop, scenario())
