@@ -161,6 +161,16 @@ with loop:
 """
 
 
+def adopt_running(path: Path) -> None:
+    """A reused workspace's running tasks name the process that built it, now gone: this process
+    takes them over, or the first desk's start-up recovery would move them all (and the figures)."""
+    import sqlite3
+
+    runner = f"{socket.gethostname()}:{os.getpid()}"
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE tasks SET runner = ? WHERE runner IS NOT NULL", (runner,))
+
+
 def cold_start(url: str, tmp: Path, idle_s: float = 0.0, idle_long_s: float = 0.0) -> dict[str, float]:
     """A fresh desk process: first paint (with the queue peek's rows), live queue filled, idle RSS.
 
@@ -563,6 +573,7 @@ def main() -> None:
             url = f"sqlite+aiosqlite:///{path}"
             if (tmp / "built").exists():
                 print(f"desk benchmark: {n:,} tasks reused from {tmp}")
+                adopt_running(path)
             else:
                 path.unlink(missing_ok=True)
                 insert_s = loop.run_until_complete(build_workspace(url, n))
