@@ -30,6 +30,8 @@ class AttemptRepository(ChunkRepository):
         return await self._insert(row, AttemptRecord)
 
     async def update_attempt(self, attempt_id: str, **fields: Any) -> AttemptRecord:
+        """The updated row, its packet as an index (references kept): callers need its ids and
+        state, and resolving would read a gigabyte task back whole at the end of every attempt."""
         values = {k: (v.value if hasattr(v, "value") else v) for k, v in fields.items()}
         policy = self.content_policy
         async with self._write() as s:
@@ -40,7 +42,7 @@ class AttemptRepository(ChunkRepository):
             await s.execute(update(AttemptRow).where(AttemptRow.id == attempt_id).values(**values))
             if "packet" in values or "final_output" in values:  # the search index, same transaction
                 await index_attempt(await s.connection(), attempt_id)
-        return await self.get_attempt(attempt_id)
+        return await self.get_attempt(attempt_id, resolve=False)
 
     async def get_attempt(self, attempt_id: str, *, resolve: bool = True) -> AttemptRecord:
         record = await self._get(AttemptRecord, AttemptRow, attempt_id, "attempt")

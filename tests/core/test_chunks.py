@@ -80,7 +80,9 @@ async def test_packet_is_stored_as_an_index_and_read_back_whole(store: Store) ->
         },
         "team_node_results": [{"node_id": "n", "output_text": MIXED + "!", "output_text_ref": None}],
     }
-    await store.update_attempt(attempt.id, packet=packet)
+    updated = await store.update_attempt(attempt.id, packet=packet)
+    # The writer gets the index back: resolving there read a whole task at every attempt's end.
+    assert updated.packet is not None and updated.packet["main_run"]["tool_results"][0]["content"] == ""
     raw = await store.get_attempt(attempt.id, resolve=False)
     assert raw.packet is not None
     item = raw.packet["main_run"]["tool_results"][0]
