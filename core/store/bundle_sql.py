@@ -14,8 +14,8 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from core.domain.content import ContentPolicy, ContentRef
-from core.store.chunks import ChunkRepository, _insert_ignore, _pack
-from core.store.models import ContentChunkRow, ContentObjectRow, ContentOwnerRow, ContentPartRow
+from core.store.chunks import ChunkRepository, _insert_ignore, insert_chunk
+from core.store.models import ContentObjectRow, ContentOwnerRow, ContentPartRow
 
 __all__ = ["put_content_stream"]
 
@@ -30,20 +30,8 @@ class _Chunker:
         self.n_bytes = 0
 
     def _chunk(self, conn: Connection, piece: str) -> None:
-        data = piece.encode("utf-8", "surrogatepass")
+        chunk_sha, data = insert_chunk(conn, piece, self.policy.compress)
         self.whole.update(data)
-        chunk_sha = hashlib.sha256(data).hexdigest()
-        codec, packed = _pack(data, self.policy.compress)
-        conn.execute(
-            _insert_ignore(conn, ContentChunkRow),
-            {
-                "sha256": chunk_sha,
-                "codec": codec,
-                "n_chars": len(piece),
-                "n_bytes": len(data),
-                "data": packed,
-            },
-        )
         self.parts.append(
             {"idx": len(self.parts), "chunk_sha": chunk_sha, "char_start": self.chars, "n_chars": len(piece)}
         )

@@ -82,6 +82,20 @@ def _pack(data: bytes, compress: bool) -> tuple[str, bytes]:
     return "", data
 
 
+def insert_chunk(conn: Connection, piece: str, compress: bool) -> tuple[str, bytes]:
+    """Store one chunk (once: a chunk already present is left as it is); its sha256 and UTF-8 bytes.
+
+    The one place a chunk row is written, for texts put whole and for texts streamed in (imports)."""
+    data = piece.encode("utf-8", "surrogatepass")
+    chunk_sha = hashlib.sha256(data).hexdigest()
+    codec, packed = _pack(data, compress)
+    conn.execute(
+        _insert_ignore(conn, ContentChunkRow),
+        {"sha256": chunk_sha, "codec": codec, "n_chars": len(piece), "n_bytes": len(data), "data": packed},
+    )
+    return chunk_sha, data
+
+
 def _unpack(codec: str, data: bytes) -> bytes:
     if codec == "zlib":
         return zlib.decompress(data)
@@ -113,19 +127,7 @@ def put_content(
         parts: list[dict[str, Any]] = []
         start = 0
         for idx, piece in enumerate(iter_chunk_texts(text, policy.chunk_chars)):
-            data = piece.encode("utf-8", "surrogatepass")
-            chunk_sha = hashlib.sha256(data).hexdigest()
-            codec, packed = _pack(data, policy.compress)
-            conn.execute(
-                _insert_ignore(conn, ContentChunkRow),
-                {
-                    "sha256": chunk_sha,
-                    "codec": codec,
-                    "n_chars": len(piece),
-                    "n_bytes": len(data),
-                    "data": packed,
-                },
-            )
+            chunk_sha, _data = insert_chunk(conn, piece, policy.compress)
             parts.append(
                 {
                     "content_sha": sha,
