@@ -30,33 +30,10 @@ from core.bundle.stream import StreamMasker
 from core.bundle.zipread import ZipLimits
 from core.domain.content import ContentPolicy
 from core.store import NewEvent, Store
+from tests.secret_samples import SHAPED
 
 TINY = ContentPolicy(inline_limit=64, chunk_chars=32)
 GITHUB_TOKEN = "ghp_" + "a1" * 18  # 40 characters: longer than a tiny chunk, so it must straddle
-
-# One sample per secret shape (as tests/reliability/test_secret_leaks.py plants them).
-SHAPED: dict[str, str] = {
-    "AWS Access Key": "AKIA" + "Q7" * 8,
-    "GitHub Token": "ghp_" + "a1" * 18,
-    "GitLab Token": "glpat-" + "Gx" * 11,
-    "Slack Token": "xoxb-" + "1234567890-" + "0987654321-" + "fakefakefake",
-    "Stripe Access Key": "rk_live_" + "Zz" * 12,
-    "JSON Web Token": "eyJ" + "hbGciOiJub25lIn0" + ".eyJ" + "zdWIiOiJmYWtlIn0" + "." + "c2ln" * 8,
-    "OpenAI Token": "sk-proj" + "A" * 20 + "T3BlbkFJ" + "B" * 20,
-    "Anthropic API key": "sk-ant-api03-" + "Cq" * 20,
-    "sk- style API key": "sk-" + "Dd" * 12,
-    "Google-style API key": "AIza" + "Sy" * 17 + "E",
-    "SendGrid API Key": "SG." + "a" * 22 + "." + "b" * 43,
-    "Twilio API Key": "SK" + "0123456789abcdef" * 2,
-    "Discord Bot Token": "M" + "d" * 23 + "." + "e" * 6 + "." + "f" * 27,
-    "Telegram Bot Token": "123456789:" + "T" * 35,
-    "Mailchimp Access Key": "0123456789abcdef" * 2 + "-us12",
-    "PyPI Token": "pypi-AgEIcHlwaS5vcmc" + "p" * 70,
-    "Square OAuth Secret": "sq0csp-" + "q" * 43,
-    "Azure Storage Account access key": "AccountKey=" + "k" * 88,
-    "NPM tokens": "//registry.npmjs.org/:_authToken=npm_" + "n" * 36,
-    "Private Key": "-----BEGIN RSA PRIVATE KEY-----\nMIIE" + "Pk" * 30 + "\n-----END RSA PRIVATE KEY-----",
-}
 
 
 async def big_task(store: Store, texts: list[str]) -> str:
