@@ -72,10 +72,18 @@ def unsafe_name(name: str) -> str | None:
     return None
 
 
-def read_capped(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int, *, keep: bool = True) -> EntryRead:
+def read_capped(
+    zf: zipfile.ZipFile,
+    info: zipfile.ZipInfo,
+    limit: int,
+    *,
+    keep: bool = True,
+    on_chunk: Callable[[bytes], None] | None = None,
+) -> EntryRead:
     """Inflate one entry chunk by chunk, never past ``limit`` nor past the size its header declares.
 
     ``keep=False`` only hashes (a content member): ``data`` is then ``b""`` and memory one chunk.
+    ``on_chunk`` sees each inflated chunk once it is within the declared size.
     """
     declared = info.file_size
     if declared > limit:
@@ -102,6 +110,8 @@ def read_capped(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int, *, keep:
                     return EntryRead(
                         None, None, f"inflates past the {declared:,} bytes its header declares; stopped"
                     )
+                if on_chunk is not None:
+                    on_chunk(chunk)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error, NotImplementedError) as exc:
         return EntryRead(None, None, f"cannot be read ({exc}); the archive is corrupt or truncated")
     return EntryRead(bytes(buf), digest.hexdigest())
@@ -127,32 +137,16 @@ def read_lines_capped(
 ) -> EntryRead:
     """``read_capped`` for a JSON-lines entry: each line (without its ``\\n``) goes to ``on_line``
     as soon as it is inflated; nothing else is kept (``data`` is ``b""`` on success)."""
-    declared = info.file_size
-    if declared > limit:
-        return EntryRead(
-            None,
-            None,
-            f"declares {declared:,} bytes uncompressed, over the {limit:,}-byte limit for one entry; "
-            "not inflated (a zip bomb or not a case bundle)",
-        )
-    digest = hashlib.sha256()
-    seen = 0
     partial = b""
-    try:
-        with zf.open(info) as fh:
-            while chunk := fh.read(min(CHUNK, declared + 1 - seen)):
-                seen += len(chunk)
-                digest.update(chunk)
-                if seen > declared:
-                    return EntryRead(
-                        None, None, f"inflates past the {declared:,} bytes its header declares; stopped"
-                    )
-                lines = (partial + chunk).split(b"\n")
-                partial = lines.pop()
-                for line in lines:
-                    on_line(line)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error, NotImplementedError) as exc:
-        return EntryRead(None, None, f"cannot be read ({exc}); the archive is corrupt or truncated")
-    if partial:
+
+    def split(chunk: bytes) -> None:
+        nonlocal partial
+        lines = (partial + chunk).split(b"\n")
+        partial = lines.pop()
+        for line in lines:
+            on_line(line)
+
+    read = read_capped(zf, info, limit, keep=False, on_chunk=split)
+    if read.data is not None and partial:
         on_line(partial)
-    return EntryRead(b"", digest.hexdigest())
+    return read
