@@ -251,6 +251,7 @@ async def judge_chunked(
                 chunk_count=len(chunks),
                 judgement=judgement,
                 prompts=prompts,
+                full_prompts=full_prompts,
             )
             verdict_messages = verdict_messages_for(entries, index_text)
             judgement.verdict_prompt_tokens = await asyncio.to_thread(tokens_of, verdict_messages)

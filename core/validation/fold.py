@@ -99,6 +99,7 @@ class _Fold:
     chunk_count: int
     judgement: Judgement
     prompts: list[str]
+    full_prompts: bool
 
     def messages(self, batch: list[FindingsEntry], level: int) -> list[dict[str, Any]]:
         covered = sorted({c for e in batch for c in e.chunks})
@@ -172,8 +173,11 @@ async def _merge(fold: _Fold, batch: list[FindingsEntry], level: int, number: in
     if len(batch) == 1:
         return batch
     covered = sorted({c for e in batch for c in e.chunks})
-    fold.prompts.append(f"=== findings merge {level}.{number} (chunks {chunk_ranges(covered)}) ===")
-    fold.prompts.append(prompt_text(messages))
+    head = f"=== findings merge {level}.{number} (chunks {chunk_ranges(covered)}) ==="
+    if fold.full_prompts:
+        fold.prompts.append(f"{head}\n{prompt_text(messages)}")
+    else:  # a big task's stored prompt: the findings merged are the chunk replies stored beside it
+        fold.prompts.append(f"{head}\n(instructions as in validation_merge.md.j2; findings of those entries)")
     outcome = await fold.ask(messages, ChunkFindings, fold.emit(f"merge-{level}-{number}"))
     add_usage(fold.judgement, outcome)
     fold.judgement.chunk_raw_responses.append(outcome.raw)
@@ -220,14 +224,16 @@ async def fold_findings(
     chunk_count: int,
     judgement: Judgement,
     prompts: list[str],
+    full_prompts: bool = True,
 ) -> list[FindingsEntry]:
     """``entries`` (one per chunk, in order) merged until their text takes at most ``room`` tokens.
 
+    ``full_prompts=False`` (a big task) stores one line per merge in ``prompts``, not the request.
     Returns them unchanged when they already fit. Raises ``FoldError`` when a merge fails or the
     findings cannot shrink (one finding bigger than a merge request, or a model that returns as
     much as it is given for ``MAX_FOLD_LEVELS`` levels); the caller fails open on it.
     """
-    fold = _Fold(ask, count, emit, common, budget, chunk_count, judgement, prompts)
+    fold = _Fold(ask, count, emit, common, budget, chunk_count, judgement, prompts, full_prompts)
     await _measure(fold, entries)
     merge_room = budget - await fold.tokens(fold.messages([], MAX_FOLD_LEVELS)) - 16
     level = 0
