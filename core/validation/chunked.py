@@ -258,6 +258,14 @@ async def judge_chunked(
             if judgement.verdict_prompt_tokens <= budget:
                 break
             room -= judgement.verdict_prompt_tokens - budget + 16
+        else:
+            warnings.append(
+                VerdictWarning(
+                    code=WarningCode.CONTEXT_OVERFLOW,
+                    message=f"the verdict prompt is {judgement.verdict_prompt_tokens} tokens after merging "
+                    f"the findings, over the {budget}-token budget; it may exceed the validator's window",
+                )
+            )
     except FoldError as exc:
         message = str(exc)
         judgement.result = error_result(message)

@@ -8,6 +8,8 @@ import json
 import re
 from typing import Any
 
+import pytest
+
 from core.config import Settings
 from core.domain.content import ContentPolicy
 from core.domain.facts import WarningCode
@@ -172,3 +174,22 @@ async def test_a_long_evidence_index_becomes_ranges_per_attempt(
 def test_chunk_ranges_name_runs() -> None:
     assert chunk_ranges([7, 1, 2, 3, 9, 10]) == "1-3, 7, 9-10"
     assert chunk_ranges([4]) == "4" and chunk_ranges([]) == ""
+
+
+async def test_a_big_tasks_stored_prompt_names_each_merge_in_one_line(
+    store: Store, make_settings: ScriptFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("core.validation.chunked.FULL_PROMPT_CHARS", 1000)
+    store.content_policy = TINY
+    contents = [text_of(2500, seed) for seed in range(20)]
+    task_id, attempt_id, session_id, _ = await stored_task(store, contents)
+    index = await load_packet(store, attempt_id)
+    assert index is not None
+    settings = make_settings(scripted(merge_reply()), validator_context_tokens=WINDOW)
+    gateway = RecordingGateway(settings)
+    report = await validate(store, settings, index, (task_id, attempt_id, session_id), gateway)
+    merges = [m for m in gateway.requests if "Merge of chunk findings" in m[1]["content"]]
+    assert merges and len(report.debug["findings_fold"]) == len(merges)
+    (row,) = await store.list_validations(task_id)
+    assert row.prompt is not None and "Merge of chunk findings" not in row.prompt
+    assert row.prompt.count("(instructions as in validation_merge.md.j2") == len(merges)
