@@ -430,10 +430,13 @@ class EventLog(ChunkRepository):
         """
         response = EventRow.kind == EventKind.LLM_RESPONSE_RECEIVED
         usage = EventRow.payload["usage"]
+        # Read as floats: PostgreSQL refuses to cast "12.0" to an integer, and a count is exact as a float.
         q = select(
-            func.sum(case((response, 1), else_=func.coalesce(EventRow.payload["llm_calls"].as_integer(), 0))),
-            func.sum(func.coalesce(usage["prompt_tokens"].as_integer(), 0)),
-            func.sum(func.coalesce(usage["completion_tokens"].as_integer(), 0)),
+            func.sum(
+                case((response, 1.0), else_=func.coalesce(EventRow.payload["llm_calls"].as_float(), 0.0))
+            ),
+            func.sum(func.coalesce(usage["prompt_tokens"].as_float(), 0.0)),
+            func.sum(func.coalesce(usage["completion_tokens"].as_float(), 0.0)),
             func.sum(func.coalesce(usage["cost_usd"].as_float(), 0.0)),
         ).where(
             EventRow.task_id == task_id,
