@@ -234,9 +234,13 @@ _FENCE = re.compile(r'<EXTERNAL-CONTENT label="[^"]*" id="(E\d+)">\n(.*?)\n</EXT
 
 
 async def step_validate(
-    db: str, task_id: str, attempt_id: str, digests: list[str], window: int
+    db: str, task_id: str, attempt_id: str, digests: list[str], window: int, findings: int = 0
 ) -> dict[str, Any]:
-    """The real validation service, chunked, on the stored task; coverage from what the provider got."""
+    """The real validation service, chunked, on the stored task; coverage from what the provider got.
+
+    ``findings`` per chunk reply (each with a claim of about 200 characters) make the chunks'
+    findings together outgrow the verdict's window on a big task, as a talkative validator's do.
+    """
     from benchmarks._common import scripted_settings
     from core.events import EventBus
     from core.evidence.content import item_length, load_packet
@@ -267,7 +271,30 @@ async def step_validate(
             "match": "Findings from the evidence chunks",
             "turns": [{"content": json.dumps(verdict)}],
         },
-        {"model": "validator", "turns": [{"content": json.dumps({"findings": [], "notes": "ok"})}]},
+        {
+            "model": "validator",
+            "match": "Merge of chunk findings",
+            "turns": [{"content": json.dumps({"findings": verdict["citations"], "notes": "merged"})}],
+        },
+        {
+            "model": "validator",
+            "turns": [
+                {
+                    "content": json.dumps(
+                        {
+                            "findings": [
+                                {
+                                    **verdict["citations"][0],
+                                    "claim": f"claim {k}: " + "the lookup results as reported " * 6,
+                                }
+                                for k in range(findings)
+                            ],
+                            "notes": "ok",
+                        }
+                    )
+                }
+            ],
+        },
     ]
     settings = scripted_settings(
         Path(db).parent, conversations, validator_context_tokens=window, validator_timeout_s=3600
@@ -281,6 +308,8 @@ async def step_validate(
             text = str(kwargs["messages"][-1]["content"])
             prompts["n"] += 1
             prompts["largest_chars"] = max(prompts["largest_chars"], len(text))
+            tokens = self.token_count(settings.validator_model, kwargs["messages"])
+            prompts["largest_tokens"] = max(prompts.get("largest_tokens", 0), tokens)
             for found in _FENCE.finditer(text):
                 key, body = found.group(1), found.group(2)
                 hashes.setdefault(key, hashlib.sha256()).update(body.encode())
@@ -332,6 +361,9 @@ async def step_validate(
         "validator_reported_coverage": report.debug["coverage"],
         "citations": [str(c.check) for c in report.result.citations],
         "stored_prompt_chars": len(stored),
+        "largest_prompt_tokens": prompts.get("largest_tokens", 0),
+        "verdict_prompt_tokens": report.debug.get("verdict_prompt_tokens"),
+        "findings_merges": len(report.debug.get("findings_fold") or []),
     }
 
 
@@ -391,6 +423,7 @@ class Stored:
     attempt_id: str
     digests: list[str]
     window: int
+    findings: int = 0
     row: dict[str, Any] = field(default_factory=dict)
 
 
@@ -419,6 +452,7 @@ def run_validate(st: Stored) -> dict[str, Any]:
             attempt_id=st.attempt_id,
             digests=st.digests,
             window=st.window,
+            findings=st.findings,
         )
     )
     return {**json.loads(out), "wall_seconds": round(wall, 2), "peak_rss_mib": round(rss)}
@@ -452,7 +486,7 @@ STEPS: list[Step] = [
 ]
 
 
-def one_size(size: int, folder: Path, skip: set[str], window: int) -> dict[str, Any]:
+def one_size(size: int, folder: Path, skip: set[str], window: int, findings: int = 0) -> dict[str, Any]:
     db = str(folder / "ws.sqlite3")
     row: dict[str, Any] = {"size_mib": round(size / 1024**2)}
 
@@ -478,6 +512,7 @@ def one_size(size: int, folder: Path, skip: set[str], window: int) -> dict[str, 
         attempt_id=stored["attempt_id"],
         digests=stored["digests"],
         window=window,
+        findings=findings,
         row=row,
     )
     for step in STEPS:
@@ -501,6 +536,12 @@ def main() -> None:
     parser.add_argument(
         "--window", type=int, default=128_000, help="the validator's context window in tokens (validate step)"
     )
+    parser.add_argument(
+        "--findings",
+        type=int,
+        default=0,
+        help="findings per chunk reply of the scripted validator (validate step; 0: none)",
+    )
     parser.add_argument("--step", help=argparse.SUPPRESS)
     parser.add_argument("--db", help=argparse.SUPPRESS)
     parser.add_argument("--params", default="{}", help=argparse.SUPPRESS)
@@ -511,7 +552,10 @@ def main() -> None:
     for size in [parse_size(s) for s in args.sizes.split(",") if s.strip()]:
         folder = scratch_dir()
         try:
-            print(json.dumps(one_size(size, folder, set(args.skip.split(",")), args.window)), flush=True)
+            print(
+                json.dumps(one_size(size, folder, set(args.skip.split(",")), args.window, args.findings)),
+                flush=True,
+            )
         finally:
             if not args.keep:
                 shutil.rmtree(folder, ignore_errors=True)

@@ -65,13 +65,11 @@ async def _guarded(settings: Settings, body: Callable[[Any], Awaitable[int]]) ->
 
 async def cmd_diff(args: argparse.Namespace, settings: Settings) -> int:
     from core.cli import _emit
-    from core.tasks.diff import diff_attempts, format_diff
-    from core.tasks.dossier import load_dossier
+    from core.tasks.diff import format_diff, load_attempt_diff
 
     async def body(ws: Any) -> int:
-        dossier = await load_dossier(ws.store, args.task_id)
         a = args.a if args.a is not None or args.b is None else args.b - 1
-        d = diff_attempts(dossier, a, args.b)
+        d = await load_attempt_diff(ws.store, args.task_id, a, args.b)  # by hashes: no evidence is read
         if args.json:
             _emit(d.model_dump(mode="json"))
         else:

@@ -18,7 +18,7 @@ from core.agent.outcome import (
     scrub_secrets,
 )
 from core.domain.facts import EventKind, FinishReason
-from core.domain.usage import UsageTotals, recorded_spend
+from core.domain.usage import UsageTotals
 from core.events import EvidenceRecorded, TranscriptDelta
 from core.llm import LLMResponse
 from core.llm.errors import LLMBadRequest, LLMError
@@ -446,8 +446,7 @@ class AgentLoop:
             self.settings.max_task_cost_usd is None and self.settings.max_task_tokens is None
         ):
             return UsageTotals()
-        await self.store.flush()
-        return recorded_spend(await self.store.get_task_events(task_id))
+        return await self.store.task_spend(task_id)  # summed in the database: no event is read back
 
     def _budget_spent(self, state: _RunState) -> str | None:
         """Which task budget (cost or tokens) the calls so far have used up, if any."""

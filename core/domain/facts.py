@@ -116,6 +116,7 @@ class WarningCode(StrEnum):
     UNKNOWN_CONTEXT_WINDOW = "unknown-context-window"
     CONTEXT_OVERFLOW = "context-overflow"
     CHUNKED_VALIDATION = "chunked-validation"
+    FINDINGS_MERGED = "findings-merged"
     UNVERIFIED_CITATIONS = "unverified-citations"
     PENDING_TOOL_CALLS = "pending-tool-calls"
     NO_EVIDENCE = "no-evidence"

@@ -24,12 +24,14 @@ from operator import attrgetter
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import Connection, Integer, String, bindparam, insert, select, update
+from sqlalchemy import Connection, Integer, String, bindparam, case, func, insert, select, update
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.domain.content import DEFAULT_POLICY, ContentPolicy, ContentRef
+from core.domain.facts import EventKind
 from core.domain.records import EventRecord
+from core.domain.usage import UsageTotals
 from core.errors import StoreError
 from core.store import engine as engines
 from core.store.chunks import ChunkRepository, put_content
@@ -419,6 +421,36 @@ class EventLog(ChunkRepository):
             q = q.where(EventRow.kind.in_(list(kinds)))
         await self.flush()
         return await self._resolved(await self._select(EventRecord, q.order_by(EventRow.id)), resolve)
+
+    async def task_spend(self, task_id: str) -> UsageTotals:
+        """What a task has spent so far (``recorded_spend`` of its events), summed by the database.
+
+        The agent loop asks this before every run that has a task budget: one aggregate row, so a
+        task with a gigabyte of tool results never reads them (nor their events) to learn its spend.
+        """
+        response = EventRow.kind == EventKind.LLM_RESPONSE_RECEIVED
+        usage = EventRow.payload["usage"]
+        # Read as floats: PostgreSQL refuses to cast "12.0" to an integer, and a count is exact as a float.
+        q = select(
+            func.sum(
+                case((response, 1.0), else_=func.coalesce(EventRow.payload["llm_calls"].as_float(), 0.0))
+            ),
+            func.sum(func.coalesce(usage["prompt_tokens"].as_float(), 0.0)),
+            func.sum(func.coalesce(usage["completion_tokens"].as_float(), 0.0)),
+            func.sum(func.coalesce(usage["cost_usd"].as_float(), 0.0)),
+        ).where(
+            EventRow.task_id == task_id,
+            EventRow.kind.in_([EventKind.LLM_RESPONSE_RECEIVED, EventKind.TASK_VALIDATION_SNAPSHOTTED]),
+        )
+        await self.flush()
+        async with self._read() as s:
+            calls, prompt, completion, cost = (await s.execute(q)).one()
+        return UsageTotals(
+            calls=int(calls or 0),
+            prompt_tokens=int(prompt or 0),
+            completion_tokens=int(completion or 0),
+            cost_usd=float(cost or 0.0),
+        )
 
     async def _resolved(self, records: list[EventRecord], resolve: bool) -> list[EventRecord]:
         """Chunked contents read back into ``content`` (the reference stays in the payload)."""

@@ -5,17 +5,26 @@ any report tell the same story. The word diff is ``difflib.SequenceMatcher`` ove
 tokens (a maintained diff, not a hand-rolled one). Evidence ids are task-wide, so the same search
 run again in a later attempt gets a new id: items are matched by what they are (kind, tool, label,
 node) and compared by content, and each side keeps its own id.
+
+Content is compared by its sha256, never by reading it: a chunk-stored text carries the hash of its
+whole in its reference, and an inline text (at most the store's inline limit) is hashed the same
+way, so a dossier loaded as an index (``resolve=False``) diffs attempts of a gigabyte each without
+reading a byte of their evidence.
 """
 
 from __future__ import annotations
 
+import asyncio
 import difflib
+import hashlib
+from collections import defaultdict, deque
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from core.evidence.render import EvidenceItem, render_packet
-from core.tasks.dossier import TaskDossier
+from core.store import Store
+from core.tasks.dossier import TaskDossier, load_dossier
 
 Op = Literal["equal", "insert", "delete"]
 
@@ -136,32 +145,55 @@ def _items(dossier: TaskDossier, index: int) -> list[EvidenceItem]:
     return [i for i in render_packet(packet, include_final_output=False).items]
 
 
+def content_identity(item: EvidenceItem) -> tuple[str, int, str]:
+    """The item's kind, length and the sha256 of its text, from its reference when it has one.
+
+    The hash is the chunk store's (the UTF-8 bytes of the whole text), so an inline text and a
+    stored one with the same characters are the same evidence whatever the inline limit was.
+    """
+    ref = item.content_ref
+    if ref is not None and item.content_range is None:
+        return item.kind, ref.length, ref.sha256
+    if ref is not None:
+        start, length = item.content_range or (0, ref.length)
+        return item.kind, length, f"{ref.sha256}[{start}:{start + length}]"
+    data = item.content.encode("utf-8", "surrogatepass")
+    return item.kind, len(item.content), hashlib.sha256(data).hexdigest()
+
+
 def evidence_diff(dossier: TaskDossier, a: int, b: int) -> tuple[list[EvidenceChange], int]:
     """Items added, removed or changed from A to B, and how many stayed the same."""
     items_a, items_b = _items(dossier, a), _items(dossier, b)
-    unmatched_b = list(items_b)
+    same_content: dict[tuple[str, int, str], deque[int]] = defaultdict(deque)
+    for position, x in enumerate(items_b):
+        same_content[content_identity(x)].append(position)
+    matched: set[int] = set()
     changes: list[EvidenceChange] = []
     unchanged = 0
     pending: list[EvidenceItem] = []
     for item in items_a:  # same content (whatever its key) first: that is the same evidence
-        same = next((x for x in unmatched_b if x.kind == item.kind and x.content == item.content), None)
-        if same is not None:
-            unmatched_b.remove(same)
+        candidates = same_content.get(content_identity(item))
+        if candidates:
+            matched.add(candidates.popleft())
             unchanged += 1
         else:
             pending.append(item)
     for item in pending:
         key = _item_key(item)
-        other = next((x for x in unmatched_b if _item_key(x) == key), None)
+        other = next((p for p, x in enumerate(items_b) if p not in matched and _item_key(x) == key), None)
         if other is not None:
-            unmatched_b.remove(other)
+            matched.add(other)
             changes.append(
-                EvidenceChange(key=key, a_id=item.evidence_id, b_id=other.evidence_id, change="changed")
+                EvidenceChange(
+                    key=key, a_id=item.evidence_id, b_id=items_b[other].evidence_id, change="changed"
+                )
             )
         else:
             changes.append(EvidenceChange(key=key, a_id=item.evidence_id, b_id=None, change="removed"))
     changes += [
-        EvidenceChange(key=_item_key(x), a_id=None, b_id=x.evidence_id, change="added") for x in unmatched_b
+        EvidenceChange(key=_item_key(x), a_id=None, b_id=x.evidence_id, change="added")
+        for p, x in enumerate(items_b)
+        if p not in matched
     ]
     return changes, unchanged
 
@@ -200,6 +232,14 @@ def diff_attempts(dossier: TaskDossier, a: int | None = None, b: int | None = No
     )
 
 
+async def load_attempt_diff(
+    store: Store, task_id: str, a: int | None = None, b: int | None = None
+) -> AttemptDiff:
+    """``diff_attempts`` for a task in the store, read as an index: no evidence text is read."""
+    dossier = await load_dossier(store, task_id, resolve=False)
+    return await asyncio.to_thread(diff_attempts, dossier, a, b)
+
+
 def format_diff(diff: AttemptDiff) -> str:
     """Plain text for a terminal: ``[-removed-]`` and ``{+added+}`` as ``git diff --word-diff`` does."""
     words = " ".join(
@@ -223,4 +263,11 @@ def format_diff(diff: AttemptDiff) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["AttemptDiff", "diff_attempts", "format_diff", "word_diff"]
+__all__ = [
+    "AttemptDiff",
+    "content_identity",
+    "diff_attempts",
+    "format_diff",
+    "load_attempt_diff",
+    "word_diff",
+]

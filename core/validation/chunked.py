@@ -2,7 +2,9 @@
 
 Every item reaches some chunk (big items are cut into parts that keep their id), and the verdict
 step sees every chunk's findings and an index of every item, with the attempt that gathered it,
-so the accumulated evidence of a task is covered the same way as a single attempt's.
+so the accumulated evidence of a task is covered the same way as a single attempt's. The verdict
+prompt is bounded by the window like the chunks: findings too long for it are merged in steps
+(``core.validation.fold``), and an index of hundreds of items becomes ranges of ids per attempt.
 
 Streaming: the items arrive as an index (big texts are chunk-store references), the plan comes
 from token counts cached per stored chunk, and one chunk's items are read (``materialise``),
@@ -16,7 +18,6 @@ from the workspace, without storing the task's evidence a second time.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
@@ -27,10 +28,10 @@ from core.domain.content import ContentRef
 from core.domain.facts import VerdictWarning, WarningCode
 from core.evidence.content import item_length, materialise
 from core.evidence.render import EvidenceItem, render_items
-from core.evidence.wrapping import wrap_external
 from core.llm.gateway import LLMGateway
 from core.llm.structured import SchemaFailure, StructuredOutcome
 from core.validation.chunking import ChunkCounts, plan_chunks, plan_chunks_cached
+from core.validation.fold import FindingsEntry, FoldError, findings_text, fold_findings
 from core.validation.judgement import (
     Judgement,
     add_usage,
@@ -146,7 +147,7 @@ async def judge_chunked(
     evidence_chars = sum(item_length(i) for i in items)
     full_prompts = evidence_chars <= FULL_PROMPT_CHARS
     prompts: list[str] = []
-    findings: list[dict[str, Any]] = []
+    entries: list[FindingsEntry] = []  # one per chunk, in order
     judgement = Judgement(
         result=error_result("no verdict"),
         prompt="",
@@ -208,28 +209,79 @@ async def judge_chunked(
         sent_chars += sum(item_length(part) for part in chunk)
         value = outcome.value
         assert isinstance(value, ChunkFindings)
-        findings.append({"chunk": index, **value.model_dump(mode="json")})
+        found = value.model_dump(mode="json")
+        entries.append(FindingsEntry(chunks=[index], findings=found["findings"], notes=found["notes"]))
     judgement.evidence_chars_in_input = sent_chars + answer_chars
-    index_lines = [
-        f"- {item.evidence_id}: {one_line(item.source)} (attempt {item.attempt_index}, "
-        f"{item_length(item)} characters)"
-        for item in items
-    ]
-    findings_text = wrap_external(json.dumps(findings, ensure_ascii=False, indent=1), label="chunk-findings")
-    verdict_messages = validator_messages(
-        render_template(
-            "validation_verdict.md.j2",
-            item_count=len(items),
-            evidence_chars=evidence_chars,
-            chunk_count=len(chunks),
-            evidence_index="\n".join(index_lines) or "(no evidence items)",
-            findings_text=findings_text,
-            **{**common, "history_text": common["history_pointers_text"]},
+    verdict_common = {**common, "history_text": common["history_pointers_text"]}
+    index_text = _evidence_index(items)
+
+    def verdict_messages_for(entries: list[FindingsEntry], index: str) -> list[dict[str, Any]]:
+        return validator_messages(
+            render_template(
+                "validation_verdict.md.j2",
+                item_count=len(items),
+                evidence_chars=evidence_chars,
+                chunk_count=len(chunks),
+                evidence_index=index,
+                findings_text=findings_text(entries),
+                fold_note=_fold_note(entries),
+                **verdict_common,
+            )
         )
-    )
-    judgement.verdict_prompt_tokens = await asyncio.to_thread(
-        ctx.gateway.token_count, model, verdict_messages
-    )
+
+    def tokens_of(value: list[dict[str, Any]] | str) -> int:
+        return ctx.gateway.token_count(model, value)
+
+    fixed = await asyncio.to_thread(tokens_of, verdict_messages_for([], index_text))
+    if fixed > budget // 2 and len(items) > 1:  # hundreds of items: ranges per attempt, not one line each
+        index_text = _evidence_index(items, summarise=True)
+        judgement.index_summarised = True
+        fixed = await asyncio.to_thread(tokens_of, verdict_messages_for([], index_text))
+    room = budget - fixed
+    try:
+        for _ in range(3):  # the per-entry counts are estimates: fold tighter if the whole is still over
+            entries = await fold_findings(
+                entries,
+                room=room,
+                ask=ctx.ask,
+                count=tokens_of,
+                emit=emit,
+                common=chunk_common,
+                budget=budget,
+                chunk_count=len(chunks),
+                judgement=judgement,
+                prompts=prompts,
+                full_prompts=full_prompts,
+            )
+            verdict_messages = verdict_messages_for(entries, index_text)
+            judgement.verdict_prompt_tokens = await asyncio.to_thread(tokens_of, verdict_messages)
+            if judgement.verdict_prompt_tokens <= budget:
+                break
+            room -= judgement.verdict_prompt_tokens - budget + 16
+        else:
+            warnings.append(
+                VerdictWarning(
+                    code=WarningCode.CONTEXT_OVERFLOW,
+                    message=f"the verdict prompt is {judgement.verdict_prompt_tokens} tokens after merging "
+                    f"the findings, over the {budget}-token budget; it may exceed the validator's window",
+                )
+            )
+    except FoldError as exc:
+        message = str(exc)
+        judgement.result = error_result(message)
+        judgement.error = message
+        judgement.prompt = "\n\n".join(prompts)
+        return judgement
+    if judgement.findings_fold:
+        merges = len(judgement.findings_fold)
+        warnings.append(
+            VerdictWarning(
+                code=WarningCode.FINDINGS_MERGED,
+                message=f"the findings of the {len(chunks)} chunks did not fit the validator's window; "
+                f"they were merged in {merges} step{'s' if merges != 1 else ''} before the verdict",
+                count=merges,
+            )
+        )
     prompts.append(f"=== verdict ===\n{prompt_text(verdict_messages)}")
     judgement.prompt = "\n\n".join(prompts)
     outcome = await ctx.ask(verdict_messages, ValidatorOutput, emit("verdict"))
@@ -237,3 +289,47 @@ async def judge_chunked(
     add_usage(judgement, outcome)
     judgement.result, judgement.model_used, judgement.error = final.result, final.model_used, final.error
     return judgement
+
+
+def _fold_note(entries: list[FindingsEntry]) -> str:
+    """What the verdict must know when it reads merges, not every chunk's own reply."""
+    if not any(e.merged for e in entries):
+        return ""
+    return (
+        "The findings of all the chunks were too long for this request, so they were merged in steps "
+        "(entries marked `merged` name the chunks they cover; every chunk is covered by one entry). "
+        "Quotes are copied unchanged from the chunk reviews."
+    )
+
+
+def _evidence_index(items: list[EvidenceItem], *, summarise: bool = False) -> str:
+    """One line per item; for a task of hundreds of items, one line per run of an attempt's items."""
+    if not items:
+        return "(no evidence items)"
+    if not summarise:
+        return "\n".join(
+            f"- {item.evidence_id}: {one_line(item.source)} (attempt {item.attempt_index}, "
+            f"{item_length(item)} characters)"
+            for item in items
+        )
+    lines: list[str] = []
+    run: list[EvidenceItem] = []
+
+    def close() -> None:
+        kinds: dict[str, int] = {}
+        for i in run:
+            kinds[i.kind] = kinds.get(i.kind, 0) + 1
+        what = ", ".join(f"{n} {k}" for k, n in kinds.items())
+        ids = run[0].evidence_id if len(run) == 1 else f"{run[0].evidence_id}..{run[-1].evidence_id}"
+        lines.append(
+            f"- {ids} (attempt {run[0].attempt_index}): {len(run)} items ({what}), "
+            f"{sum(item_length(i) for i in run)} characters"
+        )
+
+    for item in items:
+        if run and item.attempt_index != run[-1].attempt_index:
+            close()
+            run = []
+        run.append(item)
+    close()
+    return "\n".join(lines)

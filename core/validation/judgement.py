@@ -69,6 +69,11 @@ class Judgement(BaseModel):
     # Chunked only: per chunk prompt, the (evidence id, first character, length) of every part it
     # carried, so an auditor can rebuild each prompt from the store and check coverage.
     chunk_ranges: list[list[tuple[str, int, int]]] = Field(default_factory=list)
+    # Chunked only, when the chunks' findings did not fit the verdict's window: one record per merge
+    # (level, chunks covered, findings in and out), so the fold is auditable after the fact.
+    findings_fold: list[dict[str, Any]] = Field(default_factory=list)
+    # Chunked only: the verdict's evidence index listed ranges of ids per attempt, not every item.
+    index_summarised: bool = False
 
 
 def precheck(strategy: str, issue: str, category: FailureCategory) -> Judgement:

@@ -253,6 +253,8 @@ class ValidationService:
                 "chunk_raw_responses": judgement.chunk_raw_responses,
                 "context_overflow": judgement.overflow,
                 "chunk_ranges": judgement.chunk_ranges,
+                "findings_fold": judgement.findings_fold,
+                "evidence_index_summarised": judgement.index_summarised,
             }
         )
         store_prompt = settings.debug_store_validation_prompt and bool(judgement.prompt)

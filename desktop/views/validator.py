@@ -52,6 +52,7 @@ WARNING_TITLES: dict[WarningCode, str] = {
     WarningCode.UNKNOWN_CONTEXT_WINDOW: "Unknown context window",
     WarningCode.CONTEXT_OVERFLOW: "Context overflow",
     WarningCode.CHUNKED_VALIDATION: "Chunked validation",
+    WarningCode.FINDINGS_MERGED: "Findings merged",
     WarningCode.UNVERIFIED_CITATIONS: "Unverified citations",
     WarningCode.PENDING_TOOL_CALLS: "Pending tool calls",
     WarningCode.NO_EVIDENCE: "No evidence",

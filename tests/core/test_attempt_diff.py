@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import inspect
+import json
 from typing import Any
 
 import pytest
 
 from core.domain import TaskEvidencePacket
+from core.domain.content import ContentPolicy
 from core.domain.evidence import RunEvidence, ToolEvidence
+from core.domain.records import AttemptRecord, EventRecord
 from core.store import Store
-from core.tasks.diff import diff_attempts, format_diff
+from core.tasks.diff import diff_attempts, format_diff, load_attempt_diff
 from core.tasks.dossier import load_dossier
 
 
@@ -99,3 +103,71 @@ async def test_bad_attempt_numbers(store: Store) -> None:
     dossier = await load_dossier(store, await seed_pair(store))
     with pytest.raises(ValueError, match="has no attempt 7"):
         diff_attempts(dossier, 1, 7)
+
+
+class ReadMeter:
+    """The store, with the characters of every record its readers hand back counted (counters only)."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.chars = 0
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._store, name)
+        if not inspect.iscoroutinefunction(attr):
+            return attr
+
+        async def read(*args: Any, **kwargs: Any) -> Any:
+            out = await attr(*args, **kwargs)
+            for record in out if isinstance(out, list) else [out]:
+                if isinstance(record, AttemptRecord):
+                    self.chars += len(json.dumps(record.packet)) + len(record.final_output or "")
+                elif isinstance(record, EventRecord):
+                    self.chars += len(record.content or "") + len(json.dumps(record.payload))
+                elif isinstance(record, str):
+                    self.chars += len(record)
+            return out
+
+        return read
+
+
+async def seed_big_pair(store: Store, size: int) -> str:
+    """Two attempts: a big result the same in both, a big result rewritten, a mid-sized one the same.
+
+    The first attempt is stored with an inline limit above the mid-sized text (inline there), the
+    second with a small one (a chunk reference there), as when a workspace's policy changes.
+    """
+    same, old, new, mid = ("s" * size), ("o" * size), ("n" * size), "m" * 1000
+    task = await store.create_task("big")
+    one = await store.create_attempt(task.id, 1, trigger="initial", prompt="big")
+    two = await store.create_attempt(task.id, 2, trigger="retry", prompt="big")
+    store.content_policy = ContentPolicy(inline_limit=2000, chunk_chars=size // 3)
+    results = [("read", same), ("search", old), ("note", mid)]
+    await store.update_attempt(one.id, final_output="a", packet=packet(task.id, 1, 1, results, "a"))
+    store.content_policy = ContentPolicy(inline_limit=64, chunk_chars=size // 3)
+    results = [("note", mid), ("search", new), ("read", same)]
+    await store.update_attempt(two.id, final_output="b", packet=packet(task.id, 2, 4, results, "b"))
+    return task.id
+
+
+async def test_big_attempts_diff_by_hashes_without_reading_their_evidence(store: Store) -> None:
+    task_id = await seed_big_pair(store, 300_000)
+    meter = ReadMeter(store)
+    d = await load_attempt_diff(meter, task_id)  # type: ignore[arg-type]
+    assert d.evidence_unchanged == 2  # the mid-sized text: inline in A, stored in B
+    assert [(e.change, e.a_id, e.b_id) for e in d.evidence] == [("changed", "E2", "E5")]
+    assert meter.chars < 20_000  # what the diff held of the task: no evidence text (1.2M characters)
+
+
+async def test_an_indexed_dossier_does_not_take_two_stored_texts_for_the_same(store: Store) -> None:
+    """Read as an index, both texts are blank with a reference: the diff must compare the hashes."""
+    task_id = await seed_big_pair(store, 3_000)
+    store.content_policy = ContentPolicy(inline_limit=64, chunk_chars=1000)
+    task = await store.create_task("both stored")
+    one = await store.create_attempt(task.id, 1, trigger="initial", prompt="p")
+    two = await store.create_attempt(task.id, 2, trigger="retry", prompt="p")
+    await store.update_attempt(one.id, packet=packet(task.id, 1, 1, [("search", "x" * 500)], "a"))
+    await store.update_attempt(two.id, packet=packet(task.id, 2, 2, [("search", "y" * 500)], "b"))
+    d = diff_attempts(await load_dossier(store, task.id, resolve=False))
+    assert d.evidence_unchanged == 0 and [e.change for e in d.evidence] == ["changed"]
+    assert (await load_attempt_diff(store, task_id)).evidence_unchanged == 2

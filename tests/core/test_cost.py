@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import json
 from typing import Any
 
 import pytest
@@ -9,6 +11,7 @@ import pytest
 from core.agent import AgentLoop
 from core.config import load_settings
 from core.domain.facts import EventKind, FinishReason
+from core.domain.records import EventRecord
 from core.domain.usage import UsageTotals, attempt_usage, events_usage, recorded_spend
 from core.events import EventBus
 from core.llm import LLMGateway, reset_scripted_stats, scripted_stats
@@ -16,6 +19,7 @@ from core.llm.cost import call_cost
 from core.llm.gateway import _import_litellm
 from core.runtime import RunContext
 from core.store import Store
+from core.store.eventlog import NewEvent
 from core.tools.registry import ToolRegistry, ToolResult
 from tests.core.conftest import ScriptFactory
 
@@ -133,3 +137,95 @@ def test_totals_add_up_and_read_as_one_line() -> None:
     assert totals.calls == 2 and totals.tokens == 1234
     assert totals.summary() == "1,234 tokens (1,000 in, 234 out) · $0.0012"
     assert attempt_usage([], [], []) == {}
+
+
+class ReadMeter:
+    """The store, with every event record its readers hand back measured (counters only)."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.rows = 0
+        self.chars = 0
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._store, name)
+        if not (name.startswith(("get_", "list_", "task_")) and inspect.iscoroutinefunction(attr)):
+            return attr
+
+        async def read(*args: Any, **kwargs: Any) -> Any:
+            out = await attr(*args, **kwargs)
+            for record in out if isinstance(out, list) else [out]:
+                if isinstance(record, EventRecord):
+                    self.rows += 1
+                    self.chars += len(record.content or "") + len(json.dumps(record.payload))
+            return out
+
+        return read
+
+
+async def _earlier_run(store: Store, result_chars: int) -> str:
+    """A task whose earlier run made two priced calls, got a tool result this big, and was validated."""
+    task = await store.create_task("question")
+    session = await store.create_session(task_id=task.id, kind="main")
+    usage = {"prompt_tokens": 120, "completion_tokens": 30, "cost_usd": 0.25}
+    await store.append_events(
+        session.id,
+        [
+            NewEvent(kind=EventKind.LLM_RESPONSE_RECEIVED, payload={"usage": usage}),
+            NewEvent(
+                kind=EventKind.TOOL_RESULT_RECORDED,
+                payload={"tool_name": "lookup", "tool_call_id": "c1"},
+                content="r" * result_chars,
+            ),
+            NewEvent(
+                kind=EventKind.LLM_RESPONSE_RECEIVED, payload={"usage": None}
+            ),  # a provider that said nothing
+            NewEvent(
+                kind=EventKind.TASK_VALIDATION_SNAPSHOTTED,
+                payload={
+                    "usage": {"prompt_tokens": 40, "completion_tokens": 5, "cost_usd": 0.5},
+                    "llm_calls": 3,
+                },
+            ),
+        ],
+        run_id="earlier",
+        task_id=task.id,
+    )
+    return task.id
+
+
+async def test_spend_is_learned_without_reading_the_tool_results(
+    store: Store, make_settings: ScriptFactory
+) -> None:
+    """A task budget is checked against the task's spend; its evidence size must not matter."""
+    read: dict[int, tuple[int, int]] = {}
+    for size in (100, 2_000_000):
+        task_id = await _earlier_run(store, size)
+        assert await store.task_spend(task_id) == recorded_spend(await store.get_task_events(task_id))
+        assert await store.task_spend(task_id) == UsageTotals(
+            calls=5, prompt_tokens=160, completion_tokens=35, cost_usd=0.75
+        )
+        settings = make_settings(
+            [{"model": "agent", "turns": [_tool_turn("b", 10), {"content": "second"}]}], max_task_tokens=190
+        )
+        meter = ReadMeter(store)
+        session = await store.create_session(task_id=task_id, kind="main")
+        ctx = RunContext(
+            store=meter,  # type: ignore[arg-type]
+            gateway=LLMGateway(settings, retry_backoff_s=0.001),
+            tools=_registry(),
+            settings=settings,
+            bus=EventBus(),
+        )
+        outcome = await AgentLoop(ctx).run(
+            session_id=session.id,
+            history=[],
+            new_messages=[{"role": "user", "content": "question"}],
+            model="scripted/agent",
+            task_id=task_id,
+        )
+        # The earlier spend (195 tokens) is over the budget: no tool is offered, the answer is final.
+        assert outcome.finish_reason == FinishReason.MAX_TOOL_ITERATIONS_FINALIZED
+        read[size] = (meter.rows, meter.chars)
+    # Learning the spend read no event back, whatever the size of the earlier tool result.
+    assert read[100] == read[2_000_000] == (0, 0)
