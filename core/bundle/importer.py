@@ -2,12 +2,14 @@
 
 Rows keep their original ids, so importing the same bundle twice finds the tasks already present
 and skips them instead of duplicating them. The store writes everything in one transaction
-(``Store.import_records``), so a failure midway leaves nothing behind.
+(``Store.import_records``), so a failure midway leaves nothing behind: the texts, stored first,
+are released again (``Store.release_content``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +23,8 @@ from core.store import Store, TaskImport
 from core.store.bundle_sql import put_content_stream
 
 __all__ = ["ImportSummary", "import_bundle"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -74,6 +78,13 @@ async def _store_contents(store: Store, opened: OpenedBundle) -> dict[str, dict[
                 raise BundleError(f"content {sha[:12]} changed while it was imported; nothing was imported")
             stored[sha] = ref.model_dump()
     return stored
+
+
+async def _release(store: Store, opened: OpenedBundle) -> None:
+    try:
+        await store.release_content([t.task.id for t in opened.tasks])
+    except StoreError:  # the import's own error is the one to report; a sweep can retry later
+        log.warning("could not release the content of a failed import", exc_info=True)
 
 
 def _records(opened: OpenedBundle, stored: dict[str, dict[str, Any]] | None = None) -> list[TaskImport]:
@@ -136,10 +147,15 @@ async def import_bundle(
     try:
         stored = await _store_contents(store, opened)
         result = await store.import_records(_records(opened, stored))
-    except StoreError as exc:
-        raise BundleError(
-            f"cannot import {path.name} into {store.display_name}: {exc}. Nothing was imported."
-        ) from None
+    except BaseException as exc:
+        # The texts were stored before the rows (streamed, outside the rows' transaction): a
+        # failure (or a cancel) takes them back out, so "nothing was imported" holds for content too.
+        await asyncio.shield(_release(store, opened))
+        if isinstance(exc, StoreError):
+            raise BundleError(
+                f"cannot import {path.name} into {store.display_name}: {exc}. Nothing was imported."
+            ) from None
+        raise
     return ImportSummary(
         bundle_id=opened.bundle_id,
         imported_task_ids=result.imported_task_ids,

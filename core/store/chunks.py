@@ -18,7 +18,7 @@ import asyncio
 import hashlib
 import os
 import zlib
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Collection, Iterator
 from typing import Any
 
 from sqlalchemy import Connection, delete, exists, select, update
@@ -61,6 +61,8 @@ __all__ = [
 
 # Chunks tokenised at once by ``chunk_token_counts``: one per core, at least two, at most four.
 COUNT_BATCH = max(2, min(4, os.cpu_count() or 2))
+# Ids per IN list when releasing content: well under SQLite's and PostgreSQL's parameter limits.
+_RELEASE_BATCH = 500
 
 
 def iter_chunk_texts(text: str, chunk_chars: int) -> Iterator[str]:
@@ -354,6 +356,67 @@ class ChunkRepository(StoreBase):
                         .values(token_counts={**cached.get(sha, {}), model: int(n)})
                     )
         return [(start, n_chars, counts[chunk_sha]) for chunk_sha, start, n_chars in parts]
+
+    async def release_content(self, owners: Collection[str]) -> int:
+        """Drop content written for owners that never came to be (an import that failed midway).
+
+        A bundle's texts are stored before its task rows (streamed member by member, outside the
+        rows' transaction), so a failed import would otherwise leave them behind while saying
+        "nothing was imported". Only these owners' rows go, and only where no task or session of
+        that id exists; an object or chunk another owner or object still holds stays. Unlike
+        ``sweep_content`` this never touches content written for some other import in flight.
+        Returns the chunks deleted.
+        """
+        gone = 0
+        ids = list(dict.fromkeys(owners))
+        async with self._write() as s:
+            for start in range(0, len(ids), _RELEASE_BATCH):
+                batch = ids[start : start + _RELEASE_BATCH]
+                unheld = (
+                    ContentOwnerRow.owner.in_(batch),
+                    ~exists().where(TaskRow.id == ContentOwnerRow.owner),
+                    ~exists().where(SessionRow.id == ContentOwnerRow.owner),
+                )
+                shas = list(
+                    dict.fromkeys((await s.scalars(select(ContentOwnerRow.content_sha).where(*unheld))).all())
+                )
+                if not shas:
+                    continue
+                await s.execute(delete(ContentOwnerRow).where(*unheld))
+                other_owner = exists().where(ContentOwnerRow.content_sha == ContentObjectRow.sha256)
+                orphans = list(
+                    (
+                        await s.scalars(
+                            select(ContentObjectRow.sha256).where(
+                                ContentObjectRow.sha256.in_(shas), ~other_owner
+                            )
+                        )
+                    ).all()
+                )
+                if not orphans:
+                    continue
+                chunk_shas = list(
+                    dict.fromkeys(
+                        (
+                            await s.scalars(
+                                select(ContentPartRow.chunk_sha).where(
+                                    ContentPartRow.content_sha.in_(orphans)
+                                )
+                            )
+                        ).all()
+                    )
+                )
+                await s.execute(delete(ContentPartRow).where(ContentPartRow.content_sha.in_(orphans)))
+                await s.execute(delete(ContentObjectRow).where(ContentObjectRow.sha256.in_(orphans)))
+                for at in range(0, len(chunk_shas), _RELEASE_BATCH):
+                    result = await s.execute(
+                        delete(ContentChunkRow).where(
+                            ContentChunkRow.sha256.in_(chunk_shas[at : at + _RELEASE_BATCH]),
+                            ~exists().where(ContentPartRow.chunk_sha == ContentChunkRow.sha256),
+                        )
+                    )
+                    gone += int(getattr(result, "rowcount", 0) or 0)
+        return gone
 
     async def sweep_content(self) -> int:
         """Delete content no task or session holds any more; returns the chunks deleted.

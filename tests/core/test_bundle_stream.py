@@ -521,3 +521,39 @@ async def test_verify_streams_event_logs_and_reports_as_before(store: Store, tmp
     assert not lean.ok
     assert lean.failures == kept.failures
     assert lean.events_checked == kept.events_checked
+
+
+async def test_a_failed_import_takes_its_stored_texts_back_out(
+    exported: tuple[Path, str], fresh_store: Store
+) -> None:
+    """The texts are streamed in before the rows; when the rows fail, they leave with them.
+
+    Content another task already holds stays: a task of the store owns the same text.
+    """
+    from sqlalchemy import func, insert, select
+
+    from core.store.models import ContentChunkRow, ContentObjectRow, ContentOwnerRow, SessionRow
+
+    bundle, _ = exported
+    keeper = await fresh_store.create_task("keeps one text")
+    kept = await fresh_store.put_content(prose(10, 1), owner=keeper.id)  # the bundle's first text
+
+    async def counts() -> tuple[int, int, int]:
+        async with fresh_store.engine.connect() as conn:
+            return (
+                int(await conn.scalar(select(func.count()).select_from(ContentChunkRow)) or 0),
+                int(await conn.scalar(select(func.count()).select_from(ContentObjectRow)) or 0),
+                int(await conn.scalar(select(func.count()).select_from(ContentOwnerRow)) or 0),
+            )
+
+    before = await counts()
+    opened = open_bundle(bundle)
+    sid = opened.tasks[0].sessions[0].id
+    async with fresh_store.write_engine.begin() as conn:  # the session insert will collide
+        await conn.execute(
+            insert(SessionRow), [{"id": sid, "task_id": None, "kind": "main", "label": "", "next_seq": 1}]
+        )
+    with pytest.raises(BundleError, match="Nothing was imported"):
+        await import_bundle(fresh_store, bundle, trust=True)
+    assert await counts() == before
+    assert await fresh_store.read_content(kept) == prose(10, 1)
