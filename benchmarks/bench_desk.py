@@ -3,7 +3,10 @@
 For each size, three runs (min / median / max), with the raw-SQL floor of the same queries
 (stdlib sqlite3, hand-written SQL) measured in the same run:
 
-1. cold start to a painted window and to a filled queue (fresh processes);
+1. cold start to a painted window and to a filled queue (fresh processes), twice per run: the first
+   start after an install that left our modules without bytecode (they compile from source, as
+   an editable install's first start does), and a later start with their bytecode cached (any
+   start after the first, ``make run``'s compiled tree, a wheel or the PyInstaller bundle);
 2. keystroke latency while typing a filter (first pages shown), the time until the background
    count makes every header exact, and the loop's longest stall meanwhile (5 ms heartbeat);
 3. one live update (a task leaves needs review), without and with a text filter;
@@ -19,8 +22,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -127,6 +132,7 @@ sys.path.insert(0, {root!r})
 from PySide6.QtCore import QSettings
 from desktop.app import DeskLauncher, PaintProbe, boot_window, first_paint, make_application, peek_rows_shown
 import qasync
+print("FROM", os.path.dirname(os.path.dirname(sys.modules["desktop.app"].__file__)), flush=True)
 app = make_application()
 app.setQuitOnLastWindowClosed(False)
 state = QSettings({ini!r}, QSettings.Format.IniFormat)
@@ -171,20 +177,43 @@ def adopt_running(path: Path) -> None:
         conn.execute("UPDATE tasks SET runner = ? WHERE runner IS NOT NULL", (runner,))
 
 
-def cold_start(url: str, tmp: Path, idle_s: float = 0.0, idle_long_s: float = 0.0) -> dict[str, float]:
+def desk_sources(into: Path, *, bytecode: bool) -> Path:
+    """A private copy of the desk's sources, with our modules' bytecode compiled or absent.
+
+    Whether ``core`` and ``desktop`` have bytecode decides a fresh start's cost (hundreds of
+    modules compiled from source, or read from ``__pycache__``), and the working tree's own
+    ``__pycache__`` depends on who last ran what there. Each mode gets its own copy, so both are
+    measured as they claim to be; the children never write bytecode, so the source-only copy stays
+    uncompiled from run to run. Site-packages are untouched in both: pip compiled them at install.
+    """
+    root = into / ("src-bytecode" if bytecode else "src-source")
+    shutil.rmtree(root, ignore_errors=True)
+    for part in ("core", "desktop", "resources"):
+        shutil.copytree(ROOT / part, root / part, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    if bytecode and not all(compileall.compile_dir(root / part, quiet=1) for part in ("core", "desktop")):
+        raise RuntimeError(f"compiling the desk's sources in {root} failed")
+    return root
+
+
+def cold_start(
+    url: str, tmp: Path, idle_s: float = 0.0, idle_long_s: float = 0.0, *, root: Path = ROOT
+) -> dict[str, float]:
     """A fresh desk process: first paint (with the queue peek's rows), live queue filled, idle RSS.
 
     RSS is read after ``idle_s`` and, when asked, again after ``idle_long_s`` in the same process:
-    a queue that pages itself or a cache that grows shows as the difference.
+    a queue that pages itself or a cache that grows shows as the difference. The child imports
+    the desk from ``root`` (``desk_sources``) and writes no bytecode there.
     """
-    code = CHILD.format(root=str(ROOT), ini=str(tmp / "ui.ini"), url=url, idle=idle_s, idle_long=idle_long_s)
+    code = CHILD.format(root=str(root), ini=str(tmp / "ui.ini"), url=url, idle=idle_s, idle_long=idle_long_s)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPYCACHEPREFIX"}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     started = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-c", code],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=os.environ,
+        env=env,
     )
     out: dict[str, float] = {}
     assert proc.stdout is not None
@@ -199,6 +228,9 @@ def cold_start(url: str, tmp: Path, idle_s: float = 0.0, idle_long_s: float = 0.
                 out["paint_rows"] = float(parts[2])
                 if out["paint_rows"]:
                     out["peek"] = out["paint"]
+        elif parts and parts[0] == "FROM" and Path(" ".join(parts[1:])) != root:
+            proc.kill()
+            raise RuntimeError(f"the desk child imported {' '.join(parts[1:])}, not {root}")
         elif parts and parts[0] in ("IDLE", "IDLE_LONG"):
             key = parts[0].lower()
             out[key + "_rss"] = float(parts[1])
@@ -498,6 +530,8 @@ FIGURES = [
     ("peek", "cold start to first page painted (peek)", 1000, "< 500 ms, flat in N"),
     ("paint_rows", "  task rows in that first paint", 1, ">= one screen"),
     ("queue", "cold start to live queue filled", 1000, "< 500 ms, flat in N"),
+    ("peek_pyc", "  bytecode cached: first page painted (peek)", 1000, "< 500 ms, flat in N"),
+    ("queue_pyc", "  bytecode cached: live queue filled", 1000, "< 500 ms, flat in N"),
     ("idle_rss", "idle RSS after the live queue filled + 10 s", 1, "< 250 MB at 1M, flat"),
     ("idle_rows", "  rows the model holds then", 1, "a few pages"),
     ("idle_long_rss", "idle RSS after the live queue filled + --idle-long", 1, "< 250 MB at 1M, flat"),
@@ -549,6 +583,11 @@ def main() -> None:
         default="",
         help="keep each size's workspace in this folder and reuse it (a 1M build takes minutes)",
     )
+    parser.add_argument(
+        "--start-only",
+        action="store_true",
+        help="only the cold starts (peek and queue filled, with and without bytecode) and idle RSS",
+    )
     args = parser.parse_args()
     sizes = [int(x) for x in str(args.tasks).replace("_", "").split(",") if x]
     import qasync
@@ -561,38 +600,50 @@ def main() -> None:
     asyncio.set_event_loop(loop)
     lite = litellm_import()
     print(f'python -c "import litellm": {lite * 1000:.0f} ms (same run, for comparison)')
+    sources_dir = Path(tempfile.mkdtemp(prefix="evidence-desk-src-"))
+    sources = {bytecode: desk_sources(sources_dir, bytecode=bytecode) for bytecode in (False, True)}
     with loop:
-        for n in sizes:
-            tmp = (
-                Path(args.cache) / f"tasks-{n}"
-                if args.cache
-                else Path(tempfile.mkdtemp(prefix="evidence-desk-bench-"))
-            )
-            tmp.mkdir(parents=True, exist_ok=True)
-            path = tmp / "big.sqlite3"
-            url = f"sqlite+aiosqlite:///{path}"
-            if (tmp / "built").exists():
-                print(f"desk benchmark: {n:,} tasks reused from {tmp}")
-                adopt_running(path)
-            else:
-                path.unlink(missing_ok=True)
-                insert_s = loop.run_until_complete(build_workspace(url, n))
-                (tmp / "built").write_text(str(insert_s), encoding="utf-8")
-                print(f"desk benchmark: {n:,} tasks bulk-inserted in {insert_s:.2f} s ({tmp})")
-            runs = []
-            for _ in range(args.runs):
-                figures = dict(cold_start(url, tmp, args.idle, args.idle_long))
+        try:
+            run_sizes(loop, sizes, args, sources)
+        finally:
+            shutil.rmtree(sources_dir, ignore_errors=True)
+
+
+def run_sizes(loop: Any, sizes: list[int], args: argparse.Namespace, sources: dict[bool, Path]) -> None:
+    """Each size's workspace (built or reused), its runs and their report; then the extras."""
+    for n in sizes:
+        tmp = (
+            Path(args.cache) / f"tasks-{n}"
+            if args.cache
+            else Path(tempfile.mkdtemp(prefix="evidence-desk-bench-"))
+        )
+        tmp.mkdir(parents=True, exist_ok=True)
+        path = tmp / "big.sqlite3"
+        url = f"sqlite+aiosqlite:///{path}"
+        if (tmp / "built").exists():
+            print(f"desk benchmark: {n:,} tasks reused from {tmp}")
+            adopt_running(path)
+        else:
+            path.unlink(missing_ok=True)
+            insert_s = loop.run_until_complete(build_workspace(url, n))
+            (tmp / "built").write_text(str(insert_s), encoding="utf-8")
+            print(f"desk benchmark: {n:,} tasks bulk-inserted in {insert_s:.2f} s ({tmp})")
+        runs = []
+        for _ in range(args.runs):
+            # First start (no bytecode) and later start (bytecode cached) side by side, same load.
+            figures = dict(cold_start(url, tmp, args.idle, args.idle_long, root=sources[False]))
+            cached = cold_start(url, tmp, root=sources[True])
+            figures.update({f"{k}_pyc": cached[k] for k in ("peek", "queue") if k in cached})
+            if not args.start_only:
                 figures.update(loop.run_until_complete(desk_figures(url)))
                 figures.update(sql_floor(path))
-                runs.append(figures)
-            report(n, runs)
-        if args.extras:
-            big_s, viewer = open_big_evidence()
-            print(f"open a 10 MB evidence item: {big_s * 1000:.0f} ms ({viewer}; aim < 500 ms)")
-            stall, wall, beats = loop.run_until_complete(loop_stall(Path(tempfile.mkdtemp())))
-            print(
-                f"longest loop stall, 3 parallel nodes: {stall * 1000:.1f} ms ({beats} beats, {wall:.2f} s)"
-            )
+            runs.append(figures)
+        report(n, runs)
+    if args.extras:
+        big_s, viewer = open_big_evidence()
+        print(f"open a 10 MB evidence item: {big_s * 1000:.0f} ms ({viewer}; aim < 500 ms)")
+        stall, wall, beats = loop.run_until_complete(loop_stall(Path(tempfile.mkdtemp())))
+        print(f"longest loop stall, 3 parallel nodes: {stall * 1000:.1f} ms ({beats} beats, {wall:.2f} s)")
 
 
 if __name__ == "__main__":
