@@ -51,7 +51,7 @@ class TaskQueries(StoreBase):
 
         Start-up recovery asks this first: a million-task workspace has thousands of running
         tasks, nearly all of them run by live processes, and reading every one of them to learn
-        that cost a fifth of the desk's start.
+        that cost the desk's start ~170 ms of CPU at 1M tasks.
         """
         q = select(TaskRow.runner).where(TaskRow.status.in_([s.value for s in statuses])).distinct()
         async with self._read() as s:
