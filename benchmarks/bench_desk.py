@@ -3,7 +3,11 @@
 For each size, three runs (min / median / max), with the raw-SQL floor of the same queries
 (stdlib sqlite3, hand-written SQL) measured in the same run:
 
-1. cold start to a painted window and to a filled queue (fresh processes);
+1. cold start to a painted window, to a filled queue and to its rows painted (fresh processes),
+   twice per run: the first start after an install that left our modules without bytecode (they
+   compile from source, as an editable install's first start does), and a later start with their
+   bytecode cached (any start after the first, ``make run``'s compiled tree, a wheel or the
+   PyInstaller bundle);
 2. keystroke latency while typing a filter (first pages shown), the time until the background
    count makes every header exact, and the loop's longest stall meanwhile (5 ms heartbeat);
 3. one live update (a task leaves needs review), without and with a text filter;
@@ -21,6 +25,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -39,10 +44,9 @@ os.environ["EVIDENCE_DESK_CONFIG_FILE"] = os.devnull + "/evidence-desk-bench.tom
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-ROOT = Path(__file__).resolve().parents[1]
-
-from core.tools.registry import ToolResult  # noqa: E402  (module level: tool annotations resolve here)
-from desktop.presentation import GROUPS as GROUPS_LOOK  # noqa: E402
+from benchmarks._desk_start import adopt_running, cold_start, desk_sources
+from core.tools.registry import ToolResult  # module level: tool annotations resolve here
+from desktop.presentation import GROUPS as GROUPS_LOOK
 
 STATUS_MIX = [
     ("needs_review", 0.04),
@@ -118,95 +122,6 @@ async def build_workspace(url: str, n: int) -> float:
     elapsed = time.perf_counter() - started
     await store.close()
     return elapsed
-
-
-CHILD = r"""
-import asyncio, os, sys, time
-t0 = time.perf_counter()
-sys.path.insert(0, {root!r})
-from PySide6.QtCore import QSettings
-from desktop.app import DeskLauncher, PaintProbe, boot_window, first_paint, make_application, peek_rows_shown
-import qasync
-app = make_application()
-app.setQuitOnLastWindowClosed(False)
-state = QSettings({ini!r}, QSettings.Format.IniFormat)
-boot = boot_window(state, {url!r})
-loop = qasync.QEventLoop(app)
-asyncio.set_event_loop(loop)
-painted = asyncio.Event()
-def on_paint():
-    print("PAINT", time.perf_counter() - t0, peek_rows_shown(boot), flush=True)
-    painted.set()
-PaintProbe(boot, on_paint)
-boot.show()
-async def main():
-    await first_paint(painted)
-    launcher = DeskLauncher({url!r}, ui_state=state)
-    window = await launcher.open()
-    window.show(); boot.close()
-    while not window.model.loaded_once:
-        await asyncio.sleep(0.002)
-    print("QUEUE", time.perf_counter() - t0, window.model.total_count, flush=True)
-    slept = 0.0
-    for label, until in (("IDLE", {idle!r}), ("IDLE_LONG", {idle_long!r})):
-        if until > slept:
-            await asyncio.sleep(until - slept)  # idle: nothing typed, nothing scrolled
-            slept = until
-            rss = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmRSS:"))
-            print(label, rss / 1024, window.model.loaded_rows(), flush=True)
-    window.close()
-    await launcher.close()
-with loop:
-    loop.run_until_complete(main())
-"""
-
-
-def adopt_running(path: Path) -> None:
-    """A reused workspace's running tasks name the process that built it, now gone: this process
-    takes them over, or the first desk's start-up recovery would move them all (and the figures)."""
-    import sqlite3
-
-    runner = f"{socket.gethostname()}:{os.getpid()}"
-    with sqlite3.connect(path) as conn:
-        conn.execute("UPDATE tasks SET runner = ? WHERE runner IS NOT NULL", (runner,))
-
-
-def cold_start(url: str, tmp: Path, idle_s: float = 0.0, idle_long_s: float = 0.0) -> dict[str, float]:
-    """A fresh desk process: first paint (with the queue peek's rows), live queue filled, idle RSS.
-
-    RSS is read after ``idle_s`` and, when asked, again after ``idle_long_s`` in the same process:
-    a queue that pages itself or a cache that grows shows as the difference.
-    """
-    code = CHILD.format(root=str(ROOT), ini=str(tmp / "ui.ini"), url=url, idle=idle_s, idle_long=idle_long_s)
-    started = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=os.environ,
-    )
-    out: dict[str, float] = {}
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        parts = line.split()
-        if parts and parts[0] in ("PAINT", "QUEUE"):
-            out[parts[0].lower()] = time.perf_counter() - started
-            out[parts[0].lower() + "_in_process"] = float(parts[1])
-            if parts[0] == "QUEUE":
-                out["listed"] = float(parts[2])
-            else:
-                out["paint_rows"] = float(parts[2])
-                if out["paint_rows"]:
-                    out["peek"] = out["paint"]
-        elif parts and parts[0] in ("IDLE", "IDLE_LONG"):
-            key = parts[0].lower()
-            out[key + "_rss"] = float(parts[1])
-            out[key + "_rows"] = float(parts[2])
-    _, err = proc.communicate(timeout=120 + idle_long_s)
-    if proc.returncode != 0 or "queue" not in out:
-        raise RuntimeError(f"desk start-up child failed ({proc.returncode}): {err[-2000:]}")
-    return out
 
 
 def litellm_import() -> float:
@@ -498,6 +413,12 @@ FIGURES = [
     ("peek", "cold start to first page painted (peek)", 1000, "< 500 ms, flat in N"),
     ("paint_rows", "  task rows in that first paint", 1, ">= one screen"),
     ("queue", "cold start to live queue filled", 1000, "< 500 ms, flat in N"),
+    ("queue_painted", "  live queue's rows painted", 1000, "< 500 ms, flat in N"),
+    ("queue_painted_cpu", "  the desk's CPU time by then (all threads)", 1000, "load-independent"),
+    ("peek_pyc", "  bytecode cached: first page painted (peek)", 1000, "< 500 ms, flat in N"),
+    ("queue_pyc", "  bytecode cached: live queue filled", 1000, "< 500 ms, flat in N"),
+    ("queue_painted_pyc", "  bytecode cached: live queue's rows painted", 1000, "< 500 ms, flat in N"),
+    ("queue_painted_cpu_pyc", "  bytecode cached: the desk's CPU time by then", 1000, "load-independent"),
     ("idle_rss", "idle RSS after the live queue filled + 10 s", 1, "< 250 MB at 1M, flat"),
     ("idle_rows", "  rows the model holds then", 1, "a few pages"),
     ("idle_long_rss", "idle RSS after the live queue filled + --idle-long", 1, "< 250 MB at 1M, flat"),
@@ -549,6 +470,11 @@ def main() -> None:
         default="",
         help="keep each size's workspace in this folder and reuse it (a 1M build takes minutes)",
     )
+    parser.add_argument(
+        "--start-only",
+        action="store_true",
+        help="only the cold starts (peek and queue filled, with and without bytecode) and idle RSS",
+    )
     args = parser.parse_args()
     sizes = [int(x) for x in str(args.tasks).replace("_", "").split(",") if x]
     import qasync
@@ -561,38 +487,56 @@ def main() -> None:
     asyncio.set_event_loop(loop)
     lite = litellm_import()
     print(f'python -c "import litellm": {lite * 1000:.0f} ms (same run, for comparison)')
+    sources_dir = Path(tempfile.mkdtemp(prefix="evidence-desk-src-"))
+    sources = {bytecode: desk_sources(sources_dir, bytecode=bytecode) for bytecode in (False, True)}
     with loop:
-        for n in sizes:
-            tmp = (
-                Path(args.cache) / f"tasks-{n}"
-                if args.cache
-                else Path(tempfile.mkdtemp(prefix="evidence-desk-bench-"))
+        try:
+            run_sizes(loop, sizes, args, sources)
+        finally:
+            shutil.rmtree(sources_dir, ignore_errors=True)
+
+
+def run_sizes(loop: Any, sizes: list[int], args: argparse.Namespace, sources: dict[bool, Path]) -> None:
+    """Each size's workspace (built or reused), its runs and their report; then the extras."""
+    for n in sizes:
+        tmp = (
+            Path(args.cache) / f"tasks-{n}"
+            if args.cache
+            else Path(tempfile.mkdtemp(prefix="evidence-desk-bench-"))
+        )
+        tmp.mkdir(parents=True, exist_ok=True)
+        path = tmp / "big.sqlite3"
+        url = f"sqlite+aiosqlite:///{path}"
+        if (tmp / "built").exists():
+            print(f"desk benchmark: {n:,} tasks reused from {tmp}")
+            adopt_running(path)
+        else:
+            path.unlink(missing_ok=True)
+            insert_s = loop.run_until_complete(build_workspace(url, n))
+            (tmp / "built").write_text(str(insert_s), encoding="utf-8")
+            print(f"desk benchmark: {n:,} tasks bulk-inserted in {insert_s:.2f} s ({tmp})")
+        runs = []
+        for _ in range(args.runs):
+            # First start (no bytecode) and later start (bytecode cached) side by side, same load.
+            figures = dict(cold_start(url, tmp, args.idle, args.idle_long, root=sources[False]))
+            cached = cold_start(url, tmp, root=sources[True])
+            figures.update(
+                {
+                    f"{k}_pyc": cached[k]
+                    for k in ("peek", "queue", "queue_painted", "queue_painted_cpu")
+                    if k in cached
+                }
             )
-            tmp.mkdir(parents=True, exist_ok=True)
-            path = tmp / "big.sqlite3"
-            url = f"sqlite+aiosqlite:///{path}"
-            if (tmp / "built").exists():
-                print(f"desk benchmark: {n:,} tasks reused from {tmp}")
-                adopt_running(path)
-            else:
-                path.unlink(missing_ok=True)
-                insert_s = loop.run_until_complete(build_workspace(url, n))
-                (tmp / "built").write_text(str(insert_s), encoding="utf-8")
-                print(f"desk benchmark: {n:,} tasks bulk-inserted in {insert_s:.2f} s ({tmp})")
-            runs = []
-            for _ in range(args.runs):
-                figures = dict(cold_start(url, tmp, args.idle, args.idle_long))
+            if not args.start_only:
                 figures.update(loop.run_until_complete(desk_figures(url)))
                 figures.update(sql_floor(path))
-                runs.append(figures)
-            report(n, runs)
-        if args.extras:
-            big_s, viewer = open_big_evidence()
-            print(f"open a 10 MB evidence item: {big_s * 1000:.0f} ms ({viewer}; aim < 500 ms)")
-            stall, wall, beats = loop.run_until_complete(loop_stall(Path(tempfile.mkdtemp())))
-            print(
-                f"longest loop stall, 3 parallel nodes: {stall * 1000:.1f} ms ({beats} beats, {wall:.2f} s)"
-            )
+            runs.append(figures)
+        report(n, runs)
+    if args.extras:
+        big_s, viewer = open_big_evidence()
+        print(f"open a 10 MB evidence item: {big_s * 1000:.0f} ms ({viewer}; aim < 500 ms)")
+        stall, wall, beats = loop.run_until_complete(loop_stall(Path(tempfile.mkdtemp())))
+        print(f"longest loop stall, 3 parallel nodes: {stall * 1000:.1f} ms ({beats} beats, {wall:.2f} s)")
 
 
 if __name__ == "__main__":

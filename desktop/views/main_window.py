@@ -188,9 +188,9 @@ class MainWindow(QMainWindow):
                 "active": icon("running", QStyle.StandardPixmap.SP_MediaPlay),
             }
         )
-        self.first_fill = FirstFill(self.model, self)
-        """Start-up work waiting for the queue's first rows (``after_first_fill``)."""
         self.queue = QueueView(self.model)
+        self.first_fill = FirstFill(self.model, self, view=self.queue.tree.viewport())
+        """Start-up work waiting for the queue's first rows on screen (``after_first_fill``)."""
         self.detail = TaskDetailView()
         self.message_bar = MessageBar()
         self.progress_strip = RunProgressStrip()

@@ -151,3 +151,42 @@ async def test_recovery_is_one_batch_and_marks_open_runs_interrupted(
     assert evidence.warnings == ["the process running this run stopped before it finished"]
     assert await recover_interrupted(ws) == []  # nothing left to recover: a second start is a no-op
     await ws.close()
+
+
+async def test_tasks_of_a_live_runner_here_are_left_unread_and_the_rest_judged_one_by_one(
+    make_settings: ScriptFactory, db_url: str
+) -> None:
+    """A big workspace's thousands of running tasks, run by live processes, cost one small query."""
+    from core.tasks.recovery import runner_id
+
+    ws = await open_ws(make_settings, db_url)
+    live = [await crashed_task(ws, runner=runner_id()) for _ in range(3)]
+    dead = await crashed_task(ws)
+    unclaimed = await crashed_task(ws, runner=None)
+    fresh_elsewhere = await crashed_task(ws, runner="elsewhere:1", heartbeat_at=datetime.now(UTC))
+    assert sorted(await ws.store.runners_of([TaskStatus.RUNNING]), key=str) == sorted(
+        [None, DEAD_HERE, runner_id(), "elsewhere:1"], key=str
+    )
+    read: list[str] = []
+    listing = ws.store.list_tasks
+
+    async def list_tasks(**kw: Any) -> list[Any]:
+        found = await listing(**kw)
+        read.extend(t.id for t in found)
+        return found
+
+    ws.store.list_tasks = list_tasks  # type: ignore[method-assign]
+    recovered = await recover_interrupted(ws)
+    assert sorted(read) == sorted([dead, unclaimed, fresh_elsewhere])  # the live runner's: never read
+    assert sorted(t.id for t in recovered) == sorted([dead, unclaimed])
+    for task_id in [*live, fresh_elsewhere]:
+        assert (await ws.store.get_task(task_id)).status is TaskStatus.RUNNING
+    await ws.close()
+
+
+async def test_nothing_running_means_nothing_read(make_settings: ScriptFactory, db_url: str) -> None:
+    ws = await open_ws(make_settings, db_url)
+    await ws.store.create_task("A question?")
+    assert await ws.store.runners_of([TaskStatus.RUNNING, TaskStatus.VALIDATING]) == []
+    assert await recover_interrupted(ws) == []
+    await ws.close()
