@@ -46,6 +46,8 @@ from core.validation.schema import ChunkFindings, ValidatorOutput
 __all__ = ["FULL_PROMPT_CHARS", "MIN_CHUNK_TOKENS", "ChunkStore", "ChunkedContext", "judge_chunked"]
 
 MIN_CHUNK_TOKENS = 256
+# The verdict's evidence index lists every item unless that alone takes over 1/INDEX_SHARE of the budget.
+INDEX_SHARE = 4
 # Up to this many characters of evidence, the stored prompt is every chunk prompt in full (as
 # before streaming); above it, the instructions once plus each chunk's character ranges.
 FULL_PROMPT_CHARS = 4 * 1024 * 1024
@@ -233,7 +235,9 @@ async def judge_chunked(
         return ctx.gateway.token_count(model, value)
 
     fixed = await asyncio.to_thread(tokens_of, verdict_messages_for([], index_text))
-    if fixed > budget // 2 and len(items) > 1:  # hundreds of items: ranges per attempt, not one line each
+    # Hundreds of items: ranges per attempt, not one line each. Judged by the index's own share of
+    # the budget (a small window with a long task text must not cost a handful of items their lines).
+    if len(items) > 1 and await asyncio.to_thread(tokens_of, index_text) > budget // INDEX_SHARE:
         index_text = _evidence_index(items, summarise=True)
         judgement.index_summarised = True
         fixed = await asyncio.to_thread(tokens_of, verdict_messages_for([], index_text))
