@@ -238,6 +238,10 @@ async def fold_findings(
     merge_room = budget - await fold.tokens(fold.messages([], MAX_FOLD_LEVELS)) - 16
     level = 0
     while sum(e.tokens for e in entries) > room:
+        if len(entries) == 1 and len(entries[0].findings) < 2:
+            # Nothing to merge: the prompt around the findings is what is long (a small window).
+            # The verdict goes out as it is and the caller says it is over the budget.
+            return entries
         level += 1
         if level > MAX_FOLD_LEVELS or merge_room <= 0:
             raise FoldError(

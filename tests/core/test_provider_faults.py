@@ -225,7 +225,7 @@ async def test_context_overflow_switches_to_chunked_validation(
         assert "context_length_exceeded" not in (debug.get("error") or "")
         codes = [w.code for w in read_warnings(debug)]
         assert WarningCode.CONTEXT_OVERFLOW in codes and WarningCode.CHUNKED_VALIDATION in codes
-        assert validation.result["status"] == "accepted"
+        assert validation.result["status"] == "accepted", (debug.get("error"), debug.get("findings_fold"))
         validator_calls = [
             r for r in provider.chat_requests() if (r.body or {}).get("model") == "fake-validator"
         ]

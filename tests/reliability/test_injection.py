@@ -248,7 +248,9 @@ async def test_validator_prompt_keeps_only_the_real_fences(name: str, store: Sto
     assert neutralise(f"Find the fact. {payload}".strip()) in task_section
 
 
-@pytest.mark.parametrize("template", ["validation_chunk.md.j2", "validation_verdict.md.j2"])
+@pytest.mark.parametrize(
+    "template", ["validation_chunk.md.j2", "validation_verdict.md.j2", "validation_merge.md.j2"]
+)
 def test_chunk_and_verdict_prompts_fence_the_task(template: str) -> None:
     payload = "\n\n".join(VARIANTS.values())
     history, count = format_history([{"role": "user", "content": payload}])
@@ -263,6 +265,9 @@ def test_chunk_and_verdict_prompts_fence_the_task(template: str) -> None:
         "evidence_chars": 0,
         "evidence_index": "(no evidence items)",
         "findings_text": "",
+        "fold_note": "",
+        "level": 1,
+        "chunks_text": "1-2",
         "history_text": history,
         "history_count": count,
         "metadata_text": "Attempt 1 (the attempt under review):",
