@@ -206,6 +206,7 @@ class QueueView(QWidget):
 
         self._resetting = False
         model.modelAboutToBeReset.connect(self._before_reset)
+        model.sig_reloading.connect(self._before_reset)
         model.sig_refreshed.connect(self._after_reset)
         model.rowsInserted.connect(self._span_groups)
         self.tree.expanded.connect(lambda idx: self._collapsed.discard(idx.data(GROUP_KEY_ROLE)))
@@ -337,6 +338,8 @@ class QueueView(QWidget):
 
     def _load_rows_in_view(self) -> None:
         """Ask for the next page of every expanded group whose last loaded row is (nearly) on screen."""
+        if self.model.reloading:  # its rows replace these; it schedules another check when it lands
+            return
         reach = self.tree.viewport().height() * 2  # one screen of look-ahead below the view
         for gi in range(self.model.rowCount()):
             group = self.model.index(gi, 0)
@@ -365,16 +368,35 @@ class QueueView(QWidget):
         self._resetting = True
 
     def _after_reset(self) -> None:
+        """After a reload: spans and expansion where they are missing, the selected task kept.
+
+        A reload replaces rows in place (only the first one resets the model), so usually every
+        group is spanned and expanded already and nothing here touches the tree; a selected
+        task still listed stays selected (a reset lost it, and it is selected again).
+        """
         self._resetting = False
         self._span_groups()
         for gi in range(self.model.rowCount()):
             group = self.model.index(gi, 0)
-            self.tree.setExpanded(group, group.data(GROUP_KEY_ROLE) not in self._collapsed)
+            expand = group.data(GROUP_KEY_ROLE) not in self._collapsed
+            if self.tree.isExpanded(group) != expand:
+                self.tree.setExpanded(group, expand)
         keep = self._selected_id
-        if keep is not None and not self.select_task(keep):
-            self.tree.selectionModel().clearSelection()
-            self._selected_id = None
+        if keep is None:
+            return
+        index = self.model.index_of_task(keep)
+        selection = self.tree.selectionModel()
+        if not index.isValid():
+            self._selected_id = None  # before clearing: the slot then sees no change to announce
+            selection.clearSelection()
+            selection.clearCurrentIndex()  # Qt moved it to a neighbour the analyst never chose
             self.sig_task_selected.emit(None)
+        elif selection.currentIndex().siblingAtColumn(0) != index or not selection.isRowSelected(
+            index.row(), index.parent()
+        ):
+            self.select_task(keep)
+        else:
+            self.tree.scrollTo(index)  # still selected; in sight if the rows above it went
 
 
 __all__ = ["COLUMNS", "QueueView", "StatusBadgeDelegate"]
