@@ -17,7 +17,7 @@ from PySide6.QtCore import (
     QTimer,
     Signal,
 )
-from PySide6.QtGui import QColor, QPainter
+from PySide6.QtGui import QColor, QPainter, QPixmap
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -65,7 +65,18 @@ class TaskRowDelegate(PlainToolTipDelegate):
 
 
 class StatusBadgeDelegate(TaskRowDelegate):
-    """Paints the status as a coloured pill so statuses read at a glance."""
+    """Paints the status as a coloured pill so statuses read at a glance.
+
+    Each pill is drawn once into a pixmap and reused: drawing it per row per paint (colours
+    parsed, text measured and elided, an antialiased shape) was half the CPU of repainting the
+    queue (~9 of ~20 ms at the default size), and a keystroke repaints every visible row.
+    """
+
+    PILLS_KEPT = 256  # distinct pills remembered (statuses x progress labels x column widths)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._pills: dict[tuple[str, str, int, int, float, str], QPixmap] = {}
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: Index) -> None:
         status = index.data(STATUS_ROLE)
@@ -79,19 +90,40 @@ class StatusBadgeDelegate(TaskRowDelegate):
         style = widget.style() if widget is not None else None
         if style is not None:
             style.drawControl(style.ControlElement.CE_ItemViewItem, option, painter, widget)
-        painter.save()
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        metrics = option.fontMetrics
         rect: QRect = option.rect
-        width = min(metrics.horizontalAdvance(text) + 14, rect.width() - 4)
-        pill = QRect(rect.left() + 2, rect.top() + 3, width, rect.height() - 6)
+        ratio = painter.device().devicePixelRatioF() if painter.device() is not None else 1.0
+        key = (status, text, rect.width(), rect.height(), ratio, option.font.key())
+        pill = self._pills.get(key)
+        if pill is None:
+            if len(self._pills) >= self.PILLS_KEPT:
+                self._pills.clear()
+            pill = self._pills[key] = _draw_pill(status, text, option, ratio)
+        painter.drawPixmap(rect.left() + 2, rect.top() + 3, pill)
+
+
+def _draw_pill(status: str, text: str, option: QStyleOptionViewItem, ratio: float) -> QPixmap:
+    """One status pill, as ``StatusBadgeDelegate`` shows it in a cell of ``option.rect``'s size."""
+    metrics = option.fontMetrics
+    rect: QRect = option.rect
+    width = max(1, min(metrics.horizontalAdvance(text) + 14, rect.width() - 4))
+    height = max(1, rect.height() - 6)
+    pixmap = QPixmap(round(width * ratio), round(height * ratio))
+    pixmap.setDevicePixelRatio(ratio)
+    pixmap.fill(Qt.GlobalColor.transparent)
+    painter = QPainter(pixmap)
+    try:
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setFont(option.font)
+        pill = QRect(0, 0, width, height)
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(QColor(STATUS_COLOURS[TaskStatus(status)]))
-        painter.drawRoundedRect(pill, pill.height() / 2, pill.height() / 2)
+        painter.drawRoundedRect(pill, height / 2, height / 2)
         painter.setPen(QColor("#ffffff") if status != TaskStatus.NEEDS_REVIEW else QColor(NEEDS_REVIEW_TEXT))
-        elided = metrics.elidedText(text, Qt.TextElideMode.ElideRight, pill.width() - 10)
+        elided = metrics.elidedText(text, Qt.TextElideMode.ElideRight, width - 10)
         painter.drawText(pill, int(Qt.AlignmentFlag.AlignCenter), elided)
-        painter.restore()
+    finally:
+        painter.end()
+    return pixmap
 
 
 class QueueTree(QTreeView):
