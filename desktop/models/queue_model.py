@@ -139,6 +139,10 @@ class TaskQueueModel(QAbstractItemModel):
     sig_page_loaded = Signal(int)
     """Another page of a group arrived (group row number)."""
 
+    sig_reloading = Signal()
+    """A reload's rows are about to replace the loaded ones in place (no model reset): the current
+    row may move on its own until ``sig_refreshed``, which views should not take for the analyst's."""
+
     def __init__(
         self, queue: TaskQueue, ops: CoreOps, *, page_size: int = 200, parent: QObject | None = None
     ) -> None:
@@ -307,25 +311,71 @@ class TaskQueueModel(QAbstractItemModel):
     def _apply_snapshot(self, generation: int, snap: QueueSnapshot) -> None:
         if generation != self._generation:
             return
-        self.beginResetModel()
-        self._where.clear()
         self._claims = dict(snap.claims)
+        if not self.loaded_once:  # nothing on screen to keep
+            self.beginResetModel()
+            for group in self._groups:
+                group.rows = list(snap.pages[group.spec.key].rows)
+        else:
+            # Rows are replaced group by group, not reset: the view keeps its expansion, spans,
+            # selection and scroll, and lays out and paints once; a keystroke whose first pages
+            # did not change (typing on within a word) costs it nothing at all.
+            self.sig_reloading.emit()
+            for gi, group in enumerate(self._groups):
+                self._replace_rows(gi, list(snap.pages[group.spec.key].rows))
         for gi, group in enumerate(self._groups):
             page = snap.pages[group.spec.key]
-            group.rows = list(page.rows)
+            shown = (group.count, group.exact)
             group.more = not page.complete
             if snap.counts is not None:
                 group.count, group.exact = self._group_count(group.spec, snap.counts), True
             else:  # a complete first page is its group's exact count; otherwise a lower bound
                 group.count, group.exact = len(page.rows), page.complete
             group.loading = group.wanted = False
-            for task in page.rows:
-                self._where[task.id] = gi
-        self.loaded_once = True
-        self.endResetModel()
+            if self.loaded_once and (group.count, group.exact) != shown:
+                self._emit_group_changed(gi)
+        self._where = {task.id: gi for gi, group in enumerate(self._groups) for task in group.rows}
+        if not self.loaded_once:
+            self.loaded_once = True
+            self.endResetModel()
         self.sig_refreshed.emit()
         if any(not g.exact for g in self._groups):
             self._count_in_background(generation)
+
+    def _replace_rows(self, gi: int, new: list[TaskRecord]) -> None:
+        """One group's loaded rows become ``new`` by removing and inserting rows, never a reset.
+
+        Rows in both keep their persistent indexes (the selection, the current row), so only the
+        rows that came or went are announced; rows that stayed but changed get ``dataChanged``.
+        When a row that stayed changed places (another sort), every row of the group is replaced.
+        """
+        rows = self._groups[gi].rows
+        parent = self.createIndex(gi, 0, _GROUP_ID)
+        old_ids = [t.id for t in rows]
+        new_ids = [t.id for t in new]
+        if old_ids != new_ids:
+            kept = set(old_ids).intersection(new_ids)
+            if [i for i in old_ids if i in kept] != [i for i in new_ids if i in kept]:
+                kept = set()
+            # Bottom up, so the rows above a removed run keep their numbers.
+            for first, last in reversed(_runs([r for r, i in enumerate(old_ids) if i not in kept])):
+                self.beginRemoveRows(parent, first, last)
+                del rows[first : last + 1]
+                self.endRemoveRows()
+            # What is left is ``new``'s kept rows in ``new``'s order: top down, each run goes
+            # where it belongs among the rows before it, which are all in place by then.
+            for first, last in _runs([r for r, i in enumerate(new_ids) if i not in kept]):
+                self.beginInsertRows(parent, first, last)
+                rows[first:first] = new[first : last + 1]
+                self.endInsertRows()
+        changed = [
+            r for r, (was, now) in enumerate(zip(rows, new, strict=True)) if was is not now and was != now
+        ]
+        rows[:] = new
+        for first, last in _runs(changed):
+            self.dataChanged.emit(
+                self.createIndex(first, 0, gi + 1), self.createIndex(last, len(COLUMNS) - 1, gi + 1)
+            )
 
     def _count_in_background(self, generation: int) -> None:
         """Exact counts for a filter whose counting costs more than its pages, after they show."""
@@ -520,14 +570,24 @@ class TaskQueueModel(QAbstractItemModel):
         group = self._groups[parent.row()]
         return group.count > 0 or bool(group.rows)
 
+    @property
+    def reloading(self) -> bool:
+        """A reload is in flight: the rows loaded now are about to be replaced."""
+        return self._refresh_task is not None and not self._refresh_task.done()
+
     def has_more(self, group_row: int) -> bool:
         """The group has stored tasks beyond its loaded rows."""
         return self._groups[group_row].more
 
     def request_more(self, group_row: int) -> bool:
-        """The view shows the end of this group's rows: load the next page (once at a time)."""
+        """The view shows the end of this group's rows: load the next page (once at a time).
+
+        Not while a reload is in flight: its rows replace these (a keystroke's page after the
+        old filter's last row was a wasted query, rows, a layout and a paint per keystroke);
+        the view checks again when the reload lands.
+        """
         group = self._groups[group_row]
-        if group.loading or not self.has_more(group_row):
+        if group.loading or not self.has_more(group_row) or self.reloading:
             return False
         group.wanted = True
         self.fetchMore(self.createIndex(group_row, 0, _GROUP_ID))
@@ -712,6 +772,17 @@ class TaskQueueModel(QAbstractItemModel):
             return
         self._sort = wanted
         self.refresh()
+
+
+def _runs(rows: list[int]) -> list[tuple[int, int]]:
+    """Ascending row numbers as (first, last) runs: one Qt notice per contiguous block."""
+    runs: list[tuple[int, int]] = []
+    for row in rows:
+        if runs and runs[-1][1] == row - 1:
+            runs[-1] = (runs[-1][0], row)
+        else:
+            runs.append((row, row))
+    return runs
 
 
 def _local_time(value: datetime, *, full: bool = False) -> str:
