@@ -111,9 +111,11 @@ def insert_events(
     out: list[list[dict[str, Any]]] = []
     for session_id, run in groupby(appends, key=attrgetter("session_id")):
         group = list(run)
-        first = conn.execute(
-            _BUMP_SEQ, {"session": session_id, "n": sum(len(a.events) for a in group)}
-        ).scalar()
+        count = sum(len(a.events) for a in group)
+        if not count:  # statements only (a session being created): no number to allocate
+            out.extend([] for _ in group)
+            continue
+        first = conn.execute(_BUMP_SEQ, {"session": session_id, "n": count}).scalar()
         if first is None:
             raise StoreError(f"no session with id {session_id!r}")
         seq = int(first)
@@ -244,6 +246,20 @@ class EventLog(ChunkRepository):
         done: asyncio.Future[list[EventRecord]] = asyncio.get_running_loop().create_future()
         self._submit(PendingAppend(session_id, list(events), run_id, task_id, done, before))
         return await done
+
+    async def write_in_log_order(self, session_id: str, statements: Callable[[Connection], None]) -> None:
+        """Run ``statements`` in the event writer's next transaction and wait for its commit.
+
+        For a row that belongs with the log, like a new session: it shares the commit (and, on
+        SQLite, the single worker-thread hop) of whatever else is queued, instead of paying an
+        ORM unit of work and an async driver round trip per statement on its own. Queued behind
+        everything already submitted, so the log's order is kept. Errors are the same as a
+        store write's: a damaged or unwritable database becomes one ``StoreError`` line.
+        """
+        done: asyncio.Future[list[EventRecord]] = asyncio.get_running_loop().create_future()
+        self._submit(PendingAppend(session_id, [], done=done, before=statements))
+        with self._database_errors():
+            await done
 
     def enqueue_events(
         self,

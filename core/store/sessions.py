@@ -19,16 +19,22 @@ class SessionRepository(EventLog):
     async def create_session(
         self, *, task_id: str | None, kind: str, label: str = "", parent_session_id: str | None = None
     ) -> SessionRecord:
-        row = SessionRow(
-            id=new_id(),
-            task_id=task_id,
-            kind=kind,
-            label=label,
-            parent_session_id=parent_session_id,
-            next_seq=1,
-        )
-        row.created_at = utcnow()
-        return await self._insert(row, SessionRecord)
+        """A new event stream; written by the event writer, so concurrent team nodes share a commit."""
+        values: dict[str, Any] = {
+            "id": new_id(),
+            "task_id": task_id,
+            "kind": kind,
+            "label": label,
+            "parent_session_id": parent_session_id,
+            "next_seq": 1,
+            "created_at": utcnow(),
+        }
+
+        def insert_session(conn: Connection) -> None:
+            conn.execute(insert(SessionRow).values(values))
+
+        await self.write_in_log_order(values["id"], insert_session)
+        return SessionRecord.model_validate(values)
 
     async def list_sessions(self, task_id: str) -> list[SessionRecord]:
         q = select(SessionRow).where(SessionRow.task_id == task_id).order_by(SessionRow.created_at)

@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from sqlalchemy.exc import IntegrityError
 
 from core.domain import TaskStatus
 from core.errors import StoreError
@@ -147,3 +148,31 @@ async def test_two_stores_on_one_file_mix_both_append_kinds(db_url: str) -> None
         assert [e.payload["i"] for e in events if e.kind == tag] == list(range(40))
     await first.close()
     await second.close()
+
+
+async def test_sessions_created_through_the_writer_keep_queued_order_and_refuse_alone(store: Store) -> None:
+    task = await store.create_task("t")
+    first = await store.create_session(task_id=task.id, kind="main")
+    store.enqueue_events(first.id, [ev("queued before")])
+    created, refused, appended = await asyncio.gather(
+        store.create_session(task_id=task.id, kind="node", label="n1", parent_session_id=first.id),
+        store.create_session(task_id="no-such-task", kind="node"),  # a foreign key the schema refuses
+        store.append_events(first.id, [ev("awaited beside them")]),
+        return_exceptions=True,
+    )
+    assert isinstance(refused, IntegrityError)  # the caller hears it; nobody else loses anything
+    assert not isinstance(created, BaseException) and not isinstance(appended, BaseException)
+    sessions = await store.list_sessions(task.id)  # the task's own main session comes first
+    assert [(s.id, s.label, s.parent_session_id) for s in sessions[-2:]] == [
+        (first.id, "", None),
+        (created.id, "n1", first.id),
+    ]
+    assert [e.kind for e in await store.get_session_events(first.id)] == [
+        "queued before",
+        "awaited beside them",
+    ]
+    # The record returned is the row as stored, and the new session takes events from seq 1.
+    (stored,) = await store.get_sessions([created.id])
+    assert stored == created
+    await store.append_events(created.id, [ev("node event")])
+    assert [e.seq for e in await store.get_session_events(created.id)] == [1]
