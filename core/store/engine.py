@@ -255,6 +255,31 @@ def make_thread_engine(path: Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
     return engine
 
 
+def make_thread_read_engine(url: str, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Engine:
+    """A plain (sync) SQLite engine for reading the event log in one worker-thread hop.
+
+    Through the async driver a read is a round trip to its connection thread per step (begin,
+    execute, fetch, rollback); a team node's evidence read paid several of them, each a thread
+    wake-up that a busy machine makes slow. Here the whole read runs in one ``to_thread`` call.
+    Connections are in autocommit mode: each SELECT is its own snapshot, which WAL serves beside
+    a writer without taking any lock. Built from the workspace's own URL, so its options (a
+    read-only ``file:...?mode=ro&uri=true``) hold for these connections too.
+    """
+    engine = create_engine(
+        make_url(url).set(drivername="sqlite"),
+        connect_args={"timeout": busy_timeout, "check_same_thread": False},
+        pool_size=2,
+        max_overflow=4,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None
+        dbapi_conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
+
+    return engine
+
+
 async def prepare(
     engine: AsyncEngine,
     write_engine: AsyncEngine,

@@ -24,7 +24,7 @@ from operator import attrgetter
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import Connection, Integer, String, bindparam, insert, select, update
+from sqlalchemy import Connection, Integer, Select, String, bindparam, insert, select, update
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -199,6 +199,9 @@ class EventLog(ChunkRepository):
             engines.make_thread_engine(path, busy_timeout=busy_timeout) if path is not None else None
         )
         self._thread_conn: Connection | None = None
+        self._read_thread_engine = (
+            engines.make_thread_read_engine(url, busy_timeout=busy_timeout) if path is not None else None
+        )
         self.write_behind_s = WRITE_BEHIND_S
         self._hurry = False  # someone waits for the queue: commit without the write-behind window
         self._window: asyncio.Future[None] | None = None  # the writer waiting out that window
@@ -416,7 +419,7 @@ class EventLog(ChunkRepository):
             .order_by(EventRow.seq)
         )
         await self.flush()
-        return await self._resolved(await self._select(EventRecord, q), resolve)
+        return await self._resolved(await self._select_events(q), resolve)
 
     async def get_session_events(
         self, session_id: str, *, kinds: Sequence[str] | None = None, resolve: bool = True
@@ -425,7 +428,7 @@ class EventLog(ChunkRepository):
         if kinds:
             q = q.where(EventRow.kind.in_(list(kinds)))
         await self.flush()
-        return await self._resolved(await self._select(EventRecord, q.order_by(EventRow.seq)), resolve)
+        return await self._resolved(await self._select_events(q.order_by(EventRow.seq)), resolve)
 
     async def get_task_events(
         self, task_id: str, *, kinds: Sequence[str] | None = None, resolve: bool = True
@@ -434,7 +437,18 @@ class EventLog(ChunkRepository):
         if kinds:
             q = q.where(EventRow.kind.in_(list(kinds)))
         await self.flush()
-        return await self._resolved(await self._select(EventRecord, q.order_by(EventRow.id)), resolve)
+        return await self._resolved(await self._select_events(q.order_by(EventRow.id)), resolve)
+
+    async def _select_events(self, query: Select[Any]) -> list[EventRecord]:
+        """Event rows as records; on SQLite in one worker-thread hop instead of an async session."""
+        if self._read_thread_engine is None:
+            return await self._select(EventRecord, query)
+        return await asyncio.to_thread(self._select_events_in_thread, query)
+
+    def _select_events_in_thread(self, query: Select[Any]) -> list[EventRecord]:
+        assert self._read_thread_engine is not None
+        with self._database_errors(), self._read_thread_engine.connect() as conn:
+            return [EventRecord.model_validate(row._mapping) for row in conn.execute(query)]
 
     async def _resolved(self, records: list[EventRecord], resolve: bool) -> list[EventRecord]:
         """Chunked contents read back into ``content`` (the reference stays in the payload)."""
@@ -455,6 +469,8 @@ class EventLog(ChunkRepository):
             self._thread_conn = None
         if self._thread_engine is not None:
             self._thread_engine.dispose()
+        if self._read_thread_engine is not None:
+            self._read_thread_engine.dispose()
 
 
 def _settle(window: asyncio.Future[None]) -> None:
