@@ -434,7 +434,7 @@ class AgentLoop:
         await self._append_many(state, [NewEvent(kind=kind, payload=payload, content=content)])
 
     async def _append_many(self, state: _RunState, events: list[NewEvent]) -> None:
-        await self.store.append_events(state.session_id, events, run_id=state.run_id, task_id=state.task_id)
+        await self.store.commit_events(state.session_id, events, run_id=state.run_id, task_id=state.task_id)
 
     def _enqueue(self, state: _RunState, events: list[NewEvent]) -> None:
         """Mid-run events are written behind the loop; run start and end are awaited."""

@@ -80,6 +80,7 @@ class PendingAppend:
     task_id: str | None = None
     done: asyncio.Future[list[EventRecord]] | None = None
     before: Callable[[Connection], None] | None = None  # statements committed with these events
+    records: bool = True  # the waiter wants the stored records back (ids are read after the insert)
 
 
 def _stored_form(
@@ -162,7 +163,7 @@ def _insert_batch(
             a.before(conn)
     stored = insert_events(conn, batch, now, policy)
     return [
-        stored_records(conn, rows) if a.done is not None else []
+        stored_records(conn, rows) if a.done is not None and a.records else []
         for a, rows in zip(batch, stored, strict=True)
     ]
 
@@ -250,6 +251,24 @@ class EventLog(ChunkRepository):
         self._submit(PendingAppend(session_id, list(events), run_id, task_id, done, before))
         return await done
 
+    async def commit_events(
+        self,
+        session_id: str,
+        events: Sequence[NewEvent],
+        *,
+        run_id: str | None = None,
+        task_id: str | None = None,
+        before: Callable[[Connection], None] | None = None,
+    ) -> None:
+        """``append_events`` for a caller that needs no records back (a run starting or ending).
+
+        Returns once the events are committed, exactly as ``append_events`` does, but the writer
+        does not read the new rows' ids back: a SELECT and a record per event that nobody used.
+        """
+        done: asyncio.Future[list[EventRecord]] = asyncio.get_running_loop().create_future()
+        self._submit(PendingAppend(session_id, list(events), run_id, task_id, done, before, records=False))
+        await done
+
     async def write_in_log_order(self, session_id: str, statements: Callable[[Connection], None]) -> None:
         """Run ``statements`` in the event writer's next transaction and wait for its commit.
 
@@ -260,7 +279,7 @@ class EventLog(ChunkRepository):
         store write's: a damaged or unwritable database becomes one ``StoreError`` line.
         """
         done: asyncio.Future[list[EventRecord]] = asyncio.get_running_loop().create_future()
-        self._submit(PendingAppend(session_id, [], done=done, before=statements))
+        self._submit(PendingAppend(session_id, [], done=done, before=statements, records=False))
         with self._database_errors():
             await done
 

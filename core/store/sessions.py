@@ -118,7 +118,7 @@ class SessionRepository(EventLog):
         def insert_run(conn: Connection) -> None:
             conn.execute(insert(RunRow).values(values))
 
-        await self.append_events(
+        await self.commit_events(
             session_id, [started], run_id=values["id"], task_id=task_id, before=insert_run
         )
         return RunRecord.model_validate(
@@ -146,7 +146,7 @@ class SessionRepository(EventLog):
         def finish(conn: Connection) -> None:
             conn.execute(update(RunRow).where(RunRow.id == run_id).values(values))
 
-        await self.append_events(session_id, [finished], run_id=run_id, task_id=task_id, before=finish)
+        await self.commit_events(session_id, [finished], run_id=run_id, task_id=task_id, before=finish)
 
     async def get_run(self, run_id: str) -> RunRecord:
         return await self._get(RunRecord, RunRow, run_id, "run")

@@ -204,3 +204,18 @@ async def test_event_reads_in_one_thread_hop_match_the_async_session_read(
     read_only = await Store.open(f"sqlite:///file:{path}?mode=ro&uri=true", migrate=False)
     assert await read_only.get_task_events(task.id, resolve=False) == async_read
     await read_only.close()
+
+
+async def test_commit_events_is_an_awaited_append_without_records(store: Store) -> None:
+    session = await store.create_session(task_id=None, kind="main")
+    store.enqueue_events(session.id, [ev("queued")])
+    assert await store.commit_events(session.id, [ev("committed", n=1), ev("committed", n=2)]) is None
+    # Committed when it returns, in order after what was queued, with no flush by the reader needed.
+    query = select(EventRow).where(EventRow.session_id == session.id).order_by(EventRow.seq)
+    assert [(r.seq, r.kind) for r in await store._select(EventRecord, query)] == [
+        (1, "queued"),
+        (2, "committed"),
+        (3, "committed"),
+    ]
+    with pytest.raises(StoreError, match="no session"):
+        await store.commit_events("no-such-session", [ev("x")])
