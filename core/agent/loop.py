@@ -109,6 +109,7 @@ class AgentLoop:
             messages=[*history, *new_messages],
         )
         state.spent = spent
+        state.schema_chars = (schemas, _chars(schemas) if schemas else 0)
         try:
             outcome = await self._loop(state, model, schemas, budget, max_tokens, temperature)
         except asyncio.CancelledError:
@@ -305,7 +306,7 @@ class AgentLoop:
             "message_count": len(state.messages),
             "tool_names": [t["function"]["name"] for t in tools],
             "message_chars": state.message_chars,
-            "tool_schema_chars": _chars(tools) if tools else 0,
+            "tool_schema_chars": state.tool_schema_chars(tools),
             "max_tokens": max_tokens,
             "temperature": temperature,
             "thinking": False,
@@ -499,6 +500,7 @@ class _RunState:
         "messages",
         "node_id",
         "run_id",
+        "schema_chars",
         "session_id",
         "spent",
         "task_id",
@@ -521,7 +523,16 @@ class _RunState:
         self.iteration = 0
         self.last_content: str | None = None
         self.spent = UsageTotals()
+        self.schema_chars: tuple[list[dict[str, Any]], int] = ([], 0)  # the run's schemas and their size
         self._message_chars = sum(_chars(m) for m in messages)
+
+    def tool_schema_chars(self, tools: list[dict[str, Any]]) -> int:
+        """Serialised size of the offered tools: the run's own schemas are measured once per run,
+        not re-serialised for every turn's snapshot."""
+        if not tools:
+            return 0
+        schemas, size = self.schema_chars
+        return size if tools is schemas else _chars(tools)
 
     def add(self, message: dict[str, Any]) -> None:
         """Append to the transcript, keeping its serialised size without re-serialising it all."""
