@@ -263,13 +263,15 @@ def make_thread_read_engine(url: str, *, busy_timeout: float = DEFAULT_BUSY_TIME
     wake-up that a busy machine makes slow. Here the whole read runs in one ``to_thread`` call.
     Connections are in autocommit mode: each SELECT is its own snapshot, which WAL serves beside
     a writer without taking any lock. Built from the workspace's own URL, so its options (a
-    read-only ``file:...?mode=ro&uri=true``) hold for these connections too.
+    read-only ``file:...?mode=ro&uri=true``) hold for these connections too. The pool has no
+    overflow limit: the worker threads bound how many reads run at once, and a read must never
+    fail with "QueuePool limit reached" because many tasks read at the same moment.
     """
     engine = create_engine(
         make_url(url).set(drivername="sqlite"),
         connect_args={"timeout": busy_timeout, "check_same_thread": False},
-        pool_size=2,
-        max_overflow=4,
+        pool_size=4,
+        max_overflow=-1,
     )
 
     @event.listens_for(engine, "connect")
