@@ -7,6 +7,7 @@ upgrade, unusable search index) are decided before any repository method can wri
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import sqlite3
 from pathlib import Path
@@ -263,14 +264,15 @@ def make_thread_read_engine(url: str, *, busy_timeout: float = DEFAULT_BUSY_TIME
     wake-up that a busy machine makes slow. Here the whole read runs in one ``to_thread`` call.
     Connections are in autocommit mode: each SELECT is its own snapshot, which WAL serves beside
     a writer without taking any lock. Built from the workspace's own URL, so its options (a
-    read-only ``file:...?mode=ro&uri=true``) hold for these connections too. The pool has no
-    overflow limit: the worker threads bound how many reads run at once, and a read must never
-    fail with "QueuePool limit reached" because many tasks read at the same moment.
+    read-only ``file:...?mode=ro&uri=true``) hold for these connections too. The pool keeps as
+    many connections as asyncio's default executor has threads (opened only when used), so six
+    team nodes reading at once do not open and close overflow connections; it has no overflow
+    limit, so a burst of reads waits for a thread and never fails with "QueuePool limit reached".
     """
     engine = create_engine(
         make_url(url).set(drivername="sqlite"),
         connect_args={"timeout": busy_timeout, "check_same_thread": False},
-        pool_size=4,
+        pool_size=min(32, (os.cpu_count() or 1) + 4),  # ThreadPoolExecutor's default max_workers
         max_overflow=-1,
     )
 
