@@ -26,7 +26,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -40,7 +39,7 @@ from core.events import EventBus
 from core.llm import LLMGateway, reset_scripted_stats, scripted_stats
 from core.runtime import RunContext
 from core.store import Store
-from core.team import TeamPlan, TeamScheduler
+from core.team import TeamPlan, TeamScheduler, build_node_messages
 from core.tools.registry import ToolRegistry, ToolResult
 
 
@@ -111,17 +110,33 @@ async def _bare_gateway(settings: Settings, nodes: int, turns: int, limit: int) 
     """The same calls straight through the gateway, ``limit`` nodes at a time: no store, no scheduler.
 
     This is the floor the scheduler can reach on this machine; the gap between it and the ideal
-    is the model client's own per-call CPU, which one event loop runs one call at a time.
+    is the model client's own per-call CPU, which one event loop runs one call at a time. Each
+    call carries what a node's call carries (its opening messages, the tool schema, the assistant
+    tool calls and their results so far), so litellm's per-message and per-tool work is the same
+    on both sides and the ceiling is not measured on lighter calls than the team makes.
     """
     gateway = LLMGateway(settings)
     gate = asyncio.Semaphore(limit)
+    plan = _plan(nodes)
+    tools = _registry().schemas()
 
     async def node(i: int) -> None:
         async with gate:
-            messages: list[dict[str, Any]] = [{"role": "user", "content": f"study BENCHNODE{i}"}]
+            messages = build_node_messages(plan.nodes[i], task_text="benchmark task", upstream=[])
             for _ in range(turns):
-                response = await gateway.complete(model=settings.agent_model, messages=messages)
-                messages.append({"role": "assistant", "content": response.content or "tool call"})
+                response = await gateway.complete(model=settings.agent_model, messages=messages, tools=tools)
+                calls = [
+                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                    for c in response.tool_calls
+                ]
+                assistant: dict[str, object] = {"role": "assistant", "content": response.content}
+                if calls:
+                    assistant["tool_calls"] = calls
+                messages.append(assistant)
+                messages += [
+                    {"role": "tool", "tool_call_id": c.id, "name": c.name, "content": f"result for {c.id}"}
+                    for c in response.tool_calls
+                ]
 
     started = time.perf_counter()
     await asyncio.gather(*(node(i) for i in range(nodes)))

@@ -109,6 +109,7 @@ class AgentLoop:
             messages=[*history, *new_messages],
         )
         state.spent = spent
+        state.schema_chars = (schemas, _chars(schemas) if schemas else 0)
         try:
             outcome = await self._loop(state, model, schemas, budget, max_tokens, temperature)
         except asyncio.CancelledError:
@@ -305,7 +306,7 @@ class AgentLoop:
             "message_count": len(state.messages),
             "tool_names": [t["function"]["name"] for t in tools],
             "message_chars": state.message_chars,
-            "tool_schema_chars": _chars(tools) if tools else 0,
+            "tool_schema_chars": state.tool_schema_chars(tools),
             "max_tokens": max_tokens,
             "temperature": temperature,
             "thinking": False,
@@ -434,7 +435,7 @@ class AgentLoop:
         await self._append_many(state, [NewEvent(kind=kind, payload=payload, content=content)])
 
     async def _append_many(self, state: _RunState, events: list[NewEvent]) -> None:
-        await self.store.append_events(state.session_id, events, run_id=state.run_id, task_id=state.task_id)
+        await self.store.commit_events(state.session_id, events, run_id=state.run_id, task_id=state.task_id)
 
     def _enqueue(self, state: _RunState, events: list[NewEvent]) -> None:
         """Mid-run events are written behind the loop; run start and end are awaited."""
@@ -498,6 +499,7 @@ class _RunState:
         "messages",
         "node_id",
         "run_id",
+        "schema_chars",
         "session_id",
         "spent",
         "task_id",
@@ -520,7 +522,16 @@ class _RunState:
         self.iteration = 0
         self.last_content: str | None = None
         self.spent = UsageTotals()
+        self.schema_chars: tuple[list[dict[str, Any]], int] = ([], 0)  # the run's schemas and their size
         self._message_chars = sum(_chars(m) for m in messages)
+
+    def tool_schema_chars(self, tools: list[dict[str, Any]]) -> int:
+        """Serialised size of the offered tools: the run's own schemas are measured once per run,
+        not re-serialised for every turn's snapshot."""
+        if not tools:
+            return 0
+        schemas, size = self.schema_chars
+        return size if tools is schemas else _chars(tools)
 
     def add(self, message: dict[str, Any]) -> None:
         """Append to the transcript, keeping its serialised size without re-serialising it all."""

@@ -7,6 +7,7 @@ upgrade, unusable search index) are decided before any repository method can wri
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import sqlite3
 from pathlib import Path
@@ -251,6 +252,34 @@ def make_thread_engine(path: Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
         # sqlite3 itself opens the transaction with BEGIN IMMEDIATE before the first write: the
         # same lock as the async write engine's listener claims, one statement fewer per batch.
         dbapi_conn.isolation_level = "IMMEDIATE"
+
+    return engine
+
+
+def make_thread_read_engine(url: str, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Engine:
+    """A plain (sync) SQLite engine for reading the event log in one worker-thread hop.
+
+    Through the async driver a read is a round trip to its connection thread per step (begin,
+    execute, fetch, rollback); a team node's evidence read paid several of them, each a thread
+    wake-up that a busy machine makes slow. Here the whole read runs in one ``to_thread`` call.
+    Connections are in autocommit mode: each SELECT is its own snapshot, which WAL serves beside
+    a writer without taking any lock. Built from the workspace's own URL, so its options (a
+    read-only ``file:...?mode=ro&uri=true``) hold for these connections too. The pool keeps as
+    many connections as asyncio's default executor has threads (opened only when used), so six
+    team nodes reading at once do not open and close overflow connections; it has no overflow
+    limit, so a burst of reads waits for a thread and never fails with "QueuePool limit reached".
+    """
+    engine = create_engine(
+        make_url(url).set(drivername="sqlite"),
+        connect_args={"timeout": busy_timeout, "check_same_thread": False},
+        pool_size=min(32, (os.cpu_count() or 1) + 4),  # ThreadPoolExecutor's default max_workers
+        max_overflow=-1,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None
+        dbapi_conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
 
     return engine
 

@@ -24,7 +24,7 @@ from operator import attrgetter
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import Connection, Integer, String, bindparam, case, func, insert, select, update
+from sqlalchemy import Connection, Integer, Select, String, bindparam, case, func, insert, select, update
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -82,6 +82,7 @@ class PendingAppend:
     task_id: str | None = None
     done: asyncio.Future[list[EventRecord]] | None = None
     before: Callable[[Connection], None] | None = None  # statements committed with these events
+    records: bool = True  # the waiter wants the stored records back (ids are read after the insert)
 
 
 def _stored_form(
@@ -113,9 +114,11 @@ def insert_events(
     out: list[list[dict[str, Any]]] = []
     for session_id, run in groupby(appends, key=attrgetter("session_id")):
         group = list(run)
-        first = conn.execute(
-            _BUMP_SEQ, {"session": session_id, "n": sum(len(a.events) for a in group)}
-        ).scalar()
+        count = sum(len(a.events) for a in group)
+        if not count:  # statements only (a session being created): no number to allocate
+            out.extend([] for _ in group)
+            continue
+        first = conn.execute(_BUMP_SEQ, {"session": session_id, "n": count}).scalar()
         if first is None:
             raise StoreError(f"no session with id {session_id!r}")
         seq = int(first)
@@ -162,7 +165,7 @@ def _insert_batch(
             a.before(conn)
     stored = insert_events(conn, batch, now, policy)
     return [
-        stored_records(conn, rows) if a.done is not None else []
+        stored_records(conn, rows) if a.done is not None and a.records else []
         for a, rows in zip(batch, stored, strict=True)
     ]
 
@@ -199,6 +202,9 @@ class EventLog(ChunkRepository):
             engines.make_thread_engine(path, busy_timeout=busy_timeout) if path is not None else None
         )
         self._thread_conn: Connection | None = None
+        self._read_thread_engine = (
+            engines.make_thread_read_engine(url, busy_timeout=busy_timeout) if path is not None else None
+        )
         self.write_behind_s = WRITE_BEHIND_S
         self._hurry = False  # someone waits for the queue: commit without the write-behind window
         self._window: asyncio.Future[None] | None = None  # the writer waiting out that window
@@ -246,6 +252,38 @@ class EventLog(ChunkRepository):
         done: asyncio.Future[list[EventRecord]] = asyncio.get_running_loop().create_future()
         self._submit(PendingAppend(session_id, list(events), run_id, task_id, done, before))
         return await done
+
+    async def commit_events(
+        self,
+        session_id: str,
+        events: Sequence[NewEvent],
+        *,
+        run_id: str | None = None,
+        task_id: str | None = None,
+        before: Callable[[Connection], None] | None = None,
+    ) -> None:
+        """``append_events`` for a caller that needs no records back (a run starting or ending).
+
+        Returns once the events are committed, exactly as ``append_events`` does, but the writer
+        does not read the new rows' ids back: a SELECT and a record per event that nobody used.
+        """
+        done: asyncio.Future[list[EventRecord]] = asyncio.get_running_loop().create_future()
+        self._submit(PendingAppend(session_id, list(events), run_id, task_id, done, before, records=False))
+        await done
+
+    async def write_in_log_order(self, session_id: str, statements: Callable[[Connection], None]) -> None:
+        """Run ``statements`` in the event writer's next transaction and wait for its commit.
+
+        For a row that belongs with the log, like a new session: it shares the commit (and, on
+        SQLite, the single worker-thread hop) of whatever else is queued, instead of paying an
+        ORM unit of work and an async driver round trip per statement on its own. Queued behind
+        everything already submitted, so the log's order is kept. Errors are the same as a
+        store write's: a damaged or unwritable database becomes one ``StoreError`` line.
+        """
+        done: asyncio.Future[list[EventRecord]] = asyncio.get_running_loop().create_future()
+        self._submit(PendingAppend(session_id, [], done=done, before=statements, records=False))
+        with self._database_errors():
+            await done
 
     def enqueue_events(
         self,
@@ -402,7 +440,7 @@ class EventLog(ChunkRepository):
             .order_by(EventRow.seq)
         )
         await self.flush()
-        return await self._resolved(await self._select(EventRecord, q), resolve)
+        return await self._resolved(await self._select_events(q), resolve)
 
     async def get_session_events(
         self, session_id: str, *, kinds: Sequence[str] | None = None, resolve: bool = True
@@ -411,7 +449,7 @@ class EventLog(ChunkRepository):
         if kinds:
             q = q.where(EventRow.kind.in_(list(kinds)))
         await self.flush()
-        return await self._resolved(await self._select(EventRecord, q.order_by(EventRow.seq)), resolve)
+        return await self._resolved(await self._select_events(q.order_by(EventRow.seq)), resolve)
 
     async def get_task_events(
         self, task_id: str, *, kinds: Sequence[str] | None = None, resolve: bool = True
@@ -420,7 +458,18 @@ class EventLog(ChunkRepository):
         if kinds:
             q = q.where(EventRow.kind.in_(list(kinds)))
         await self.flush()
-        return await self._resolved(await self._select(EventRecord, q.order_by(EventRow.id)), resolve)
+        return await self._resolved(await self._select_events(q.order_by(EventRow.id)), resolve)
+
+    async def _select_events(self, query: Select[Any]) -> list[EventRecord]:
+        """Event rows as records; on SQLite in one worker-thread hop instead of an async session."""
+        if self._read_thread_engine is None:
+            return await self._select(EventRecord, query)
+        return await asyncio.to_thread(self._select_events_in_thread, query)
+
+    def _select_events_in_thread(self, query: Select[Any]) -> list[EventRecord]:
+        assert self._read_thread_engine is not None
+        with self._database_errors(), self._read_thread_engine.connect() as conn:
+            return [EventRecord.model_validate(row._mapping) for row in conn.execute(query)]
 
     async def task_spend(self, task_id: str) -> UsageTotals:
         """What a task has spent so far (``recorded_spend`` of its events), summed by the database.
@@ -471,6 +520,8 @@ class EventLog(ChunkRepository):
             self._thread_conn = None
         if self._thread_engine is not None:
             self._thread_engine.dispose()
+        if self._read_thread_engine is not None:
+            self._read_thread_engine.dispose()
 
 
 def _settle(window: asyncio.Future[None]) -> None:

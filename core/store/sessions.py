@@ -19,16 +19,22 @@ class SessionRepository(EventLog):
     async def create_session(
         self, *, task_id: str | None, kind: str, label: str = "", parent_session_id: str | None = None
     ) -> SessionRecord:
-        row = SessionRow(
-            id=new_id(),
-            task_id=task_id,
-            kind=kind,
-            label=label,
-            parent_session_id=parent_session_id,
-            next_seq=1,
-        )
-        row.created_at = utcnow()
-        return await self._insert(row, SessionRecord)
+        """A new event stream; written by the event writer, so concurrent team nodes share a commit."""
+        values: dict[str, Any] = {
+            "id": new_id(),
+            "task_id": task_id,
+            "kind": kind,
+            "label": label,
+            "parent_session_id": parent_session_id,
+            "next_seq": 1,
+            "created_at": utcnow(),
+        }
+
+        def insert_session(conn: Connection) -> None:
+            conn.execute(insert(SessionRow).values(values))
+
+        await self.write_in_log_order(values["id"], insert_session)
+        return SessionRecord.model_validate(values)
 
     async def list_sessions(self, task_id: str) -> list[SessionRecord]:
         q = select(SessionRow).where(SessionRow.task_id == task_id).order_by(SessionRow.created_at)
@@ -112,7 +118,7 @@ class SessionRepository(EventLog):
         def insert_run(conn: Connection) -> None:
             conn.execute(insert(RunRow).values(values))
 
-        await self.append_events(
+        await self.commit_events(
             session_id, [started], run_id=values["id"], task_id=task_id, before=insert_run
         )
         return RunRecord.model_validate(
@@ -140,7 +146,7 @@ class SessionRepository(EventLog):
         def finish(conn: Connection) -> None:
             conn.execute(update(RunRow).where(RunRow.id == run_id).values(values))
 
-        await self.append_events(session_id, [finished], run_id=run_id, task_id=task_id, before=finish)
+        await self.commit_events(session_id, [finished], run_id=run_id, task_id=task_id, before=finish)
 
     async def get_run(self, run_id: str) -> RunRecord:
         return await self._get(RunRecord, RunRow, run_id, "run")

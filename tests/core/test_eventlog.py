@@ -7,10 +7,15 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 
 from core.domain import TaskStatus
+from core.domain.content import ContentPolicy
+from core.domain.records import EventRecord
 from core.errors import StoreError
 from core.store import NewEvent, Store
+from core.store.models import EventRow
 
 
 def ev(kind: str, **payload: object) -> NewEvent:
@@ -147,3 +152,70 @@ async def test_two_stores_on_one_file_mix_both_append_kinds(db_url: str) -> None
         assert [e.payload["i"] for e in events if e.kind == tag] == list(range(40))
     await first.close()
     await second.close()
+
+
+async def test_sessions_created_through_the_writer_keep_queued_order_and_refuse_alone(store: Store) -> None:
+    task = await store.create_task("t")
+    first = await store.create_session(task_id=task.id, kind="main")
+    store.enqueue_events(first.id, [ev("queued before")])
+    created, refused, appended = await asyncio.gather(
+        store.create_session(task_id=task.id, kind="node", label="n1", parent_session_id=first.id),
+        store.create_session(task_id="no-such-task", kind="node"),  # a foreign key the schema refuses
+        store.append_events(first.id, [ev("awaited beside them")]),
+        return_exceptions=True,
+    )
+    assert isinstance(refused, IntegrityError)  # the caller hears it; nobody else loses anything
+    assert not isinstance(created, BaseException) and not isinstance(appended, BaseException)
+    sessions = await store.list_sessions(task.id)  # the task's own main session comes first
+    assert [(s.id, s.label, s.parent_session_id) for s in sessions[-2:]] == [
+        (first.id, "", None),
+        (created.id, "n1", first.id),
+    ]
+    assert [e.kind for e in await store.get_session_events(first.id)] == [
+        "queued before",
+        "awaited beside them",
+    ]
+    # The record returned is the row as stored, and the new session takes events from seq 1.
+    (stored,) = await store.get_sessions([created.id])
+    assert stored == created
+    await store.append_events(created.id, [ev("node event")])
+    assert [e.seq for e in await store.get_session_events(created.id)] == [1]
+
+
+async def test_event_reads_in_one_thread_hop_match_the_async_session_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SQLite event read path returns exactly what an async session reads, read-only files too."""
+    monkeypatch.chdir(tmp_path)  # Store.open makes the folders of a "file:" URL's path, relative to here
+    path = tmp_path / "ws.sqlite3"
+    store = await Store.open(str(path))
+    store.content_policy = ContentPolicy(inline_limit=8, chunk_chars=16)
+    task = await store.create_task("t")
+    session = await store.create_session(task_id=task.id, kind="main")
+    events = [ev("small", n=1, nested={"a": [1, 2]}), NewEvent(kind="big", payload={}, content="x" * 64)]
+    await store.append_events(session.id, events, run_id="r1", task_id=task.id)
+    query = select(EventRow).where(EventRow.session_id == session.id).order_by(EventRow.seq)
+    async_read = await store._select(EventRecord, query)
+    hop_read = await store.get_session_events(session.id, resolve=False)
+    assert hop_read == async_read
+    assert hop_read[0].created_at.tzinfo is not None and "content_ref" in hop_read[1].payload
+    assert [e.content for e in await store.get_run_event_records(session.id, "r1")] == [None, "x" * 64]
+    await store.close()
+    read_only = await Store.open(f"sqlite:///file:{path}?mode=ro&uri=true", migrate=False)
+    assert await read_only.get_task_events(task.id, resolve=False) == async_read
+    await read_only.close()
+
+
+async def test_commit_events_is_an_awaited_append_without_records(store: Store) -> None:
+    session = await store.create_session(task_id=None, kind="main")
+    store.enqueue_events(session.id, [ev("queued")])
+    assert await store.commit_events(session.id, [ev("committed", n=1), ev("committed", n=2)]) is None
+    # Committed when it returns, in order after what was queued, with no flush by the reader needed.
+    query = select(EventRow).where(EventRow.session_id == session.id).order_by(EventRow.seq)
+    assert [(r.seq, r.kind) for r in await store._select(EventRecord, query)] == [
+        (1, "queued"),
+        (2, "committed"),
+        (3, "committed"),
+    ]
+    with pytest.raises(StoreError, match="no session"):
+        await store.commit_events("no-such-session", [ev("x")])
