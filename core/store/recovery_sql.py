@@ -11,6 +11,7 @@ goes through; a crash mid-batch leaves every task of the batch either recovered 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -93,30 +94,56 @@ class RecoveryRepository(EventLog):
     async def recover_tasks(self, recoveries: Sequence[TaskRecovery]) -> list[TaskRecord]:
         """Apply ``recoveries`` in one transaction; returns the tasks that moved, in the given order.
 
-        The tasks are locked (``FOR UPDATE`` on PostgreSQL; SQLite's write transaction locks the
-        file) and their versions compared before anything is written, so a task someone else
-        recovered or resumed since it was read is skipped whole: none of its runs are ended and no
-        event is written for it, where the one-by-one path had already ended its runs.
+        The tasks are locked (``FOR UPDATE`` on PostgreSQL; ``BEGIN IMMEDIATE`` on SQLite) and
+        their versions compared before anything is written, so a task someone else recovered or
+        resumed since it was read is skipped whole: none of its runs are ended and no event is
+        written for it, where the one-by-one path had already ended its runs.
+
+        On SQLite the batch runs in a worker thread on the event writer's plain connection, under
+        the same write lock: a batch is a few hundred statements (each session's event counter is
+        bumped on its own), and through aiosqlite every one of them was a hop to its thread and
+        back; in a thread they cost microseconds each, and the desk's event loop stays free.
         """
         if not recoveries:
             return []
-        await self.flush()  # this process's queued events first: the log keeps their order
-        by_id = {r.task_id: r for r in recoveries}
-        if len(by_id) != len(recoveries):
+        if len({r.task_id for r in recoveries}) != len(recoveries):
             raise ValueError("a task can be recovered only once per batch")
+        await self.flush()  # this process's queued events first: the log keeps their order
         now = utcnow()
-        async with self._write_conn() as conn:
-            current = await conn.execute(
-                select(TaskRow.id, TaskRow.version).where(TaskRow.id.in_(list(by_id))).with_for_update()
-            )
-            versions = {task_id: version for task_id, version in current}
-            moving = [r for r in recoveries if versions.get(r.task_id) == r.expected_version]
-            if not moving:
-                return []
-            await conn.run_sync(_write_moves, moving, now)
-            rows = await conn.execute(select(TaskRow).where(TaskRow.id.in_([r.task_id for r in moving])))
-            records = {row.id: TaskRecord.model_validate(row) for row in rows}
-        return [records[r.task_id] for r in moving]
+        with self._database_errors():
+            if self._thread_engine is not None:
+                async with self._write_lock:
+                    return await asyncio.to_thread(self._recover_in_thread, list(recoveries), now)
+            async with self._write_conn() as conn:
+                return await conn.run_sync(_recover, list(recoveries), now)
+
+    def _recover_in_thread(self, recoveries: list[TaskRecovery], now: datetime) -> list[TaskRecord]:
+        """Runs in a worker thread, under ``_write_lock``, like the event writer's batches."""
+        if self._thread_conn is None:
+            assert self._thread_engine is not None
+            self._thread_conn = self._thread_engine.connect()
+        with self._thread_conn.begin():
+            # The versions are read first, and a read alone would not take the write lock that
+            # makes them hold until the commit: another process could move a task in between.
+            self._thread_conn.exec_driver_sql("BEGIN IMMEDIATE")
+            return _recover(self._thread_conn, recoveries, now)
+
+
+def _recover(conn: Connection, recoveries: list[TaskRecovery], now: datetime) -> list[TaskRecord]:
+    """Lock the tasks, keep those still at their expected version, move them; their new records."""
+    current = conn.execute(
+        select(TaskRow.id, TaskRow.version)
+        .where(TaskRow.id.in_([r.task_id for r in recoveries]))
+        .with_for_update()
+    )
+    versions = {task_id: version for task_id, version in current}
+    moving = [r for r in recoveries if versions.get(r.task_id) == r.expected_version]
+    if not moving:
+        return []
+    _write_moves(conn, moving, now)
+    rows = conn.execute(select(TaskRow).where(TaskRow.id.in_([r.task_id for r in moving])))
+    records = {row.id: TaskRecord.model_validate(row) for row in rows}
+    return [records[r.task_id] for r in moving]
 
 
 def _write_moves(conn: Connection, moving: list[TaskRecovery], now: datetime) -> None:

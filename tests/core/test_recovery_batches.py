@@ -30,14 +30,21 @@ FORCE = ValidationOutcome.FORCE_ACCEPTED
 ACCEPTED = ValidationOutcome.ACCEPTED
 
 
+def write_engines(ws: Workspace) -> list[Any]:
+    """Every engine the store writes through: its write engine and, on SQLite, the worker thread's."""
+    thread_engine = ws.store._thread_engine
+    return [ws.store.write_engine.sync_engine, *([thread_engine] if thread_engine is not None else [])]
+
+
 def count_commits(ws: Workspace) -> list[int]:
-    """Every transaction committed on the store's write engine from now on (reads never commit)."""
+    """Every transaction committed by the store from now on (reads never commit)."""
     seen = [0]
 
     def on_commit(_conn: Any) -> None:
         seen[0] += 1
 
-    event.listen(ws.store.write_engine.sync_engine, "commit", on_commit)
+    for engine in write_engines(ws):
+        event.listen(engine, "commit", on_commit)
     return seen
 
 
@@ -224,7 +231,9 @@ _KILLED_IN_SECOND_BATCH = textwrap.dedent(
             if commits[0] == 2:
                 os.kill(os.getpid(), signal.SIGKILL)
 
-        event.listen(ws.store.write_engine.sync_engine, "commit", on_commit)
+        engines = [ws.store.write_engine.sync_engine, ws.store._thread_engine]
+        for engine in [e for e in engines if e is not None]:
+            event.listen(engine, "commit", on_commit)
         await recover_interrupted(ws, batch=3)
 
     asyncio.run(main(sys.argv[1]))
