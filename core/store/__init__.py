@@ -9,6 +9,7 @@ from core.domain.records import (
     TaskRecord,
     ValidationRecord,
 )
+from core.store.recovery_sql import InterruptedRun, TaskRecovery
 from core.store.store import ImportResult, NewEvent, Store, TaskImport, new_id, normalise_url, sqlite_path
 
 __all__ = [
@@ -16,12 +17,14 @@ __all__ = [
     "EventRecord",
     "FeedbackRecord",
     "ImportResult",
+    "InterruptedRun",
     "NewEvent",
     "RunRecord",
     "SessionRecord",
     "Store",
     "TaskImport",
     "TaskRecord",
+    "TaskRecovery",
     "ValidationRecord",
     "new_id",
     "normalise_url",

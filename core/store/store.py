@@ -19,6 +19,7 @@ from core.store.chunks import ChunkRepository
 from core.store.claims import ClaimRepository
 from core.store.engine import MIGRATIONS_DIR, SCHEMA_HEAD, normalise_url, sqlite_path
 from core.store.eventlog import NewEvent
+from core.store.recovery_sql import RecoveryRepository
 from core.store.reviews import ReviewRepository
 from core.store.search_index import SearchIndexRepository
 from core.store.sessions import SessionRepository
@@ -28,6 +29,7 @@ from core.store.tasks import TaskRepository
 
 class Store(
     TaskRepository,
+    RecoveryRepository,
     TaskQueries,
     AttemptRepository,
     SessionRepository,

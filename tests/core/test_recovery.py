@@ -153,7 +153,7 @@ async def test_recovery_is_one_batch_and_marks_open_runs_interrupted(
     await ws.close()
 
 
-async def test_tasks_of_a_live_runner_here_are_left_unread_and_the_rest_judged_one_by_one(
+async def test_tasks_of_a_live_runner_here_are_left_unread_and_the_rest_judged(
     make_settings: ScriptFactory, db_url: str
 ) -> None:
     """A big workspace's thousands of running tasks, run by live processes, cost one small query."""
