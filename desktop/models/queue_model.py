@@ -26,8 +26,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from datetime import date, datetime
-from functools import lru_cache, partial
+from functools import partial
 from typing import Any
 
 from PySide6.QtCore import (
@@ -38,66 +37,64 @@ from PySide6.QtCore import (
     Qt,
     Signal,
 )
-from PySide6.QtGui import QColor, QFont, QIcon
+from PySide6.QtGui import QIcon
 
 from core.domain.claims import ClaimRecord
-from core.domain.queue import GROUP_OF_STATUS, PageCursor, QueueFilter, QueuePage, QueueSort, SortColumn
+from core.domain.queue import GROUP_OF_STATUS, PageCursor, QueueFilter, QueuePage, QueueSort
 from core.domain.records import TaskRecord
 from core.domain.status import TaskStatus
 from core.events import RunProgress
 from core.tasks.queue import QueueSnapshot, RowUpdate, TaskQueue, group_count, place
-from core.tasks.review import read_only_reason
-from desktop.ops import CoreOps
-from desktop.presentation import (
-    GROUPS,
-    NEEDS_REVIEW_BAND,
-    NEEDS_REVIEW_TEXT,
-    STATUS_LABELS,
-    GroupLook,
-    outcome_cell,
+from desktop.models.queue_cells import (
+    _GROUP_FLAGS,
+    _NO_FLAGS,
+    _TASK_FLAGS,
+    _TASK_ROLES,
+    COL_ATTEMPTS,
+    COL_CATEGORY,
+    COL_OUTCOME,
+    COL_SCORE,
+    COL_STATUS,
+    COL_TITLE,
+    COL_UPDATED,
+    COLUMNS,
+    GROUP_KEY_ROLE,
+    PROGRESS_ROLE,
+    READ_ONLY_MARK,
+    STATUS_ROLE,
+    TASK_ID_ROLE,
+    TASK_ROLE,
+    group_cell,
+    task_cell,
 )
+from desktop.ops import CoreOps
+from desktop.presentation import GROUPS, GroupLook
+
+# The columns and roles live with the cells' answers (desktop/models/queue_cells.py); views and
+# tests import them from here too, as the model is what they talk to.
+__all__ = [
+    "COLUMNS",
+    "COL_ATTEMPTS",
+    "COL_CATEGORY",
+    "COL_OUTCOME",
+    "COL_SCORE",
+    "COL_STATUS",
+    "COL_TITLE",
+    "COL_UPDATED",
+    "GROUP_INDEX",
+    "GROUP_KEY_ROLE",
+    "PROGRESS_ROLE",
+    "READ_ONLY_MARK",
+    "STATUS_ROLE",
+    "TASK_ID_ROLE",
+    "TASK_ROLE",
+    "TaskQueueModel",
+]
 
 Index = QModelIndex | QPersistentModelIndex
 
 GROUP_INDEX: dict[str, int] = {g.key: gi for gi, g in enumerate(GROUPS)}
 
-READ_ONLY_MARK = "[read-only]"
-
-COLUMNS: tuple[tuple[str, SortColumn], ...] = (
-    # (header, the column core sorts by)
-    ("Title", SortColumn.TITLE),
-    ("Status", SortColumn.STATUS),
-    ("Outcome", SortColumn.VALIDATION_OUTCOME),
-    ("Score", SortColumn.LATEST_SCORE),
-    ("Category", SortColumn.LATEST_CATEGORY),
-    ("Att.", SortColumn.ATTEMPT_COUNT),
-    ("Updated", SortColumn.UPDATED_AT),
-)
-COL_TITLE, COL_STATUS, COL_OUTCOME, COL_SCORE, COL_CATEGORY, COL_ATTEMPTS, COL_UPDATED = range(len(COLUMNS))
-
-TASK_ID_ROLE = int(Qt.ItemDataRole.UserRole) + 1
-TASK_ROLE = TASK_ID_ROLE + 1
-GROUP_KEY_ROLE = TASK_ID_ROLE + 2
-STATUS_ROLE = TASK_ID_ROLE + 3
-PROGRESS_ROLE = TASK_ID_ROLE + 4
-
-# The view asks ``data`` and ``flags`` thousands of times per reload (every visible cell, every
-# role, on each layout and paint): members are looked up once here, not per call, and a task
-# row answers the roles it knows at once and nothing else.
-_DISPLAY = Qt.ItemDataRole.DisplayRole
-_TOOLTIP = Qt.ItemDataRole.ToolTipRole
-_FOREGROUND = Qt.ItemDataRole.ForegroundRole
-_BACKGROUND = Qt.ItemDataRole.BackgroundRole
-_DECORATION = Qt.ItemDataRole.DecorationRole
-_FONT = Qt.ItemDataRole.FontRole
-_ALIGNMENT = Qt.ItemDataRole.TextAlignmentRole
-_TASK_ROLES = frozenset(
-    {_DISPLAY, _TOOLTIP, _FOREGROUND, _ALIGNMENT, TASK_ID_ROLE, TASK_ROLE, STATUS_ROLE, PROGRESS_ROLE}
-)
-_NO_FLAGS = Qt.ItemFlag.NoItemFlags
-_GROUP_FLAGS = Qt.ItemFlag.ItemIsEnabled
-_TASK_FLAGS = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemNeverHasChildren
-_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 
 # Row reads in flight at once: live updates never take more than this many connections.
 ROW_READS = 2
@@ -110,9 +107,6 @@ FIRST_PAGE = 50
 
 # A text filter's exact counts are asked this long after its pages show (headers say "≥ N").
 COUNT_AFTER_S = 0.25
-
-_BAND = QColor(NEEDS_REVIEW_BAND)
-_BAND_TEXT = QColor(NEEDS_REVIEW_TEXT)
 
 
 @dataclass
@@ -654,33 +648,14 @@ class TaskQueueModel(QAbstractItemModel):
             return None
         internal = index.internalId()
         if internal == _GROUP_ID:
-            return self._group_data(self._groups[index.row()], index.column(), role)
+            group = self._groups[index.row()]
+            return group_cell(group.spec, group.count, group.exact, self._icons, index.column(), role)
         if role not in _TASK_ROLES:  # size hints, fonts, check states...: asked per cell, never set
             return None
         gi, row = internal - 1, index.row()
         if gi >= len(self._groups) or row >= len(self._groups[gi].rows):
             return None
-        return self._task_data(self._groups[gi].rows[row], index.column(), role)
-
-    def _group_data(self, group: _Group, column: int, role: int) -> Any:
-        review = group.spec.key == "needs_review"
-        if role == _DISPLAY and column == 0:
-            return f"{group.spec.title}  ({group.count if group.exact else f'≥ {group.count}'})"
-        if role == _TOOLTIP:
-            return f"{group.spec.title}: {group.spec.hint}"
-        if role == _DECORATION and column == 0:
-            return self._icons.get(group.spec.key)
-        if role == _FONT:
-            font = QFont()
-            font.setBold(True)
-            return font
-        if role == _BACKGROUND and review:
-            return _BAND
-        if role == _FOREGROUND and review:
-            return _BAND_TEXT
-        if role == GROUP_KEY_ROLE:
-            return group.spec.key
-        return None
+        return task_cell(self._groups[gi].rows[row], index.column(), role, self._progress, self.claim_note)
 
     def set_claim(self, task_id: str, claim: ClaimRecord | None, *, announce: bool = True) -> None:
         """What the desk learnt of a task's claim (desktop/views/claims.py); repaints its row."""
@@ -709,60 +684,6 @@ class TaskQueueModel(QAbstractItemModel):
             notes.append("👁 " + ", ".join(self._viewers[task_id]))
         return " · ".join(notes) or None
 
-    def _task_data(self, task: TaskRecord, column: int, role: int) -> Any:
-        if role == _DISPLAY:
-            note = self.claim_note(task.id) if column == COL_STATUS else None
-            return self._display(task, column) + (f" · {note}" if note else "")
-        if role == TASK_ID_ROLE:
-            return task.id
-        if role == TASK_ROLE:
-            return task
-        if role == STATUS_ROLE:
-            return task.status.value
-        if role == PROGRESS_ROLE:
-            return self._progress.get(task.id)
-        if column == COL_OUTCOME and role in (_TOOLTIP, _FOREGROUND):
-            cell = outcome_cell(task.validation_outcome, task.latest_validation_status)  # short words shown
-            if role == _TOOLTIP:
-                return cell.full or None
-            return QColor(cell.colour) if cell.colour else None
-        if role == _TOOLTIP:
-            if column == COL_UPDATED:
-                return _local_time(task.updated_at, full=True)
-            why = read_only_reason(task)
-            notes = [f"{why[0].upper()}{why[1:]}." if why else "", self.claim_note(task.id) or ""]
-            head = "\n".join(n for n in notes if n)
-            return f"{head}\n\n{task.text[:600]}" if head else task.text[:600]
-        if role == _ALIGNMENT and column in (COL_SCORE, COL_ATTEMPTS):
-            return _RIGHT
-        return None
-
-    def _display(self, task: TaskRecord, column: int) -> str:
-        if column == COL_TITLE:  # imported tasks are marked where the analyst scans, as `list` does
-            return f"{READ_ONLY_MARK} {task.title}" if task.read_only else task.title
-        if column == COL_STATUS:
-            label = STATUS_LABELS[task.status]
-            progress = self._progress.get(task.id)
-            if progress and task.status.is_execution_active:
-                bits = [f"attempt {progress.attempt}"]
-                if progress.iteration:
-                    bits.append(f"iter {progress.iteration}")
-                if progress.tool:
-                    bits.append(progress.tool)
-                label = f"{label} · {' · '.join(bits)}"
-            return label
-        if column == COL_OUTCOME:
-            return outcome_cell(task.validation_outcome, task.latest_validation_status).short
-        if column == COL_SCORE:
-            return "—" if task.latest_score is None else f"{task.latest_score:.2f}"
-        if column == COL_CATEGORY:
-            return task.latest_category or ""
-        if column == COL_ATTEMPTS:
-            return str(task.attempt_count)
-        if column == COL_UPDATED:
-            return _local_time(task.updated_at)
-        return ""
-
     def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
         """Implements ``QAbstractItemModel::sort`` by asking core for the new order."""
         if not 0 <= column < len(COLUMNS):
@@ -783,25 +704,3 @@ def _runs(rows: list[int]) -> list[tuple[int, int]]:
         else:
             runs.append((row, row))
     return runs
-
-
-def _local_time(value: datetime, *, full: bool = False) -> str:
-    """Today's rows show the time, older rows the day: the column stays narrow for the title.
-
-    Every paint asks for every visible row's time (a few thousand times per keystroke); the
-    answer only changes with the value and the day, so it is remembered per both.
-    """
-    return _local_time_on(value, full, date.today())
-
-
-@lru_cache(maxsize=4096)
-def _local_time_on(value: datetime, full: bool, today: date) -> str:
-    try:
-        local = value.astimezone()
-    except (ValueError, OverflowError):
-        return str(value)
-    if full:
-        return local.strftime("%Y-%m-%d %H:%M:%S")
-    if local.date() == today:
-        return local.strftime("%H:%M")
-    return local.strftime("%d %b %Y") if local.year != today.year else local.strftime("%d %b")
