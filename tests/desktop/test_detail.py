@@ -305,10 +305,29 @@ def test_validator_tabs_show_prompt_and_debug(qtbot: QtBot) -> None:
     view = make_view(qtbot)
     vv: ValidatorView = view.validator_view
     assert vv.prompt_view.text().startswith("--- system ---")
-    assert json.loads(vv.debug_view.toPlainText())["chunk_count"] == 3
+    assert json.loads(vv.debug_view.text())["chunk_count"] == 3
     verdict = vv.verdict_view.toPlainText()
     for text in ("rejected", "0.40", "incomplete", "exact opening date", "no second source"):
         assert text in verdict
+
+
+def test_a_big_debug_record_is_laid_out_a_part_at_a_time(qtbot: QtBot) -> None:
+    """A chunked validation of a gigabyte keeps a reply per chunk in its debug: the Debug tab lays
+    out (and colours) a first part, the rest on scrolling, so selecting the task stays quick."""
+    from desktop.views.validator import DEBUG_CHUNK_CHARS
+
+    vv = ValidatorView()
+    qtbot.addWidget(vv)
+    replies = [json.dumps({"findings": [], "notes": f"chunk {i} reviewed"}) for i in range(6000)]
+    base = validation(1, raw='{"status": "rejected"}', warnings=[], citations=[])
+    record = base.model_copy(update={"debug": {"chunk_raw_responses": replies}})
+    vv.set_validation(record)
+    whole = vv.debug_view.text()
+    assert len(whole) > 4 * DEBUG_CHUNK_CHARS and json.loads(whole)["chunk_raw_responses"] == replies
+    assert len(vv.debug_view.displayed_text()) == DEBUG_CHUNK_CHARS
+    assert not vv.debug_view.is_fully_loaded()
+    vv.debug_view.load_all()
+    assert vv.debug_view.displayed_text() == whole
 
 
 def test_badges_for_warnings(qtbot: QtBot) -> None:
