@@ -47,7 +47,8 @@ CHECK_TEXT = {
     CitationCheck.UNCHECKED: ("? unchecked", "#d68910"),
 }
 _HIGHLIGHT_LIMIT = 2_000_000  # characters; beyond this the raw text is shown without colours
-# The debug JSON is laid out this much at a time (the rest as it is scrolled to, or "Load all").
+# The debug JSON is laid out this much at a time (the rest as it is scrolled to, or "Load all");
+# the stored prompt four times as much (plain text, no colours).
 DEBUG_CHUNK_CHARS = 64_000
 WARNING_TITLES: dict[WarningCode, str] = {
     WarningCode.SAME_FAMILY_VALIDATOR: "Same-family validator",
@@ -259,7 +260,7 @@ class ValidatorView(QWidget):
         raw_layout.setSpacing(2)
         raw_layout.addLayout(raw_bar)
         raw_layout.addWidget(self.raw_view, 1)
-        self.prompt_view = TextViewer(self)
+        self.prompt_view = TextViewer(self, chunk_chars=DEBUG_CHUNK_CHARS * 4)  # 2.3 MB at 2 GiB of evidence
         # A chunked validation's debug holds a reply and a range list per chunk: 375 KB of JSON at
         # 1 GiB of evidence. Highlighted whole, it stalled the desk 140 ms on every selection of the
         # task; the viewer lays out (and highlights) a first part and the rest as it is scrolled to.
