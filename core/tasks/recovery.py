@@ -56,12 +56,11 @@ async def recover_interrupted(workspace: Workspace, *, batch: int = RECOVERY_BAT
     suspects = [r for r in await store.runners_of(active) if not _alive_here(r)]
     if not suspects:
         return recovered
-    gone: dict[str | None, bool] = {}  # per runner: one process check, not one per task
     # Imported evidence is never rewritten; live runners (fresh heartbeat elsewhere) are left alone.
     orphans = [
         t
         for t in await store.list_tasks(statuses=active, runners=suspects)
-        if is_writable(t) and _runner_gone(t, gone)
+        if is_writable(t) and _runner_gone(t)
     ]
     for start in range(0, len(orphans), batch):
         tasks = orphans[start : start + batch]
@@ -116,16 +115,11 @@ def _current_attempt(task: TaskRecord, attempts: list[AttemptRecord]) -> Attempt
     return next((a for a in reversed(attempts) if a.index >= task.attempt_count), None)
 
 
-def _runner_gone(task: TaskRecord, known: dict[str | None, bool] | None = None) -> bool:
-    """``known`` caches this host's process checks per runner (thousands of tasks, a few runners)."""
+def _runner_gone(task: TaskRecord) -> bool:
     if not task.runner:
         return True
     if _on_this_host(task.runner):
-        if known is None:
-            return not _alive_here(task.runner)
-        if task.runner not in known:
-            known[task.runner] = not _alive_here(task.runner)
-        return known[task.runner]
+        return not _alive_here(task.runner)
     beat = task.heartbeat_at or task.updated_at
     return datetime.now(UTC) - beat > STALE_AFTER
 
