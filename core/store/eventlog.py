@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from itertools import groupby
 from operator import attrgetter
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from sqlalchemy import Connection, Integer, Select, String, bindparam, case, func, insert, select, update
@@ -70,6 +70,9 @@ _IDS = select(EventRow.seq, EventRow.id).where(
     EventRow.seq >= bindparam("first", type_=Integer),
     EventRow.seq <= bindparam("last", type_=Integer),
 )
+
+
+T = TypeVar("T")
 
 
 @dataclass(eq=False)
@@ -416,19 +419,31 @@ class EventLog(ChunkRepository):
     async def _commit(self, batch: list[PendingAppend]) -> list[list[EventRecord]]:
         """One transaction for the whole batch, through ``insert_events``."""
         now = utcnow()
+        return await self._write_sync(lambda conn: _insert_batch(conn, batch, now, self.content_policy))
+
+    async def _write_sync(self, work: Callable[[Connection], T], *, lock_first: bool = False) -> T:
+        """One write transaction running ``work``: on SQLite in a worker thread, under ``_write_lock``,
+        on a plain connection kept open between transactions (through aiosqlite each statement was
+        a hop to its thread and back); elsewhere on the async write connection.
+
+        ``lock_first`` takes SQLite's write lock before ``work``'s first statement, for work that
+        reads what it then writes (the async write engine always does). Otherwise sqlite3 takes it
+        before the first write, one statement fewer for the event writer's batches.
+        """
         if self._thread_engine is not None:
             async with self._write_lock:
-                return await asyncio.to_thread(self._commit_in_thread, batch, now)
+                return await asyncio.to_thread(self._in_thread, work, lock_first)
         async with self._write_conn() as conn:
-            return await conn.run_sync(_insert_batch, batch, now, self.content_policy)
+            return await conn.run_sync(work)
 
-    def _commit_in_thread(self, batch: list[PendingAppend], now: datetime) -> list[list[EventRecord]]:
-        """Runs in a worker thread, under ``_write_lock``, on a connection kept open between batches."""
+    def _in_thread(self, work: Callable[[Connection], T], lock_first: bool) -> T:
         if self._thread_conn is None:
             assert self._thread_engine is not None
             self._thread_conn = self._thread_engine.connect()
         with self._thread_conn.begin():
-            return _insert_batch(self._thread_conn, batch, now, self.content_policy)
+            if lock_first:
+                self._thread_conn.exec_driver_sql("BEGIN IMMEDIATE")
+            return work(self._thread_conn)
 
     async def get_run_event_records(
         self, session_id: str, run_id: str, *, resolve: bool = True

@@ -11,7 +11,6 @@ goes through; a crash mid-batch leaves every task of the batch either recovered 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -111,22 +110,10 @@ class RecoveryRepository(EventLog):
         await self.flush()  # this process's queued events first: the log keeps their order
         now = utcnow()
         with self._database_errors():
-            if self._thread_engine is not None:
-                async with self._write_lock:
-                    return await asyncio.to_thread(self._recover_in_thread, list(recoveries), now)
-            async with self._write_conn() as conn:
-                return await conn.run_sync(_recover, list(recoveries), now)
-
-    def _recover_in_thread(self, recoveries: list[TaskRecovery], now: datetime) -> list[TaskRecord]:
-        """Runs in a worker thread, under ``_write_lock``, like the event writer's batches."""
-        if self._thread_conn is None:
-            assert self._thread_engine is not None
-            self._thread_conn = self._thread_engine.connect()
-        with self._thread_conn.begin():
             # The versions are read first, and a read alone would not take the write lock that
             # makes them hold until the commit: another process could move a task in between.
-            self._thread_conn.exec_driver_sql("BEGIN IMMEDIATE")
-            return _recover(self._thread_conn, recoveries, now)
+            work = list(recoveries)
+            return await self._write_sync(lambda conn: _recover(conn, work, now), lock_first=True)
 
 
 def _recover(conn: Connection, recoveries: list[TaskRecovery], now: datetime) -> list[TaskRecord]:
