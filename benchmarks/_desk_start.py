@@ -24,16 +24,17 @@ import asyncio, os, sys, time
 t0 = time.perf_counter()
 sys.path.insert(0, {root!r})
 from PySide6.QtCore import QEvent, QObject, QSettings
-from desktop.app import DeskLauncher, PaintProbe, boot_window, first_paint, make_application, peek_rows_shown
+from desktop.app import DeskLauncher, PaintProbe, boot_window, first_paint, make_application, queue_rows_shown
 import qasync
 print("FROM", os.path.dirname(os.path.dirname(sys.modules["desktop.app"].__file__)), flush=True)
 app = make_application()
 app.setQuitOnLastWindowClosed(False)
 state = QSettings({ini!r}, QSettings.Format.IniFormat)
-boot = boot_window(state, {url!r})
 loop = qasync.QEventLoop(app)
 asyncio.set_event_loop(loop)
+boot = boot_window(state, {url!r})
 painted = asyncio.Event()
+shown = []
 class RowsPainted(QObject):
     def __init__(self, widget, callback):
         super().__init__(widget)
@@ -44,26 +45,33 @@ class RowsPainted(QObject):
             self.callback()
         return False
 def on_paint():
-    print("PAINT", time.perf_counter() - t0, peek_rows_shown(boot), flush=True)
+    print("PAINT", time.perf_counter() - t0, queue_rows_shown(boot), flush=True)
     painted.set()
+def on_queue_paint(model):  # the first paint of the live queue's rows: what the analyst sees
+    if model.loaded_once and not shown:
+        shown.append((time.perf_counter() - t0, time.process_time()))
 PaintProbe(boot, on_paint)
+if boot.queue is not None:  # seeded from the stdlib's first read, before the store opens
+    print("QUEUE", time.perf_counter() - t0, boot.queue.model.total_count, flush=True)
+    RowsPainted(boot.queue.view.tree.viewport(), lambda: on_queue_paint(boot.queue.model))
 boot.show()
 async def main():
     await first_paint(painted)
     launcher = DeskLauncher({url!r}, ui_state=state)
-    window = await launcher.open()
-    shown = []
-    def on_queue_paint():  # the first paint of the queue's rows: what the analyst sees
-        if window.model.loaded_once and not shown:
-            shown.append((time.perf_counter() - t0, time.process_time()))
-    RowsPainted(window.queue.tree.viewport(), on_queue_paint)
+    window = await launcher.open(boot.queue)
+    if boot.queue is None:
+        RowsPainted(window.queue.tree.viewport(), lambda: on_queue_paint(window.model))
     window.show(); boot.close()
     while not window.model.loaded_once:
         await asyncio.sleep(0.002)
-    print("QUEUE", time.perf_counter() - t0, window.model.total_count, flush=True)
+    if boot.queue is None:
+        print("QUEUE", time.perf_counter() - t0, window.model.total_count, flush=True)
     while not shown:
         await asyncio.sleep(0.002)
     print("QUEUE_PAINT", shown[0][0], shown[0][1], flush=True)
+    while not (window.first_fill.filled and window.first_fill.painted):
+        await asyncio.sleep(0.002)  # the store's first reload, painted in the main window
+    print("READY", time.perf_counter() - t0, time.process_time(), flush=True)
     slept = 0.0
     for label, until in (("IDLE", {idle!r}), ("IDLE_LONG", {idle_long!r})):
         if until > slept:
@@ -109,7 +117,7 @@ def desk_sources(into: Path, *, bytecode: bool) -> Path:
 def cold_start(
     url: str, tmp: Path, idle_s: float = 0.0, idle_long_s: float = 0.0, *, root: Path = ROOT
 ) -> dict[str, float]:
-    """A fresh desk process: first paint (with the queue peek's rows), live queue filled, idle RSS.
+    """A fresh desk process: first paint, live queue filled and painted, desk ready, idle RSS.
 
     RSS is read after ``idle_s`` and, when asked, again after ``idle_long_s`` in the same process:
     a queue that pages itself or a cache that grows shows as the difference. The child imports
@@ -130,9 +138,10 @@ def cold_start(
     assert proc.stdout is not None
     for line in proc.stdout:
         parts = line.split()
-        if parts and parts[0] == "QUEUE_PAINT":
-            out["queue_painted"] = float(parts[1]) + (out["queue"] - out["queue_in_process"])
-            out["queue_painted_cpu"] = float(parts[2])
+        if parts and parts[0] in ("QUEUE_PAINT", "READY"):
+            key = "queue_painted" if parts[0] == "QUEUE_PAINT" else "ready"
+            out[key] = float(parts[1]) + (out["queue"] - out["queue_in_process"])
+            out[key + "_cpu"] = float(parts[2])
         elif parts and parts[0] in ("PAINT", "QUEUE"):
             out[parts[0].lower()] = time.perf_counter() - started
             out[parts[0].lower() + "_in_process"] = float(parts[1])
@@ -140,8 +149,6 @@ def cold_start(
                 out["listed"] = float(parts[2])
             else:
                 out["paint_rows"] = float(parts[2])
-                if out["paint_rows"]:
-                    out["peek"] = out["paint"]
         elif parts and parts[0] == "FROM" and Path(" ".join(parts[1:])) != root:
             proc.kill()
             raise RuntimeError(f"the desk child imported {' '.join(parts[1:])}, not {root}")

@@ -1,24 +1,28 @@
-"""The queue's first rows read straight from a SQLite workspace with the standard library.
+"""The queue's first page read straight from a SQLite workspace with the standard library.
 
-Before the desk has imported SQLAlchemy, the store and the agent (about a second), it can
-already show what the analyst came for: each group's count and its newest tasks. This module
-does that read with ``sqlite3`` alone, read-only, so importing it costs nothing the first paint
-does not already pay. It never decides anything: the live queue (``core.tasks.queue``) replaces
-it as soon as the workspace is open, and any doubt (PostgreSQL, a missing file, an older
-schema, a locked database) means no peek rather than a wrong one.
+Before the desk has imported SQLAlchemy and opened the store (most of a second), it can already
+list what the analyst came for: each status's count and each group's first page of tasks, in
+the queue's order. This module does that read with ``sqlite3`` alone, read-only, and returns
+the rows as the store would hand them over (naive UTC datetimes, decoded JSON), so the live
+queue model is seeded from it (``core.tasks.queue.snapshot_from_peek``) and the store's first
+reload replaces the rows in place. It never decides anything: any doubt (PostgreSQL, a missing
+file, an older schema, a locked database) means no peek rather than a wrong one.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import tomllib
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 # The queue's groups as ``core.domain.queue.QUEUE_GROUPS`` has them (a test keeps them equal);
-# repeated here because importing the domain package costs more than the whole peek.
+# repeated here because this module is read before the domain's imports are paid for.
 PEEK_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("needs_review", ("needs_review",)),
     ("awaiting_feedback", ("awaiting_feedback",)),
@@ -29,22 +33,57 @@ PEEK_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("closed", ("closed",)),
     ("abandoned", ("abandoned",)),
 )
+# ``core.domain.records.TaskRecord``'s fields, each a column of ``tasks`` (a test keeps them equal).
+TASK_COLUMNS: tuple[str, ...] = (
+    "id",
+    "title",
+    "text",
+    "status",
+    "validation_outcome",
+    "team_spec",
+    "output_schema",
+    "main_session_id",
+    "attempt_count",
+    "latest_validation_status",
+    "latest_score",
+    "latest_category",
+    "revision_requested_by",
+    "read_only",
+    "origin",
+    "runner",
+    "heartbeat_at",
+    "version",
+    "created_at",
+    "updated_at",
+)
+# ``core.domain.queue.SortColumn``'s values (a test keeps them equal): the only names that reach SQL.
+SORT_COLUMNS = frozenset(
+    {
+        "updated_at",
+        "created_at",
+        "title",
+        "latest_score",
+        "latest_category",
+        "attempt_count",
+        "status",
+        "validation_outcome",
+    }
+)
+_DATETIMES = ("heartbeat_at", "created_at", "updated_at")
 _SQLITE_PREFIXES = ("sqlite+aiosqlite:///", "sqlite:///")
 
 
 @dataclass(frozen=True)
-class PeekRow:
-    task_id: str
-    title: str
-    status: str
-    updated_at: str
+class Peek:
+    """Stored counts per status, and per group (``PEEK_GROUPS`` order) its statuses' first rows.
 
+    Each status's arm holds at most ``limit + 1`` rows in the queue's order, so whoever merges a
+    group's arms knows its first page and whether more follow.
+    """
 
-@dataclass(frozen=True)
-class PeekGroup:
-    key: str
-    count: int
-    rows: tuple[PeekRow, ...]
+    counts: dict[str, int]
+    groups: tuple[tuple[dict[str, Any], ...], ...]
+    limit: int
 
 
 def workspace_path(db_url: str | None) -> Path | None:
@@ -84,9 +123,15 @@ def workspace_path(db_url: str | None) -> Path | None:
     return None
 
 
-def peek_queue(path: Path, limit: int = 50) -> tuple[PeekGroup, ...] | None:
-    """Each group's stored count and newest ``limit`` tasks (updated last first); None if unsure."""
-    if not path.is_file():
+def peek_queue(
+    path: Path, *, sort_column: str = "updated_at", descending: bool = True, limit: int = 50
+) -> Peek | None:
+    """Counts and each group's first ``limit`` tasks in the queue's order; None if unsure.
+
+    The order is the store's (``core.store.queue_sql.order_by``): the column, NULL lowest, then
+    id ascending; SQLite compares text by code point there too.
+    """
+    if sort_column not in SORT_COLUMNS or not path.is_file():
         return None  # never create a workspace: opening it is the store's job
     try:
         con = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=0.2)
@@ -96,28 +141,39 @@ def peek_queue(path: Path, limit: int = 50) -> tuple[PeekGroup, ...] | None:
         counts: dict[str, int] = dict.fromkeys((s for _, group in PEEK_GROUPS for s in group), 0)
         for status, n in con.execute("SELECT status, sum(n) FROM task_counts GROUP BY status"):
             counts[str(status)] = int(n or 0)
-        arms = []
+        order = f"{sort_column} DESC NULLS LAST, id" if descending else f"{sort_column} ASC NULLS FIRST, id"
+        arms: list[str] = []
         params: list[object] = []
         for i, (_, statuses) in enumerate(PEEK_GROUPS):
-            marks = ", ".join("?" * len(statuses))
-            arms.append(
-                f"SELECT * FROM (SELECT {i}, id, title, status, updated_at FROM tasks "
-                f"WHERE status IN ({marks}) ORDER BY updated_at DESC, id LIMIT ?)"
-            )
-            params.extend([*statuses, limit])
-        found: list[list[PeekRow]] = [[] for _ in PEEK_GROUPS]
-        for i, task_id, title, status, updated in con.execute(" UNION ALL ".join(arms), params):
-            found[int(i)].append(PeekRow(str(task_id), str(title), str(status), str(updated)))
-    except sqlite3.Error:
+            for status in statuses:
+                if not counts.get(status):
+                    continue  # the store's reload skips empty statuses too
+                arms.append(
+                    f"SELECT * FROM (SELECT {i}, {', '.join(TASK_COLUMNS)} FROM tasks "
+                    f"WHERE status = ? ORDER BY {order} LIMIT ?)"
+                )
+                params.extend([status, limit + 1])
+        found: list[list[dict[str, Any]]] = [[] for _ in PEEK_GROUPS]
+        if arms:
+            for row in con.execute(" UNION ALL ".join(arms), params):
+                found[int(row[0])].append(_task_values(row[1:]))
+    except (sqlite3.Error, ValueError):  # ValueError: a stored value the store would not have written
         return None
     finally:
         con.close()
-    groups = []
-    for (key, statuses), rows in zip(PEEK_GROUPS, found, strict=True):
-        rows.sort(key=lambda r: r.task_id)
-        rows.sort(key=lambda r: r.updated_at, reverse=True)  # a union promises no order
-        groups.append(PeekGroup(key, sum(counts[s] for s in statuses), tuple(rows)))
-    return tuple(groups)
+    return Peek(counts=counts, groups=tuple(tuple(rows) for rows in found), limit=limit)
 
 
-__all__ = ["PEEK_GROUPS", "PeekGroup", "PeekRow", "peek_queue", "workspace_path"]
+def _task_values(row: tuple[Any, ...]) -> dict[str, Any]:
+    """One ``tasks`` row as SQLAlchemy would return it: datetimes parsed (naive, as stored), JSON
+    decoded; 0/1 stay integers, which ``TaskRecord`` reads as booleans as it does the store's."""
+    values = dict(zip(TASK_COLUMNS, row, strict=True))
+    for name in _DATETIMES:
+        if isinstance(values[name], str):
+            values[name] = datetime.fromisoformat(values[name])
+    if isinstance(values["output_schema"], str):
+        values["output_schema"] = json.loads(values["output_schema"])
+    return values
+
+
+__all__ = ["PEEK_GROUPS", "SORT_COLUMNS", "TASK_COLUMNS", "Peek", "peek_queue", "workspace_path"]

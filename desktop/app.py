@@ -1,12 +1,14 @@
 """Desk start-up: QApplication on a qasync loop, a window painted before anything slow.
 
-Order matters for how fast the desk feels: a light boot window is shown first (Qt and the
-stdlib only), already listing the queue's first rows read with sqlite3 (``core.queue_peek``);
-then the workspace opens (the store only: the LLM gateway and the tools are built on first use),
-crash recovery runs on the loop and the main window replaces the boot window. Only once the live
-queue has its first rows do the rest start: the search, team and bulk features install, the
-keyring is read in a worker (a run waits for it), and litellm (seconds of imports) is warmed in
-another.
+Order matters for how fast the desk feels: a light boot window is shown first, already holding
+the live queue (its model and view, nothing else of the desk) seeded with the first page read
+with the standard library's sqlite3 (``core.queue_peek``), so the analyst reads and moves through
+the queue while SQLAlchemy and the store load behind it. Then the workspace opens (the store
+only: the LLM gateway and the tools are built on first use), crash recovery runs on the loop and
+the main window takes the queue over, selection and all, and replaces the boot window; the
+store's first reload replaces the seeded rows in place. Only once that reload has been painted do
+the rest start: the search, team and bulk features install, the keyring is read in a worker (a
+run waits for it), and litellm (seconds of imports) is warmed in another.
 """
 
 from __future__ import annotations
@@ -17,12 +19,18 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, QObject, QSettings, Qt
 from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QWidget
 
 from desktop.quiet_gc import freeze_long_lived
+
+if TYPE_CHECKING:
+    from desktop.models.queue_model import PendingQueue, TaskQueueModel
+    from desktop.ops import CoreOps
+    from desktop.views.queue import QueueView
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +85,10 @@ def speed_up_pyside_import_hook() -> None:
 
 
 def make_application() -> QApplication:
+    # Pydantic scans every installed distribution's entry points for plugins when it builds its
+    # first model (~50 ms of the boot window's ~150 ms of queue imports); the desk uses none.
+    # An analyst's own setting still wins.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     speed_up_pyside_import_hook()
     existing = QApplication.instance()
     app = existing if isinstance(existing, QApplication) else QApplication(sys.argv[:1])
@@ -122,45 +134,99 @@ async def first_paint(painted: asyncio.Event, limit_s: float = 0.5) -> None:
         log.debug("no paint event within %.1f s (hidden or minimised start)", limit_s)
 
 
-def boot_window(ui_state: QSettings, db_url: str | None = None, *, peek: bool = True) -> QMainWindow:
-    """The window painted first: the queue's newest tasks read straight from SQLite, if it can.
+@dataclass
+class BootQueue:
+    """The live queue as the boot window holds it, for the main window to take over."""
 
-    The peek costs a few milliseconds of stdlib sqlite3 against the second of imports the live
-    queue needs, so the analyst reads the queue while the rest of the desk loads behind it.
+    model: TaskQueueModel
+    view: QueueView
+    ops: CoreOps
+    pending: PendingQueue
+
+
+class BootWindow(QMainWindow):
+    """The window painted first; ``queue`` is the seeded live queue, or None (a label instead)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.queue: BootQueue | None = None
+
+
+def boot_window(ui_state: QSettings, db_url: str | None = None, *, peek: bool = True) -> BootWindow:
+    """The window painted first: the live queue seeded from SQLite's first page, if it can.
+
+    The read costs a few milliseconds of stdlib sqlite3 and the queue's own modules (no store,
+    no SQLAlchemy) against the second of imports the store needs, so the analyst reads and moves
+    through the queue while the rest of the desk loads behind it. Needs the event loop set (a
+    restored sort asks the queue, which waits for the store).
     """
-    window = QMainWindow()
+    window = BootWindow()
     window.setWindowTitle("Evidence Desk")
-    peeked = _queue_peek(db_url) if peek else None
-    if peeked is not None:
-        window.setCentralWidget(peeked)
-    else:
-        label = QLabel("Opening the workspace…")
-        label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        window.setCentralWidget(label)
     geometry = ui_state.value("window/geometry")
     if (geometry is not None and not window.restoreGeometry(geometry)) or geometry is None:
         window.resize(1400, 860)
+    window.queue = _seeded_queue(window, ui_state, db_url) if peek else None
+    if window.queue is None:
+        window.setCentralWidget(_opening_label())
     return window
 
 
-def _queue_peek(db_url: str | None) -> QWidget | None:
-    """A read-only view of the queue's first rows, or None (no SQLite workspace, or empty)."""
+def _opening_label() -> QLabel:
+    label = QLabel("Opening the workspace…")
+    label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+    return label
+
+
+def _seeded_queue(window: BootWindow, ui_state: QSettings, db_url: str | None) -> BootQueue | None:
+    """The queue's model and view, seeded with the first page in the analyst's saved order.
+
+    None when there is nothing certain to show (no SQLite workspace, an unreadable one, no
+    tasks: the main window's empty state says what to do, a blank tree would not).
+    """
     from core.queue_peek import peek_queue, workspace_path
-    from desktop.views.queue_peek import QueuePeekView
 
     path = workspace_path(db_url)
-    groups = peek_queue(path) if path is not None else None
-    if not groups or not any(g.count for g in groups):
-        return None  # the main window's empty state says what to do; a blank tree would not
-    return QueuePeekView(groups)
+    peeked = peek_queue(path) if path is not None else None
+    if peeked is None or not any(peeked.counts.values()):
+        return None
+    from PySide6.QtCore import QByteArray
+    from PySide6.QtWidgets import QSplitter
+
+    from core.tasks.queue import snapshot_from_peek
+    from desktop.models.queue_model import PendingQueue, TaskQueueModel
+    from desktop.ops import CoreOps
+    from desktop.views.queue import QueueView
+
+    ops = CoreOps()
+    pending = PendingQueue()
+    model = TaskQueueModel(pending, ops)
+    view = QueueView(model)
+    splitter = QSplitter(Qt.Orientation.Horizontal)
+    splitter.addWidget(view)
+    splitter.addWidget(_opening_label())
+    splitter.setStretchFactor(0, 2)
+    splitter.setStretchFactor(1, 3)
+    sizes = ui_state.value("window/splitter")  # as ``window_actions.restore_layout`` lays the desk out
+    if not (isinstance(sizes, QByteArray) and not sizes.isEmpty() and splitter.restoreState(sizes)):
+        splitter.setSizes([640, 760])
+    header = ui_state.value("queue/header")
+    if isinstance(header, QByteArray) and not header.isEmpty():
+        view.tree.header().restoreState(header)  # the saved sort sets the model's order
+    sort = model.sort_order
+    if (sort.column.value, sort.descending) != ("updated_at", True) and path is not None:
+        peeked = peek_queue(path, sort_column=sort.column.value, descending=sort.descending)
+        if peeked is None:
+            return None
+    model.seed(snapshot_from_peek(peeked, sort))
+    window.setCentralWidget(splitter)
+    view.tree.setFocus(Qt.FocusReason.OtherFocusReason)  # arrow keys move through it at once
+    return BootQueue(model=model, view=view, ops=ops, pending=pending)
 
 
-def peek_rows_shown(boot: QMainWindow) -> int:
-    """How many task rows the boot window shows (0: it says "Opening the workspace…")."""
-    from desktop.views.queue_peek import QueuePeekView
-
-    central = boot.centralWidget()
-    return central.shown_rows if isinstance(central, QueuePeekView) else 0
+def queue_rows_shown(boot: QMainWindow) -> int:
+    """How many task rows the boot window's queue holds (0: it says "Opening the workspace…")."""
+    queue = getattr(boot, "queue", None)
+    return queue.model.loaded_rows() if isinstance(queue, BootQueue) else 0
 
 
 class DeskLauncher:
@@ -179,8 +245,10 @@ class DeskLauncher:
         self.keys: Any = None  # core.secrets.KeyringLoad once open() began
         self._background: set[asyncio.Task[Any]] = set()
 
-    async def open(self) -> Any:
+    async def open(self, boot_queue: BootQueue | None = None) -> Any:
         """Settings, workspace, crash recovery, main window. Raises EvidenceDeskError on bad input.
+
+        ``boot_queue``: the boot window's live queue, which the main window takes over.
 
         The keyring (a few hundred ms: backend discovery, maybe a desktop service) is not read
         here: it starts in a worker once the queue has filled, and the task service waits for it
@@ -189,9 +257,9 @@ class DeskLauncher:
         from core.secrets import KeyringLoad
 
         self.keys = KeyringLoad()
-        return await self._open()
+        return await self._open(boot_queue)
 
-    async def _open(self) -> Any:
+    async def _open(self, boot_queue: BootQueue | None) -> Any:
         from core.config import load_settings
         from core.tasks.recovery import recover_interrupted
         from core.workspace import Workspace
@@ -201,7 +269,7 @@ class DeskLauncher:
         settings = load_settings(db_url=self.db_url, script=self.script)
         settings, self.first_run = await replay_if_unconfigured(settings)
         workspace = await Workspace.open(settings)
-        services = DeskServices.for_workspace(workspace)
+        services = DeskServices.for_workspace(workspace, ops=boot_queue.ops if boot_queue else None)
         services.keys = self.keys
         self.services = services
         recovery_error = None
@@ -210,7 +278,7 @@ class DeskLauncher:
         except Exception as exc:  # the desk still opens; the analyst is told
             log.exception("crash recovery failed")
             recovered, recovery_error = [], exc
-        window = MainWindow(services, ui_state=self.ui_state, defer_features=True)
+        window = MainWindow(services, ui_state=self.ui_state, defer_features=True, boot_queue=boot_queue)
         window.after_first_fill(self.keys.start)
         self.window = window
         if self.first_run:
@@ -269,9 +337,9 @@ def run_desk(args: list[str]) -> int:
     db_url, script = parse_desk_options(args)
     app = make_application()
     launcher = DeskLauncher(db_url, script=script)
-    boot = boot_window(launcher.ui_state, db_url)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
+    boot = boot_window(launcher.ui_state, db_url)
     painted = asyncio.Event()
     timing = os.environ.get("EVIDENCE_DESK_EXIT_AFTER_PAINT")  # start-up measurement (packaging, benchmarks)
 
@@ -292,7 +360,7 @@ def run_desk(args: list[str]) -> int:
         from core.errors import EvidenceDeskError
 
         try:
-            window = await launcher.open()
+            window = await launcher.open(boot.queue)
         except EvidenceDeskError as exc:
             exit_code = 4
             label = QLabel()
@@ -303,7 +371,7 @@ def run_desk(args: list[str]) -> int:
             label.setAlignment(Qt.AlignmentFlag.AlignCenter)
             label.setWordWrap(True)
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            boot.setCentralWidget(label)  # replaces the queue peek, if one was shown
+            boot.setCentralWidget(label)  # replaces the seeded queue, if one was shown
             await closed.wait()
             return
         window.setGeometry(boot.geometry())

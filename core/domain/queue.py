@@ -11,9 +11,11 @@ and a hypothesis test pins the two together on SQLite and PostgreSQL.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from functools import cmp_to_key
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -158,6 +160,30 @@ class QueuePage(BaseModel):
         return self.next is None
 
 
+def group_pages(
+    grouped: Sequence[list[TaskRecord]], keys: Sequence[str], sort: QueueSort, limit: int
+) -> dict[str, QueuePage]:
+    """Each group's first page from the rows its statuses' arms brought (each arm at most
+    ``limit + 1`` rows in the queue's order, so the page and whether more follow are known).
+
+    The store's one-statement reload and the desk's stdlib first read (``core.queue_peek``)
+    both end here, so the rows the desk paints before the store opens are the rows the store's
+    reload puts in the same places.
+    """
+
+    def compare(a: TaskRecord, b: TaskRecord) -> int:
+        return -1 if precedes(a, b, sort) else 1
+
+    key = cmp_to_key(compare)
+    pages: dict[str, QueuePage] = {}
+    for name, rows in zip(keys, grouped, strict=True):
+        rows.sort(key=key)  # a union promises no order; each status's arm brings a page at most
+        more = len(rows) > limit
+        rows = rows[:limit]
+        pages[name] = QueuePage(rows=tuple(rows), next=PageCursor.after(rows[-1], sort) if more else None)
+    return pages
+
+
 __all__ = [
     "GROUP_OF_STATUS",
     "QUEUE_GROUPS",
@@ -168,6 +194,7 @@ __all__ = [
     "QueuePage",
     "QueueSort",
     "SortColumn",
+    "group_pages",
     "precedes",
     "sort_key",
     "sort_value",

@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Sequence
-from functools import cmp_to_key
 from typing import Any, Literal
 
 from sqlalchemy import Boolean, Row, and_, func, literal, literal_column, or_, select, true, union_all
@@ -35,7 +34,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import CompoundSelect, Select
 from sqlalchemy.sql.elements import ColumnElement
 
-from core.domain.queue import PageCursor, QueueFilter, QueuePage, QueueSort, SortColumn, precedes
+from core.domain.queue import (
+    PageCursor,
+    QueueFilter,
+    QueuePage,
+    QueueSort,
+    SortColumn,
+    group_pages,
+)
 from core.domain.records import TaskRecord
 from core.domain.status import TaskStatus
 from core.store.base import StoreBase
@@ -262,18 +268,7 @@ def _group_pages(
     for row in found:
         values = row._asdict()
         grouped[int(values.pop("queue_group"))].append(TaskRecord.model_validate(values))
-
-    def compare(a: TaskRecord, b: TaskRecord) -> int:
-        return -1 if precedes(a, b, sort) else 1
-
-    key = cmp_to_key(compare)
-    pages: dict[str, QueuePage] = {}
-    for (name, _), rows in zip(wanted, grouped, strict=True):
-        rows.sort(key=key)  # a union promises no order; each status's arm brings a page at most
-        more = len(rows) > limit
-        rows = rows[:limit]
-        pages[name] = QueuePage(rows=tuple(rows), next=PageCursor.after(rows[-1], sort) if more else None)
-    return pages
+    return group_pages(grouped, [name for name, _ in wanted], sort, limit)
 
 
 async def _text_plan(session: AsyncSession, store: StoreBase, flt: QueueFilter) -> TextPlan:

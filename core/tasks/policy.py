@@ -183,6 +183,23 @@ def attempt_ending(
     return fields
 
 
+def read_only_reason(task: TaskRecord) -> str | None:
+    """The one sentence every view shows for a task nobody may act on (None when it is writable)."""
+    if is_writable(task):
+        return None
+    return (
+        f"read-only: imported from {source_bundle(task)}; decisions belong to the workspace that exported it"
+    )
+
+
+def source_bundle(task: TaskRecord) -> str:
+    """Where an imported task came from, short enough for a list row ("case bundle 1f2e3d4c5b6a")."""
+    origin = task.origin or ""
+    if origin.startswith("bundle:"):
+        return f"case bundle {origin.removeprefix('bundle:')[:12]}"
+    return origin or "a case bundle"
+
+
 __all__ = [
     "UNDO_WINDOW",
     "Decision",
@@ -192,8 +209,10 @@ __all__ = [
     "ensure_writable",
     "interruption",
     "is_writable",
+    "read_only_reason",
     "reopen_trigger",
     "requires_user_action",
     "revision_fallback",
+    "source_bundle",
     "undo_refusal",
 ]

@@ -24,13 +24,15 @@ from core.domain.queue import (
     QueueGroup,
     QueuePage,
     QueueSort,
+    group_pages,
     precedes,
 )
 from core.domain.records import TaskRecord
 from core.domain.status import TaskStatus
-from core.store import Store, queue_sql
 
 if TYPE_CHECKING:  # the dossier loads evidence rendering: imported when a task is first opened
+    from core.queue_peek import Peek
+    from core.store import Store
     from core.tasks.dossier import TaskDossier
 
 
@@ -75,11 +77,29 @@ def place(rows: Sequence[TaskRecord], task: TaskRecord, sort: QueueSort, *, comp
     return len(rows) if complete else None
 
 
+def snapshot_from_peek(peek: Peek, sort: QueueSort) -> QueueSnapshot:
+    """The reload ``TaskQueue.snapshot`` would give for no filter, from the stdlib's first read.
+
+    The desk paints this before the store is open; claims are not read there (a team's marks
+    arrive with the store's first reload, a moment later).
+    """
+    counts = {status: peek.counts.get(status.value, 0) for status in TaskStatus}
+    grouped = [[TaskRecord.model_validate(values) for values in rows] for rows in peek.groups]
+    pages = group_pages(grouped, [g.key for g in QUEUE_GROUPS], sort, peek.limit)
+    return QueueSnapshot(counts=counts, pages=pages)
+
+
 class TaskQueue:
     """The queue's read model over one workspace's store."""
 
     def __init__(self, store: Store) -> None:
+        # The store's SQL (SQLAlchemy, a few hundred ms of imports) is imported with the first
+        # store this queue is given, not with this module: the desk lists its first page from the
+        # standard library's sqlite3 before anything has opened the store (``core.queue_peek``).
+        from core.store import queue_sql
+
         self._store = store
+        self._sql = queue_sql
 
     async def snapshot(self, flt: QueueFilter, sort: QueueSort, *, page_size: int) -> QueueSnapshot:
         """A reload in at most two statements: stored counts (when cheap), then one page query.
@@ -87,11 +107,11 @@ class TaskQueue:
         With stored counts, groups with no task cost nothing; under a text filter the index is
         asked once, for the first page of every group, and the counts are left to ``counts``.
         """
-        counts = await queue_sql.stored_counts(self._store, flt) if queue_sql.counts_are_cheap(flt) else None
+        counts = await self._sql.stored_counts(self._store, flt) if self._sql.counts_are_cheap(flt) else None
         groups = [
             (g.key, [s for s in flt.statuses_in(g) if counts is None or counts[s]]) for g in QUEUE_GROUPS
         ]
-        pages = await queue_sql.first_pages(self._store, groups, flt=flt, sort=sort, limit=page_size)
+        pages = await self._sql.first_pages(self._store, groups, flt=flt, sort=sort, limit=page_size)
         claims = await self.claims([t.id for p in pages.values() for t in p.rows])
         return QueueSnapshot(counts=counts, pages=pages, claims=claims)
 
@@ -102,20 +122,20 @@ class TaskQueue:
     async def page(
         self, group: QueueGroup, flt: QueueFilter, sort: QueueSort, *, after: PageCursor | None, limit: int
     ) -> QueuePage:
-        return await queue_sql.page(
+        return await self._sql.page(
             self._store, statuses=flt.statuses_in(group), flt=flt, sort=sort, after=after, limit=limit
         )
 
     async def counts(self, flt: QueueFilter) -> dict[TaskStatus, int]:
-        return await queue_sql.count_by_status(self._store, flt)
+        return await self._sql.count_by_status(self._store, flt)
 
     async def row(self, task_id: str, flt: QueueFilter) -> RowUpdate | None:
         """A changed task and whether the filter admits it; None when it no longer exists."""
-        found = await queue_sql.match_row(self._store, task_id, flt)
+        found = await self._sql.match_row(self._store, task_id, flt)
         if found is None:
             return None
         task, admitted = found
-        counts = await queue_sql.stored_counts(self._store, flt) if queue_sql.counts_are_cheap(flt) else None
+        counts = await self._sql.stored_counts(self._store, flt) if self._sql.counts_are_cheap(flt) else None
         claim = await self._store.get_claim(task.id, datetime.now(UTC))
         return RowUpdate(task=task, admitted=admitted, counts=counts, claim=claim)
 
@@ -128,4 +148,4 @@ class TaskQueue:
         return await load_dossier(self._store, task_id, resolve=False)  # big texts paged by the desk
 
 
-__all__ = ["QueueSnapshot", "RowUpdate", "TaskQueue", "group_count", "place"]
+__all__ = ["QueueSnapshot", "RowUpdate", "TaskQueue", "group_count", "place", "snapshot_from_peek"]

@@ -19,7 +19,15 @@ from core.errors import RefusedAction, VersionConflict
 from core.events import TaskChange, TaskChanged
 from core.profiles import roles_for_task
 from core.store import NewEvent, TaskRecord
-from core.tasks.policy import attempt_ending, ensure_writable, is_writable, reopen_trigger, undo_refusal
+from core.tasks.policy import (
+    attempt_ending,
+    ensure_writable,
+    is_writable,
+    read_only_reason,
+    reopen_trigger,
+    source_bundle,
+    undo_refusal,
+)
 from core.tasks.state_machine import IllegalTransition, Trigger, can, next_status, undo_trigger
 
 if TYPE_CHECKING:  # the agent and the LLM gateway load with the service, not with the desk's queue
@@ -44,23 +52,6 @@ def can_reopen(task: TaskRecord) -> bool:
     return is_writable(task) and any(
         can(task.status, t) for t in (Trigger.REOPEN, Trigger.REOPEN_UNUSABLE, Trigger.REOPEN_UNRUN)
     )
-
-
-def read_only_reason(task: TaskRecord) -> str | None:
-    """The one sentence every view shows for a task nobody may act on (None when it is writable)."""
-    if is_writable(task):
-        return None
-    return (
-        f"read-only: imported from {source_bundle(task)}; decisions belong to the workspace that exported it"
-    )
-
-
-def source_bundle(task: TaskRecord) -> str:
-    """Where an imported task came from, short enough for a list row ("case bundle 1f2e3d4c5b6a")."""
-    origin = task.origin or ""
-    if origin.startswith("bundle:"):
-        return f"case bundle {origin.removeprefix('bundle:')[:12]}"
-    return origin or "a case bundle"
 
 
 def reviewer_name(configured: str | None) -> str:
@@ -246,4 +237,5 @@ __all__ = [
     "allowed_actions",
     "can_reopen",
     "read_only_reason",
+    "source_bundle",
 ]

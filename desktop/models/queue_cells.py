@@ -18,7 +18,7 @@ from PySide6.QtGui import QColor, QFont, QIcon
 from core.domain.queue import SortColumn
 from core.domain.records import TaskRecord
 from core.events import RunProgress
-from core.tasks.review import read_only_reason
+from core.tasks.policy import read_only_reason
 from desktop.presentation import NEEDS_REVIEW_BAND, NEEDS_REVIEW_TEXT, STATUS_LABELS, GroupLook, outcome_cell
 
 READ_ONLY_MARK = "[read-only]"

@@ -20,6 +20,11 @@ async operation run through ``CoreOps``, so nothing here blocks painting:
 
 Every async result carries the generation it was asked in; a result from before the latest
 reset (a filter keystroke, a new sort) is dropped instead of being applied to the wrong rows.
+
+At start the model exists before the store does: ``seed()`` gives it the first rows the standard
+library read (``core.queue_peek``), its queue is a ``PendingQueue`` whose reads wait, and
+``attach()`` hands it the store's queue once the workspace is open; the first reload then
+replaces the seeded rows in place, keeping the analyst's selection.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from PySide6.QtCore import (
     QAbstractItemModel,
@@ -40,7 +45,7 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QIcon
 
 from core.domain.claims import ClaimRecord
-from core.domain.queue import GROUP_OF_STATUS, PageCursor, QueueFilter, QueuePage, QueueSort
+from core.domain.queue import GROUP_OF_STATUS, PageCursor, QueueFilter, QueueGroup, QueuePage, QueueSort
 from core.domain.records import TaskRecord
 from core.domain.status import TaskStatus
 from core.events import RunProgress
@@ -88,6 +93,8 @@ __all__ = [
     "STATUS_ROLE",
     "TASK_ID_ROLE",
     "TASK_ROLE",
+    "PendingQueue",
+    "QueueReads",
     "TaskQueueModel",
 ]
 
@@ -107,6 +114,59 @@ FIRST_PAGE = 50
 
 # A text filter's exact counts are asked this long after its pages show (headers say "≥ N").
 COUNT_AFTER_S = 0.25
+
+
+class QueueReads(Protocol):
+    """What the model asks of the queue's read side (``core.tasks.queue.TaskQueue``)."""
+
+    async def snapshot(self, flt: QueueFilter, sort: QueueSort, *, page_size: int) -> QueueSnapshot: ...
+
+    async def page(
+        self, group: QueueGroup, flt: QueueFilter, sort: QueueSort, *, after: PageCursor | None, limit: int
+    ) -> QueuePage: ...
+
+    async def counts(self, flt: QueueFilter) -> dict[TaskStatus, int]: ...
+
+    async def row(self, task_id: str, flt: QueueFilter) -> RowUpdate | None: ...
+
+
+class PendingQueue:
+    """The queue before the workspace is open: each read waits for ``attach``, then goes through.
+
+    A filter typed or a column sorted on the seeded queue is therefore asked as soon as the store
+    can answer, never dropped and never answered from the stdlib's first read.
+    """
+
+    def __init__(self) -> None:
+        self._queue: TaskQueue | None = None
+        self._ready = asyncio.Event()
+
+    @property
+    def attached(self) -> bool:
+        return self._queue is not None
+
+    def attach(self, queue: TaskQueue) -> None:
+        self._queue = queue
+        self._ready.set()
+
+    async def _wait(self) -> TaskQueue:
+        await self._ready.wait()
+        assert self._queue is not None
+        return self._queue
+
+    async def snapshot(self, flt: QueueFilter, sort: QueueSort, *, page_size: int) -> QueueSnapshot:
+        return await (await self._wait()).snapshot(flt, sort, page_size=page_size)
+
+    async def page(
+        self, group: QueueGroup, flt: QueueFilter, sort: QueueSort, *, after: PageCursor | None, limit: int
+    ) -> QueuePage:
+        return await (await self._wait()).page(group, flt, sort, after=after, limit=limit)
+
+    async def counts(self, flt: QueueFilter) -> dict[TaskStatus, int]:
+        return await (await self._wait()).counts(flt)
+
+    async def row(self, task_id: str, flt: QueueFilter) -> RowUpdate | None:
+        return await (await self._wait()).row(task_id, flt)
 
 
 @dataclass
@@ -138,7 +198,7 @@ class TaskQueueModel(QAbstractItemModel):
     row may move on its own until ``sig_refreshed``, which views should not take for the analyst's."""
 
     def __init__(
-        self, queue: TaskQueue, ops: CoreOps, *, page_size: int = 200, parent: QObject | None = None
+        self, queue: QueueReads, ops: CoreOps, *, page_size: int = 200, parent: QObject | None = None
     ) -> None:
         super().__init__(parent)
         self._queue = queue
@@ -167,6 +227,21 @@ class TaskQueueModel(QAbstractItemModel):
         self._viewers: dict[str, list[str]] = {}  # task id -> other reviewers looking at it
 
     # ------------------------------------------------------------------ public API
+    def seed(self, snapshot: QueueSnapshot) -> None:
+        """First rows before the store is open (``core.tasks.queue.snapshot_from_peek``).
+
+        Applied as a first load: views lay them out and the analyst can move through them; the
+        next ``refresh`` replaces them in place. Ignored once anything has loaded.
+        """
+        if not self.loaded_once:
+            self._apply_snapshot(self._generation, snapshot)
+
+    def attach(self, queue: TaskQueue) -> None:
+        """The store's queue, now open: reads waiting in a ``PendingQueue`` go through it."""
+        if isinstance(self._queue, PendingQueue):
+            self._queue.attach(queue)
+        self._queue = queue
+
     @property
     def filter(self) -> QueueFilter:
         return self._filter

@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from core.tasks.review import ReviewService
     from core.tasks.service import TaskService
     from core.workspace import Workspace
+    from desktop.app import BootQueue
     from desktop.views.bulk import BulkDesk
     from desktop.views.search import SearchPanel
     from desktop.views.team_pane import TeamDesk
@@ -161,10 +162,12 @@ class MainWindow(QMainWindow):
         ui_state: QSettings | None = None,
         demo_builder: Callable[[Workspace], Any] | None = None,
         defer_features: bool = False,
+        boot_queue: BootQueue | None = None,
     ) -> None:
         """``defer_features``: search, team and bulk install after the queue's first fill (the
         launcher's choice: none of them is on screen at start, and their imports cost more than
-        the queue's query)."""
+        the queue's query). ``boot_queue``: the boot window's seeded queue, taken over with its
+        rows, selection and scroll (its operations must be ``services.ops``)."""
         super().__init__()
         self.services = services
         self.ops = services.ops
@@ -181,14 +184,19 @@ class MainWindow(QMainWindow):
         self.dialogs = WindowDialogs(self, demo_builder)
 
         self.setWindowTitle(f"Evidence Desk — {self.workspace.display_name}")
-        self.model = TaskQueueModel(services.queue, self.ops, parent=self)
+        if boot_queue is not None:
+            self.model = boot_queue.model
+            self.model.setParent(self)
+            self.model.attach(services.queue)
+        else:
+            self.model = TaskQueueModel(services.queue, self.ops, parent=self)
         self.model.set_group_icons(
             {
                 "needs_review": icon("needs_review", QStyle.StandardPixmap.SP_MessageBoxWarning),
                 "active": icon("running", QStyle.StandardPixmap.SP_MediaPlay),
             }
         )
-        self.queue = QueueView(self.model)
+        self.queue = boot_queue.view if boot_queue is not None else QueueView(self.model)
         self.first_fill = FirstFill(self.model, self, view=self.queue.tree.viewport())
         """Start-up work waiting for the queue's first rows on screen (``after_first_fill``)."""
         self.detail = TaskDetailView()
@@ -268,6 +276,8 @@ class MainWindow(QMainWindow):
         self.services.bridge.start_delivery()
         self.live.start()  # other processes' writes arrive as bus notices from now on
         self.queue.tree.setFocus(Qt.FocusReason.OtherFocusReason)  # S/R/A/J/K work from the first key
+        if self.queue.selected_task_id is not None:  # chosen in the boot window's queue
+            self._on_selected(self.queue.selected_task_id)
 
     def after_first_fill(self, work: Callable[[], None]) -> None:
         """Run ``work`` once the queue has shown its first rows: deferred start-up, never dropped."""

@@ -30,8 +30,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.domain import TaskStatus
 from core.domain.queue import OutcomeFilter, QueueFilter
+from core.domain.status import TaskStatus
 from desktop.models.queue_model import (
     COL_CATEGORY,
     COL_STATUS,
