@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 from PySide6.QtCore import (
     QAbstractItemModel,
@@ -45,11 +45,12 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QIcon
 
 from core.domain.claims import ClaimRecord
-from core.domain.queue import GROUP_OF_STATUS, PageCursor, QueueFilter, QueueGroup, QueuePage, QueueSort
+from core.domain.queue import GROUP_OF_STATUS, PageCursor, QueueFilter, QueuePage, QueueSort
 from core.domain.records import TaskRecord
 from core.domain.status import TaskStatus
 from core.events import RunProgress
 from core.tasks.queue import QueueSnapshot, RowUpdate, TaskQueue, group_count, place
+from desktop.models.pending_queue import PendingQueue, QueueReads
 from desktop.models.queue_cells import (
     _GROUP_FLAGS,
     _NO_FLAGS,
@@ -114,59 +115,6 @@ FIRST_PAGE = 50
 
 # A text filter's exact counts are asked this long after its pages show (headers say "≥ N").
 COUNT_AFTER_S = 0.25
-
-
-class QueueReads(Protocol):
-    """What the model asks of the queue's read side (``core.tasks.queue.TaskQueue``)."""
-
-    async def snapshot(self, flt: QueueFilter, sort: QueueSort, *, page_size: int) -> QueueSnapshot: ...
-
-    async def page(
-        self, group: QueueGroup, flt: QueueFilter, sort: QueueSort, *, after: PageCursor | None, limit: int
-    ) -> QueuePage: ...
-
-    async def counts(self, flt: QueueFilter) -> dict[TaskStatus, int]: ...
-
-    async def row(self, task_id: str, flt: QueueFilter) -> RowUpdate | None: ...
-
-
-class PendingQueue:
-    """The queue before the workspace is open: each read waits for ``attach``, then goes through.
-
-    A filter typed or a column sorted on the seeded queue is therefore asked as soon as the store
-    can answer, never dropped and never answered from the stdlib's first read.
-    """
-
-    def __init__(self) -> None:
-        self._queue: TaskQueue | None = None
-        self._ready = asyncio.Event()
-
-    @property
-    def attached(self) -> bool:
-        return self._queue is not None
-
-    def attach(self, queue: TaskQueue) -> None:
-        self._queue = queue
-        self._ready.set()
-
-    async def _wait(self) -> TaskQueue:
-        await self._ready.wait()
-        assert self._queue is not None
-        return self._queue
-
-    async def snapshot(self, flt: QueueFilter, sort: QueueSort, *, page_size: int) -> QueueSnapshot:
-        return await (await self._wait()).snapshot(flt, sort, page_size=page_size)
-
-    async def page(
-        self, group: QueueGroup, flt: QueueFilter, sort: QueueSort, *, after: PageCursor | None, limit: int
-    ) -> QueuePage:
-        return await (await self._wait()).page(group, flt, sort, after=after, limit=limit)
-
-    async def counts(self, flt: QueueFilter) -> dict[TaskStatus, int]:
-        return await (await self._wait()).counts(flt)
-
-    async def row(self, task_id: str, flt: QueueFilter) -> RowUpdate | None:
-        return await (await self._wait()).row(task_id, flt)
 
 
 @dataclass
