@@ -165,7 +165,14 @@ def boot_window(ui_state: QSettings, db_url: str | None = None, *, peek: bool = 
     geometry = ui_state.value("window/geometry")
     if (geometry is not None and not window.restoreGeometry(geometry)) or geometry is None:
         window.resize(1400, 860)
-    window.queue = _seeded_queue(window, ui_state, db_url) if peek else None
+    window.queue = None
+    if peek:
+        try:
+            window.queue = _seeded_queue(window, ui_state, db_url)
+        except Exception:  # the store opens next and reports what is wrong; start-up goes on
+            log.warning(
+                "the queue's first page could not be shown before the workspace opened", exc_info=True
+            )
     if window.queue is None:
         window.setCentralWidget(_opening_label())
     return window
@@ -181,17 +188,19 @@ def _seeded_queue(window: BootWindow, ui_state: QSettings, db_url: str | None) -
     """The queue's model and view, seeded with the first page in the analyst's saved order.
 
     None when there is nothing certain to show (no SQLite workspace, an unreadable one, no
-    tasks: the main window's empty state says what to do, a blank tree would not).
+    tasks: the main window's empty state says what to do, a blank tree would not). Raises when a
+    stored row is not one the store would hand over (the caller shows the label instead); either
+    way nothing of the half-built queue is left waiting.
     """
-    from core.queue_peek import peek_queue, workspace_path
+    from core.queue_peek import workspace_path
 
     path = workspace_path(db_url)
-    peeked = peek_queue(path) if path is not None else None
-    if peeked is None or not any(peeked.counts.values()):
-        return None
+    if path is None or not path.is_file():
+        return None  # never create a workspace: opening it is the store's job
     from PySide6.QtCore import QByteArray
     from PySide6.QtWidgets import QSplitter
 
+    from core.queue_peek import peek_queue
     from core.tasks.queue import snapshot_from_peek
     from desktop.models.queue_model import PendingQueue, TaskQueueModel
     from desktop.ops import CoreOps
@@ -204,20 +213,28 @@ def _seeded_queue(window: BootWindow, ui_state: QSettings, db_url: str | None) -
     splitter = QSplitter(Qt.Orientation.Horizontal)
     splitter.addWidget(view)
     splitter.addWidget(_opening_label())
-    splitter.setStretchFactor(0, 2)
-    splitter.setStretchFactor(1, 3)
-    sizes = ui_state.value("window/splitter")  # as ``window_actions.restore_layout`` lays the desk out
-    if not (isinstance(sizes, QByteArray) and not sizes.isEmpty() and splitter.restoreState(sizes)):
-        splitter.setSizes([640, 760])
-    header = ui_state.value("queue/header")
-    if isinstance(header, QByteArray) and not header.isEmpty():
-        view.tree.header().restoreState(header)  # the saved sort sets the model's order
-    sort = model.sort_order
-    if (sort.column.value, sort.descending) != ("updated_at", True) and path is not None:
-        peeked = peek_queue(path, sort_column=sort.column.value, descending=sort.descending)
-        if peeked is None:
+    seeded = False
+    try:
+        splitter.setStretchFactor(0, 2)
+        splitter.setStretchFactor(1, 3)
+        sizes = ui_state.value("window/splitter")  # as ``window_actions.restore_layout`` lays the desk out
+        if not (isinstance(sizes, QByteArray) and not sizes.isEmpty() and splitter.restoreState(sizes)):
+            splitter.setSizes([640, 760])
+        header = ui_state.value("queue/header")
+        if isinstance(header, QByteArray) and not header.isEmpty():
+            view.tree.header().restoreState(header)  # the saved sort sets the model's order
+        sort = model.sort_order
+        peeked = peek_queue(
+            path, sort_column=sort.column.value, descending=sort.descending, limit=model.first_page_size
+        )
+        if peeked is None or not any(peeked.counts.values()):
             return None
-    model.seed(snapshot_from_peek(peeked, sort))
+        model.seed(snapshot_from_peek(peeked, sort))
+        seeded = True
+    finally:
+        if not seeded:
+            ops.cancel_all()  # a restored sort's reload waits for a store this queue will never get
+            splitter.deleteLater()
     window.setCentralWidget(splitter)
     view.tree.setFocus(Qt.FocusReason.OtherFocusReason)  # arrow keys move through it at once
     return BootQueue(model=model, view=view, ops=ops, pending=pending)
@@ -244,6 +261,7 @@ class DeskLauncher:
         self.services: Any = None
         self.keys: Any = None  # core.secrets.KeyringLoad once open() began
         self._background: set[asyncio.Task[Any]] = set()
+        self._boot_queue: BootQueue | None = None  # its reads wait for the store until the window takes it
 
     async def open(self, boot_queue: BootQueue | None = None) -> Any:
         """Settings, workspace, crash recovery, main window. Raises EvidenceDeskError on bad input.
@@ -257,6 +275,7 @@ class DeskLauncher:
         from core.secrets import KeyringLoad
 
         self.keys = KeyringLoad()
+        self._boot_queue = boot_queue
         return await self._open(boot_queue)
 
     async def _open(self, boot_queue: BootQueue | None) -> Any:
@@ -320,6 +339,9 @@ class DeskLauncher:
         if self.keys is not None and self.keys.started:
             await asyncio.to_thread(self.keys.wait)  # no worker outlives the desk
         if self.services is None:
+            if self._boot_queue is not None:  # the workspace never opened: nothing will answer these
+                self._boot_queue.ops.cancel_all()
+                await self._boot_queue.ops.wait_idle()
             return
         services = self.services
         services.ops.cancel_all()

@@ -191,6 +191,11 @@ class TaskQueueModel(QAbstractItemModel):
         self._queue = queue
 
     @property
+    def first_page_size(self) -> int:
+        """Rows per group a reload reads (a seed must read as many, or rows would vanish at the reload)."""
+        return min(self.page_size, FIRST_PAGE)
+
+    @property
     def filter(self) -> QueueFilter:
         return self._filter
 
@@ -233,7 +238,7 @@ class TaskQueueModel(QAbstractItemModel):
         async def load() -> QueueSnapshot:
             async with self._refresh_lock:
                 self.refreshes_started += 1
-                return await self._queue.snapshot(flt, sort, page_size=min(self.page_size, FIRST_PAGE))
+                return await self._queue.snapshot(flt, sort, page_size=self.first_page_size)
 
         self._refresh_task = self._ops.run(
             load(),

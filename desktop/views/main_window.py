@@ -234,7 +234,7 @@ class MainWindow(QMainWindow):
                 self.after_first_fill(install)
             else:
                 install()
-        self._restore_state()
+        restore_layout(self, header=boot_queue is None)
         self._update_actions()
 
     def _features(self) -> list[Callable[[], None]]:
@@ -284,9 +284,6 @@ class MainWindow(QMainWindow):
         self.first_fill.add(work)
 
     # ------------------------------------------------------------------ state persistence
-    def _restore_state(self) -> None:
-        restore_layout(self)
-
     def save_state(self) -> None:
         save_layout(self)
 

@@ -112,8 +112,12 @@ def build_actions(window: MainWindow) -> None:
     w.tool_bar = bar
 
 
-def restore_layout(window: MainWindow) -> None:
-    """Geometry, splitter and queue columns as the analyst left them, else readable defaults."""
+def restore_layout(window: MainWindow, *, header: bool = True) -> None:
+    """Geometry, splitter and queue columns as the analyst left them, else readable defaults.
+
+    ``header=False``: the queue's view comes from the boot window, which restored its columns and
+    sort already; restoring them again would undo a sort the analyst chose there meanwhile.
+    """
     state = window.ui_state
     geometry = state.value("window/geometry")
     if isinstance(geometry, QByteArray) and not geometry.isEmpty():
@@ -125,9 +129,9 @@ def restore_layout(window: MainWindow) -> None:
         window.splitter.restoreState(splitter)
     else:
         window.splitter.setSizes([640, 760])  # room for readable titles at the default size
-    header = state.value("queue/header")
-    if isinstance(header, QByteArray) and not header.isEmpty():
-        window.queue.tree.header().restoreState(header)
+    saved = state.value("queue/header")
+    if header and isinstance(saved, QByteArray) and not saved.isEmpty():
+        window.queue.tree.header().restoreState(saved)
 
 
 def save_layout(window: MainWindow) -> None:
