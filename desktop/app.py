@@ -28,7 +28,7 @@ from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QWidget
 from desktop.quiet_gc import freeze_long_lived
 
 if TYPE_CHECKING:
-    from desktop.models.queue_model import PendingQueue, TaskQueueModel
+    from desktop.models.queue_model import TaskQueueModel
     from desktop.ops import CoreOps
     from desktop.views.queue import QueueView
 
@@ -138,10 +138,9 @@ async def first_paint(painted: asyncio.Event, limit_s: float = 0.5) -> None:
 class BootQueue:
     """The live queue as the boot window holds it, for the main window to take over."""
 
-    model: TaskQueueModel
+    model: TaskQueueModel  # reads through a PendingQueue until ``attach``
     view: QueueView
     ops: CoreOps
-    pending: PendingQueue
 
 
 class BootWindow(QMainWindow):
@@ -207,8 +206,7 @@ def _seeded_queue(window: BootWindow, ui_state: QSettings, db_url: str | None) -
     from desktop.views.queue import QueueView
 
     ops = CoreOps()
-    pending = PendingQueue()
-    model = TaskQueueModel(pending, ops)
+    model = TaskQueueModel(PendingQueue(), ops)
     view = QueueView(model)
     splitter = QSplitter(Qt.Orientation.Horizontal)
     splitter.addWidget(view)
@@ -237,7 +235,7 @@ def _seeded_queue(window: BootWindow, ui_state: QSettings, db_url: str | None) -
             splitter.deleteLater()
     window.setCentralWidget(splitter)
     view.tree.setFocus(Qt.FocusReason.OtherFocusReason)  # arrow keys move through it at once
-    return BootQueue(model=model, view=view, ops=ops, pending=pending)
+    return BootQueue(model=model, view=view, ops=ops)
 
 
 def queue_rows_shown(boot: QMainWindow) -> int:
