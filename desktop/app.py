@@ -26,6 +26,7 @@ from PySide6.QtCore import QEvent, QObject, QSettings, Qt
 from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QWidget
 
 from desktop.quiet_gc import freeze_long_lived
+from desktop.views.layout import restore_columns, restore_geometry, restore_split
 
 if TYPE_CHECKING:
     from desktop.models.queue_model import TaskQueueModel
@@ -161,9 +162,7 @@ def boot_window(ui_state: QSettings, db_url: str | None = None, *, peek: bool = 
     """
     window = BootWindow()
     window.setWindowTitle("Evidence Desk")
-    geometry = ui_state.value("window/geometry")
-    if (geometry is not None and not window.restoreGeometry(geometry)) or geometry is None:
-        window.resize(1400, 860)
+    restore_geometry(window, ui_state)
     window.queue = None
     if peek:
         try:
@@ -196,7 +195,6 @@ def _seeded_queue(window: BootWindow, ui_state: QSettings, db_url: str | None) -
     path = workspace_path(db_url)
     if path is None or not path.is_file():
         return None  # never create a workspace: opening it is the store's job
-    from PySide6.QtCore import QByteArray
     from PySide6.QtWidgets import QSplitter
 
     from core.queue_peek import peek_queue
@@ -215,12 +213,8 @@ def _seeded_queue(window: BootWindow, ui_state: QSettings, db_url: str | None) -
     try:
         splitter.setStretchFactor(0, 2)
         splitter.setStretchFactor(1, 3)
-        sizes = ui_state.value("window/splitter")  # as ``window_actions.restore_layout`` lays the desk out
-        if not (isinstance(sizes, QByteArray) and not sizes.isEmpty() and splitter.restoreState(sizes)):
-            splitter.setSizes([640, 760])
-        header = ui_state.value("queue/header")
-        if isinstance(header, QByteArray) and not header.isEmpty():
-            view.tree.header().restoreState(header)  # the saved sort sets the model's order
+        restore_split(splitter, ui_state)  # as the main window will: the queue keeps its width
+        restore_columns(view.tree, ui_state)  # the saved sort sets the model's order
         sort = model.sort_order
         peeked = peek_queue(
             path, sort_column=sort.column.value, descending=sort.descending, limit=model.first_page_size
@@ -274,9 +268,9 @@ class DeskLauncher:
 
         self.keys = KeyringLoad()
         self._boot_queue = boot_queue
-        return await self._open(boot_queue)
+        return await self._open()
 
-    async def _open(self, boot_queue: BootQueue | None) -> Any:
+    async def _open(self) -> Any:
         from core.config import load_settings
         from core.tasks.recovery import recover_interrupted
         from core.workspace import Workspace
@@ -286,6 +280,7 @@ class DeskLauncher:
         settings = load_settings(db_url=self.db_url, script=self.script)
         settings, self.first_run = await replay_if_unconfigured(settings)
         workspace = await Workspace.open(settings)
+        boot_queue = self._boot_queue
         services = DeskServices.for_workspace(workspace, ops=boot_queue.ops if boot_queue else None)
         services.keys = self.keys
         self.services = services

@@ -11,12 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QByteArray, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QIcon, QKeySequence
 from PySide6.QtWidgets import QStyle, QToolBar, QWidget
 
 from desktop.views.calibration import add_calibration_action
 from desktop.views.history import ReviewMoves
+from desktop.views.layout import restore_columns, restore_geometry, restore_split
 from desktop.views.override import add_override_action
 
 if TYPE_CHECKING:
@@ -118,20 +119,10 @@ def restore_layout(window: MainWindow, *, header: bool = True) -> None:
     ``header=False``: the queue's view comes from the boot window, which restored its columns and
     sort already; restoring them again would undo a sort the analyst chose there meanwhile.
     """
-    state = window.ui_state
-    geometry = state.value("window/geometry")
-    if isinstance(geometry, QByteArray) and not geometry.isEmpty():
-        window.restoreGeometry(geometry)
-    else:
-        window.resize(1400, 860)
-    splitter = state.value("window/splitter")
-    if isinstance(splitter, QByteArray) and not splitter.isEmpty():
-        window.splitter.restoreState(splitter)
-    else:
-        window.splitter.setSizes([640, 760])  # room for readable titles at the default size
-    saved = state.value("queue/header")
-    if header and isinstance(saved, QByteArray) and not saved.isEmpty():
-        window.queue.tree.header().restoreState(saved)
+    restore_geometry(window, window.ui_state)
+    restore_split(window.splitter, window.ui_state)
+    if header:
+        restore_columns(window.queue.tree, window.ui_state)
 
 
 def save_layout(window: MainWindow) -> None:
