@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import qasync
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QByteArray, QSettings, Qt
 from PySide6.QtWidgets import QLabel
 from pytestqt.qtbot import QtBot
 
@@ -261,3 +261,18 @@ def test_a_workspace_that_fails_to_open_leaves_no_read_waiting(
         assert boot.queue is not None and boot.queue.ops.pending == 0
 
     run(qloop, scenario())
+
+
+def test_garbage_saved_layout_still_seeds_the_queue_in_the_default_order(
+    qloop: qasync.QEventLoop, qtbot: QtBot, sqlite_url: str, tmp_path: Path
+) -> None:
+    """A settings file damaged by hand or by another version: defaults, never a crash or no queue."""
+    run(qloop, _tasks(sqlite_url, SPEC))
+    state = _state(tmp_path)
+    for key in ("window/geometry", "window/splitter", "queue/header"):
+        state.setValue(key, QByteArray(b"\x00not a Qt state\xff" * 4))
+    boot = boot_window(state, sqlite_url)
+    qtbot.addWidget(boot)
+    assert boot.queue is not None and queue_rows_shown(boot) == 5
+    assert boot.queue.model.sort_order.column is SortColumn.UPDATED_AT
+    assert boot.width() == 1400 and boot.height() == 860
