@@ -24,6 +24,7 @@ from datetime import date, datetime, timedelta
 
 from pydantic import BaseModel
 
+from core.errors import InvalidRequest
 from core.store import Store
 from core.store.calibration_sql import batch_choices, decision_groups, override_rows, verdicts_for
 
@@ -139,7 +140,7 @@ async def calibrate(store: Store, flt: CalibrationFilter | None = None) -> Calib
     """The calibration figures over every decided attempt matching ``flt``."""
     flt = flt or CalibrationFilter()
     if flt.batch_id is not None and flt.batch_id not in {b for b, _ in await batch_choices(store)}:
-        raise ValueError(f"no batch {flt.batch_id!r} in this workspace (see `evidence-desk batches`)")
+        raise InvalidRequest(f"no batch {flt.batch_id!r} in this workspace (see `evidence-desk batches`)")
     combos: Counter[tuple[str, str, str, str, date, str | None]] = Counter()
     for g in await decision_groups(store, since=flt.since, until=flt.until, batch_id=flt.batch_id):
         status = g.status or "unvalidated"

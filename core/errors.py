@@ -29,3 +29,12 @@ class VersionConflict(RefusedAction):
 
 class InputError(ConfigurationError):
     """A file the user handed over (script, schema, template, rules) is unusable as given."""
+
+
+class InvalidRequest(EvidenceDeskError, ValueError):
+    """A request that names what the workspace does not have, or a value it does not accept.
+
+    No attempt 3 on a two-attempt task, an unknown status, an unreadable date. Still a
+    ``ValueError`` so callers that check arguments the standard way (the desk's dialogs) keep
+    working, and an ``EvidenceDeskError`` so the command line reports it as bad input (exit 4).
+    """

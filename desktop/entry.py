@@ -15,7 +15,7 @@ def main(argv: list[str] | None = None) -> int:
         from desktop.app import run_desk
 
         return run_desk(args)
-    from core.cli import main as cli_main
+    from core.cli.main import main as cli_main
 
     return cli_main(args)
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from core.errors import InvalidRequest
+
 MARK_START = "\ue000"
 MARK_END = "\ue001"
 # Ranking costs a score per matching passage (~3 s for 600,000 on SQLite); beyond this many
@@ -17,7 +19,7 @@ _TOKEN = re.compile(r'"([^"]*)"?|(\S+)')
 _WORD = re.compile(r"[^\W_]+")
 
 
-class SearchError(ValueError):
+class SearchError(InvalidRequest):
     """A query that cannot be asked (nothing to search for); the message says what to type."""
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from core.errors import InvalidRequest
 from core.search.query import SearchFilters
 from core.store import search_sql
 
@@ -27,9 +28,9 @@ class SavedView(BaseModel):
 def _clean_name(name: str) -> str:
     cleaned = " ".join(name.split())
     if not cleaned:
-        raise ValueError("a saved view needs a name")
+        raise InvalidRequest("a saved view needs a name")
     if len(cleaned) > MAX_NAME:
-        raise ValueError(f"a saved view's name is at most {MAX_NAME} characters")
+        raise InvalidRequest(f"a saved view's name is at most {MAX_NAME} characters")
     return cleaned
 
 
@@ -57,7 +58,7 @@ async def list_views(store: Any) -> list[SavedView]:
 async def get_view(store: Any, name: str) -> SavedView:
     found = await search_sql.view_rows(store, _clean_name(name))
     if not found:
-        raise ValueError(f"no saved view named {name!r}")
+        raise InvalidRequest(f"no saved view named {name!r}")
     return _view(*found[0])
 
 

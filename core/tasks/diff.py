@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from core.errors import InvalidRequest
 from core.evidence.render import EvidenceItem, render_packet
 from core.store import Store
 from core.tasks.dossier import TaskDossier, load_dossier
@@ -199,10 +200,10 @@ def evidence_diff(dossier: TaskDossier, a: int, b: int) -> tuple[list[EvidenceCh
 
 
 def default_pair(dossier: TaskDossier) -> tuple[int, int]:
-    """The last two attempts; raises ValueError when the task has fewer than two."""
+    """The last two attempts; raises InvalidRequest when the task has fewer than two."""
     indexes = sorted(a.index for a in dossier.attempts)
     if len(indexes) < 2:
-        raise ValueError(f"task {dossier.task.id[:12]} has {len(indexes)} attempt(s); a diff needs two")
+        raise InvalidRequest(f"task {dossier.task.id[:12]} has {len(indexes)} attempt(s); a diff needs two")
     return indexes[-2], indexes[-1]
 
 
@@ -214,7 +215,7 @@ def diff_attempts(dossier: TaskDossier, a: int | None = None, b: int | None = No
     att_a, att_b = dossier.attempt(a), dossier.attempt(b)
     for n, att in ((a, att_a), (b, att_b)):
         if att is None:
-            raise ValueError(f"task {dossier.task.id[:12]} has no attempt {n}")
+            raise InvalidRequest(f"task {dossier.task.id[:12]} has no attempt {n}")
     assert att_a is not None and att_b is not None
     chunks = word_diff(att_a.final_output or "", att_b.final_output or "")
     changes, unchanged = evidence_diff(dossier, a, b)

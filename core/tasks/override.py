@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from core.domain.facts import EventKind
 from core.domain.status import ValidationStatus
 from core.domain.validation import FailureCategory
+from core.errors import InvalidRequest
 from core.search.index import index_override
 from core.store import EventRecord, Store
 from core.tasks.dossier import TaskDossier
@@ -33,7 +34,7 @@ class AnalystVerdict(BaseModel):
 def _parse(value: str, enum: type[ValidationStatus] | type[FailureCategory], what: str) -> str:
     allowed = [m.value for m in enum]
     if value not in allowed:
-        raise ValueError(f"unknown {what} {value!r}; use one of: {', '.join(allowed)}")
+        raise InvalidRequest(f"unknown {what} {value!r}; use one of: {', '.join(allowed)}")
     return value
 
 
@@ -53,16 +54,16 @@ async def record_override(
     task = await store.get_task(task_id)
     attempts = await store.list_attempts(task.id, resolve=False)  # ids and indexes only
     if not attempts:
-        raise ValueError(f"task {task.id[:12]} has no attempt to give a verdict on")
+        raise InvalidRequest(f"task {task.id[:12]} has no attempt to give a verdict on")
     if attempt_index is None:
         attempt = max(attempts, key=lambda a: a.index)
     else:
         found = [a for a in attempts if a.index == attempt_index]
         if not found:
-            raise ValueError(f"task {task.id[:12]} has no attempt {attempt_index}")
+            raise InvalidRequest(f"task {task.id[:12]} has no attempt {attempt_index}")
         attempt = found[0]
     if task.main_session_id is None:
-        raise ValueError(f"task {task.id[:12]} has no session to record a verdict in")
+        raise InvalidRequest(f"task {task.id[:12]} has no session to record a verdict in")
     verdict = AnalystVerdict(
         attempt_index=attempt.index,
         attempt_id=attempt.id,

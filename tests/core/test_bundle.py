@@ -529,10 +529,10 @@ async def test_chunked_evidence_round_trips_through_show_export_verify_import(
     store: Store, other_store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A big tool result lives as chunks, yet show, export, verify and import see it whole (#18.3)."""
-    from core.cli import task_dossier
-    from core.cli_show import print_dossier
+    from core.cli.show import print_dossier
     from core.domain.content import ContentPolicy
     from core.store.models import AttemptRow, ContentChunkRow
+    from core.tasks.dossier_json import task_dossier
 
     tiny = ContentPolicy(inline_limit=64, chunk_chars=32)
     store.content_policy = other_store.content_policy = tiny

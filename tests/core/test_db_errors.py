@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core.cli import main as cli_main
+from core.cli.main import main as cli_main
 
 
 def _script(tmp_path: Path) -> Path:

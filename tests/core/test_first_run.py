@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core.cli import main as cli_main
+from core.cli.main import main as cli_main
 from core.config import load_settings
 from core.domain import FeedbackAction, TaskStatus
 from core.errors import ConfigurationError

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core.cli import main as cli_main
+from core.cli.main import main as cli_main
 from core.errors import InputError
 from core.inputs import MAX_DEPTH, load_json_file, load_toml_file, loads_json, read_input_bytes
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import event
 
-from core.cli_outcome import run_outcome
+from core.cli.run import run_outcome
 from core.domain.status import TaskStatus
 from core.exports.decisions import write_decisions
 from core.store import Store

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import delete, select
 
-from core.cli import main as cli_main
+from core.cli.main import main as cli_main
 from core.domain.content import ContentPolicy
 from core.search.query import SearchQuery, SearchService
 from core.store import Store

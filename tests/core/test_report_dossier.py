@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from core.bundle import export_bundle, open_bundle, write_report, write_report_from_bundle
-from core.cli import task_dossier
+from core.tasks.dossier_json import task_dossier
 from core.tasks.service import TaskService
 from core.workspace import Workspace
 from tests.core.conftest import ScriptFactory

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from core.cli import main as cli_main
+from core.cli.main import main as cli_main
 from core.store import Store
 from tests.core.test_search import seed
 

@@ -19,7 +19,7 @@ def test_entry_routes_desk_and_cli(monkeypatch: object) -> None:
 
     mp = monkeypatch  # type: ignore[assignment]
     mp.setattr(desktop.app, "run_desk", lambda args: calls.append(("desk", args)) or 0)  # type: ignore[attr-defined]
-    mp.setattr("core.cli.main", lambda args: calls.append(("cli", args)) or 0)  # type: ignore[attr-defined]
+    mp.setattr("core.cli.main.main", lambda args: calls.append(("cli", args)) or 0)  # type: ignore[attr-defined]
     assert entry.main([]) == 0
     assert entry.main(["--db", "sqlite:///x"]) == 0
     assert entry.main(["list"]) == 0

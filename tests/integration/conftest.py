@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from core.cli import main as cli_main
+from core.cli.main import main as cli_main
 
 ROOT = Path(__file__).resolve().parents[2]
 

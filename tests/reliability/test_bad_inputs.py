@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from core.cli import main as cli_main
+from core.cli.main import main as cli_main
 from tests.reliability.cases import Case, all_cases
 from tests.reliability.conftest import Outcome
 from tests.reliability.harness import Seeds, fingerprint, prepare

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from core.cli import main as cli_main
+from core.cli.main import main as cli_main
 from core.domain.facts import AttemptState
 from tests.integration.conftest import child_cli
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from core.cli import main as cli_main
+from core.cli.main import main as cli_main
 from tests.team.conftest import VERDICT_OK, assert_event_sequences_contiguous, sync_rows
 
 VERDICT_REJECTED = json.dumps(

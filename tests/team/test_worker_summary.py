@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.cli import main as cli_main
+from core.cli.main import main as cli_main
 from tests.team.conftest import VERDICT_OK
 
 

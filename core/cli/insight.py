@@ -1,29 +1,34 @@
-"""Command-line views that look across attempts and verdicts: ``diff``, ``override``, ``calibration``.
+"""Commands that look across attempts and verdicts: ``diff``, ``override``, ``calibration``.
 
-Kept out of ``core/cli.py`` so each area's commands live in one small module. Bad input (an
-attempt that does not exist, an unknown status, an unreadable date) is one line on stderr and exit
-code 4, and changes nothing.
+Bad input (an attempt that does not exist, an unknown status, an unreadable date) raises core's
+``InvalidRequest``: one line on stderr and exit code 4, and nothing changed.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
-from collections.abc import Awaitable, Callable, Coroutine
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from core.cli_review import add_take_over
+from core.cli.common import (
+    EXIT_OK,
+    Handler,
+    Subparsers,
+    add_take_over,
+    emit,
+    parse_day,
+    reviewer,
+    with_workspace,
+)
 from core.config import Settings
+from core.errors import InvalidRequest
 
-Handler = Callable[[argparse.Namespace, Settings], Coroutine[Any, Any, int]]
-EXIT_INPUT = 4
+if TYPE_CHECKING:
+    from core.workspace import Workspace
 
 
-def add_insight_commands(sub: Any, common: argparse.ArgumentParser) -> dict[str, Handler]:
-    """Add ``diff``, ``override`` and ``calibration``; returns their handlers by name."""
+def register(sub: Subparsers, common: argparse.ArgumentParser) -> dict[str, Handler]:
     p = sub.add_parser("diff", parents=[common], help="what changed between two attempts of a task")
     p.add_argument("task_id")
     p.add_argument("--a", type=int, metavar="N", help="the earlier attempt (default: the one before --b)")
@@ -50,43 +55,27 @@ def add_insight_commands(sub: Any, common: argparse.ArgumentParser) -> dict[str,
     return {"diff": cmd_diff, "override": cmd_override, "calibration": cmd_calibration}
 
 
-async def _guarded(settings: Settings, body: Callable[[Any], Awaitable[int]]) -> int:
-    from core.cli import _with_workspace
-
-    async def wrapped(ws: Any) -> int:
-        try:
-            return await body(ws)
-        except ValueError as exc:
-            print(f"evidence-desk: {exc}", file=sys.stderr)
-            return EXIT_INPUT
-
-    return await _with_workspace(settings, wrapped)
-
-
 async def cmd_diff(args: argparse.Namespace, settings: Settings) -> int:
-    from core.cli import _emit
     from core.tasks.diff import format_diff, load_attempt_diff
 
-    async def body(ws: Any) -> int:
+    async def body(ws: Workspace) -> int:
         a = args.a if args.a is not None or args.b is None else args.b - 1
         d = await load_attempt_diff(ws.store, args.task_id, a, args.b)  # by hashes: no evidence is read
         if args.json:
-            _emit(d.model_dump(mode="json"))
+            emit(d.model_dump(mode="json"))
         else:
             print(format_diff(d))
-        return 0
+        return EXIT_OK
 
-    return await _guarded(settings, body)
+    return await with_workspace(settings, body)
 
 
 async def cmd_override(args: argparse.Namespace, settings: Settings) -> int:
-    from core.cli import _emit
     from core.tasks.claim_guard import decision_claim
     from core.tasks.override import format_override, record_override
-    from core.tasks.review import reviewer_name
 
-    async def body(ws: Any) -> int:
-        me = reviewer_name(settings.reviewer)
+    async def body(ws: Workspace) -> int:
+        me = reviewer(args, settings)
         async with decision_claim(ws.store, args.task_id, me, take_over=args.take_over):
             v = await record_override(
                 ws.store,
@@ -98,31 +87,21 @@ async def cmd_override(args: argparse.Namespace, settings: Settings) -> int:
                 attempt_index=args.attempt,
             )
         if args.json:
-            _emit(v.model_dump(mode="json"))
+            emit(v.model_dump(mode="json"))
         else:
             print(f"attempt {v.attempt_index}: {format_override(v)}")
-        return 0
+        return EXIT_OK
 
-    return await _guarded(settings, body)
-
-
-def _day(value: str | None, what: str) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        return datetime.fromisoformat(value).replace(tzinfo=UTC)
-    except ValueError:
-        raise ValueError(f"--{what} {value!r} is not a date (use YYYY-MM-DD)") from None
+    return await with_workspace(settings, body)
 
 
 async def cmd_calibration(args: argparse.Namespace, settings: Settings) -> int:
     from core.calibration import CalibrationFilter, calibrate, calibration_csv, format_calibration
-    from core.cli import _emit
 
-    async def body(ws: Any) -> int:
+    async def body(ws: Workspace) -> int:
         flt = CalibrationFilter(
-            since=_day(args.since, "since"),
-            until=_day(args.until, "until"),
+            since=parse_day(args.since, "--since"),
+            until=parse_day(args.until, "--until"),
             validator_model=args.validator_model,
             category=args.category,
             batch_id=args.batch,
@@ -135,14 +114,11 @@ async def cmd_calibration(args: argparse.Namespace, settings: Settings) -> int:
                 try:
                     await asyncio.to_thread(Path(path).write_text, render(cal), encoding="utf-8")
                 except OSError as exc:
-                    raise ValueError(f"cannot write {path}: {exc.strerror or exc}") from None
+                    raise InvalidRequest(f"cannot write {path}: {exc.strerror or exc}") from None
         if args.json:
-            _emit(cal.as_json())
+            emit(cal.as_json())
         else:
             print(format_calibration(cal))
-        return 0
+        return EXIT_OK
 
-    return await _guarded(settings, body)
-
-
-__all__ = ["add_insight_commands"]
+    return await with_workspace(settings, body)

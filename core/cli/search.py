@@ -1,26 +1,29 @@
 """``evidence-desk search``: the desk's search box on the command line, and its saved views.
 
-Bad input (nothing to search for, a score outside 0..1, an unreadable date, an unknown view) is
-one line on stderr and exit code 4, and changes nothing.
+Bad input (nothing to search for, a score outside 0..1, an unreadable date, an unknown view)
+raises core's ``InvalidRequest``: one line on stderr and exit code 4, and nothing changed.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Coroutine
-from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
+from core.cli.common import EXIT_OK, Handler, Subparsers, emit, parse_day, with_workspace
 from core.config import Settings
+from core.errors import InvalidRequest
 
-Handler = Callable[[argparse.Namespace, Settings], Coroutine[Any, Any, int]]
-EXIT_INPUT = 4
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+    from core.search.query import SearchFilters, SearchQuery
+    from core.workspace import Workspace
+
 KINDS = ("title", "text", "answer", "evidence", "issue", "note")
 
 
-def add_search_commands(sub: Any, common: argparse.ArgumentParser) -> dict[str, Handler]:
-    """Add ``search``; returns its handler by name."""
+def register(sub: Subparsers, common: argparse.ArgumentParser) -> dict[str, Handler]:
     p = sub.add_parser(
         "search",
         parents=[common],
@@ -50,16 +53,7 @@ def add_search_commands(sub: Any, common: argparse.ArgumentParser) -> dict[str, 
     return {"search": cmd_search}
 
 
-def _day(value: str | None, what: str) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=UTC)
-    except ValueError:
-        raise ValueError(f"{what} must be a day as YYYY-MM-DD, not {value!r}") from None
-
-
-def _filters(args: argparse.Namespace) -> Any:
+def _filters(args: argparse.Namespace) -> SearchFilters:
     from pydantic import ValidationError
 
     from core.search.query import SearchFilters
@@ -74,42 +68,55 @@ def _filters(args: argparse.Namespace) -> Any:
             status=args.status,
             reviewer=args.reviewer,
             batch_id=args.batch,
-            since=_day(args.since, "--since"),
-            until=_day(args.until, "--until"),
+            since=parse_day(args.since, "--since"),
+            until=parse_day(args.until, "--until"),
         )
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ValueError(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}") from None
+        raise _invalid(exc) from None
+
+
+def _query(text: str, filters: SearchFilters, limit: int) -> SearchQuery:
+    from pydantic import ValidationError
+
+    from core.search.query import SearchQuery
+
+    try:
+        return SearchQuery(text=text, filters=filters, limit=max(1, limit))
+    except ValidationError as exc:
+        raise _invalid(exc) from None
+
+
+def _invalid(exc: ValidationError) -> InvalidRequest:
+    """The first thing pydantic refused, named as the option the user typed."""
+    first = exc.errors()[0]
+    return InvalidRequest(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}")
 
 
 async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
-    from core.cli import _emit, _with_workspace
     from core.search.index import backfill
-    from core.search.query import SearchQuery, SearchService
+    from core.search.query import SearchService
     from core.search.views import SavedView, get_view, list_views, save_view
     from core.tasks.review import reviewer_name
 
-    async def body(ws: Any) -> int:
+    async def body(ws: Workspace) -> int:
         if args.reindex:
             n = await backfill(ws.store)
             print(f"indexed {n} task(s)", file=sys.stderr)
             if not args.query and not args.view:
-                return 0
+                return EXIT_OK
         if args.views:
             views = await list_views(ws.store)
             if args.json:
-                _emit([v.model_dump(mode="json") for v in views])
+                emit([v.model_dump(mode="json") for v in views])
             for v in [] if args.json else views:
                 print(f"{v.name}\t{v.text}")
-            return 0
+            return EXIT_OK
         if args.view:
             view = await get_view(ws.store, args.view)
             text, filters = view.text, view.filters
         else:
             text, filters = args.query, _filters(args)
-        page = await SearchService(ws.store).search(
-            SearchQuery(text=text, filters=filters, limit=max(1, args.limit))
-        )
+        page = await SearchService(ws.store).search(_query(text, filters, args.limit))
         if args.save:
             await save_view(
                 ws.store,
@@ -119,8 +126,8 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
             )
         if args.json:
             hits = [h.model_dump(mode="json") for h in page.hits]
-            _emit({"hits": hits, "more": page.more is not None, "ranked": page.ranked})
-            return 0
+            emit({"hits": hits, "more": page.more is not None, "ranked": page.ranked})
+            return EXIT_OK
         for h in page.hits:
             where = f"attempt {h.attempt_index} " if h.attempt_index is not None else ""
             ref = f" {h.ref}" if h.ref else ""
@@ -135,16 +142,6 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
             print("no hits", file=sys.stderr)
         elif page.more is not None:
             print(f"(more than {len(page.hits)} hits; raise --limit)", file=sys.stderr)
-        return 0
+        return EXIT_OK
 
-    async def guarded(ws: Any) -> int:
-        try:
-            return await body(ws)
-        except ValueError as exc:
-            print(f"evidence-desk: {exc}", file=sys.stderr)
-            return EXIT_INPUT
-
-    return await _with_workspace(settings, guarded)
-
-
-__all__ = ["add_search_commands", "cmd_search"]
+    return await with_workspace(settings, body)

@@ -1,25 +1,27 @@
 """Team commands: ``worker``, ``batch``, ``batches`` and ``schedule add/list/remove``.
 
-They live apart from ``core.cli`` (which keeps the one-analyst commands) and are hooked in by
-``add_team_commands``; exit codes and one-line errors are ``core.cli``'s.
+What a team runs beside the desks: workers that take queued tasks (procrastinate jobs on
+PostgreSQL), batches of tasks from a file, and recurring tasks.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
 import sys
-from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from core.cli.common import EXIT_OK, Handler, Subparsers, UsageError, emit, read_schema, with_workspace
 from core.config import Settings
-from core.errors import ConfigurationError
+from core.errors import InvalidRequest
 
-Handler = Callable[[argparse.Namespace, Settings], Coroutine[Any, Any, int]]
+if TYPE_CHECKING:
+    from core.workspace import Workspace
 
 
-def add_team_commands(sub: Any, common: argparse.ArgumentParser) -> dict[str, Handler]:
-    """Add the team subcommands' parsers to ``sub``; return their handlers by name."""
+def register(sub: Subparsers, common: argparse.ArgumentParser) -> dict[str, Handler]:
     p = sub.add_parser("worker", parents=[common], help="run queued tasks (PostgreSQL: procrastinate jobs)")
     p.add_argument("--concurrency", type=int, default=1, metavar="N", help="tasks run at once (default 1)")
     p.add_argument("--once", action="store_true", help="stop when nothing is left to run")
@@ -60,12 +62,10 @@ def add_team_commands(sub: Any, common: argparse.ArgumentParser) -> dict[str, Ha
 
 
 async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
-    from core.cli import EXIT_OK, EXIT_USAGE, _with_workspace
     from core.workers.worker import Progress, WorkerOptions, run_worker
 
     if args.concurrency < 1:
-        print("evidence-desk: usage error: --concurrency must be at least 1", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError("--concurrency must be at least 1")
     options = WorkerOptions(
         concurrency=args.concurrency,
         once=args.once,
@@ -75,32 +75,26 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         poll_s=args.poll,
     )
 
-    async def body(ws: Any) -> int:
+    async def body(ws: Workspace) -> int:
         stats = await run_worker(ws, options, Progress(quiet=args.json))
         if args.json:
-            from core.cli import _emit
-
-            _emit(stats.as_json())
+            emit(stats.as_json())
         else:
             print(stats.summary(), file=sys.stderr)
         return EXIT_OK
 
     # No start-up recovery: a dead runner's task is resumed by the worker, not delivered for review.
-    return await _with_workspace(settings, body, recover=False)
+    return await with_workspace(settings, body, recover=False)
 
 
 async def cmd_batch(args: argparse.Namespace, settings: Settings) -> int:
-    import asyncio
-    import os
-
-    from core.cli import EXIT_OK, _emit, _read_schema, _with_workspace
     from core.store.batches import BatchRepository
     from core.workers.batchfile import read_batch_file
     from core.workers.dispatch import defer_tasks
 
     path = Path(args.file)
     batch_id, items = await asyncio.to_thread(read_batch_file, path)
-    schema = _read_schema(Path(args.output_schema)) if args.output_schema else None
+    schema = read_schema(Path(args.output_schema)) if args.output_schema else None
     team = args.team
     if team is not None and team != "auto":
         from core.team import load_team_plan
@@ -108,7 +102,7 @@ async def cmd_batch(args: argparse.Namespace, settings: Settings) -> int:
         await asyncio.to_thread(load_team_plan, Path(team))
         team = await asyncio.to_thread(os.path.abspath, team)
 
-    async def body(ws: Any) -> int:
+    async def body(ws: Workspace) -> int:
         bar = _bar(len(items), quiet=args.json)
         try:
             result = await BatchRepository(ws.store).queue(
@@ -118,7 +112,7 @@ async def cmd_batch(args: argparse.Namespace, settings: Settings) -> int:
             bar.close()
         deferred = 0 if ws.store.is_sqlite else await defer_tasks(ws.store, result.new_ids)
         if args.json:
-            _emit(
+            emit(
                 {
                     "batch_id": batch_id,
                     "task_ids": result.task_ids,
@@ -133,7 +127,7 @@ async def cmd_batch(args: argparse.Namespace, settings: Settings) -> int:
             )
         return EXIT_OK
 
-    return await _with_workspace(settings, body)
+    return await with_workspace(settings, body)
 
 
 class _Bar:
@@ -158,13 +152,12 @@ def _bar(total: int, *, quiet: bool) -> _Bar:
 
 
 async def cmd_batches(args: argparse.Namespace, settings: Settings) -> int:
-    from core.cli import EXIT_OK, _emit, _with_workspace
     from core.store.batches import BatchRepository
 
-    async def body(ws: Any) -> int:
+    async def body(ws: Workspace) -> int:
         rows = await BatchRepository(ws.store).progress()
         if args.json:
-            _emit(
+            emit(
                 [
                     {
                         "batch_id": b.batch_id,
@@ -181,15 +174,14 @@ async def cmd_batches(args: argparse.Namespace, settings: Settings) -> int:
                 print(f"{b.batch_id[:12]}  {b.done}/{b.total} done  {b.source}")
         return EXIT_OK
 
-    return await _with_workspace(settings, body, recover=False)
+    return await with_workspace(settings, body, recover=False)
 
 
 async def cmd_schedule(args: argparse.Namespace, settings: Settings) -> int:
-    from core.cli import EXIT_INPUT, EXIT_OK, _emit, _with_workspace
     from core.store.schedules import ScheduleRepository
     from core.workers.schedules import add_schedule
 
-    async def body(ws: Any) -> int:
+    async def body(ws: Workspace) -> int:
         repo = ScheduleRepository(ws.store)
         if args.schedule_command == "add":
             s = await add_schedule(
@@ -202,14 +194,14 @@ async def cmd_schedule(args: argparse.Namespace, settings: Settings) -> int:
                 title=args.title,
             )
             if args.json:
-                _emit(s.model_dump(mode="json"))
+                emit(s.model_dump(mode="json"))
             else:
                 print(f"schedule {s.id} for task {s.task_id}; next run {s.next_run_at.isoformat()}")
             return EXIT_OK
         if args.schedule_command == "list":
             rows = await repo.all()
             if args.json:
-                _emit([s.model_dump(mode="json") for s in rows])
+                emit([s.model_dump(mode="json") for s in rows])
             for s in [] if args.json else rows:
                 when = s.cron or f"every {s.interval_s}s"
                 print(
@@ -219,14 +211,10 @@ async def cmd_schedule(args: argparse.Namespace, settings: Settings) -> int:
         matches = [s for s in await repo.all() if s.id.startswith(args.schedule_id.lower())]
         if len(matches) != 1:
             problem = "no schedule" if not matches else "more than one schedule"
-            print(f"evidence-desk: {problem} matches {args.schedule_id!r}", file=sys.stderr)
-            return EXIT_INPUT
+            raise InvalidRequest(f"{problem} matches {args.schedule_id!r}")
         await repo.remove(matches[0].id)
         if not args.json:
             print(f"schedule {matches[0].id} removed; its task {matches[0].task_id} and its evidence stay")
         return EXIT_OK
 
-    return await _with_workspace(settings, body, recover=False)
-
-
-__all__ = ["ConfigurationError", "add_team_commands"]
+    return await with_workspace(settings, body, recover=False)

@@ -1,0 +1,90 @@
+"""The headless command line (``evidence-desk SUBCOMMAND``): the parser, assembled from the groups.
+
+Each command group is a module of this package with a ``register(sub, common)`` that adds its
+parsers and returns its handlers by name. The groups are listed here by name and imported through
+``importlib`` (pip's command registry does the same), so this module is the only one that knows
+them all and no group imports another. Exit codes and error lines are ``common.exit_code``'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import logging
+import sys
+
+from core.cli.common import EXIT_USAGE, Handler, Parser, exit_code
+from core.config import load_settings, user_config_file
+from core.inputs import load_toml_file, read_input_text
+from core.version import app_version
+
+# In this order on the help screen: a task's life first, then the team's and the auditor's tools.
+GROUPS = ("run", "show", "review", "audit", "insight", "search", "team")
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
+    """The whole parser and every command's handler by name."""
+    common = Parser(add_help=False)
+    common.add_argument("--db", metavar="URL", help="workspace database (file path or SQLAlchemy URL)")
+    common.add_argument("--script", metavar="FILE", help="scripted-provider script for scripted/* models")
+    common.add_argument("--corpus", metavar="DIR", help="documents folder the agent searches")
+    common.add_argument("--json", action="store_true", help="machine-readable output")
+
+    parser = Parser(prog="evidence-desk", description="Review LLM answers against their evidence.")
+    parser.add_argument("--version", action="version", version=f"evidence-desk {app_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    handlers: dict[str, Handler] = {}
+    for name in GROUPS:
+        group = importlib.import_module(f"core.cli.{name}")
+        added: dict[str, Handler] = group.register(sub, common)
+        clash = handlers.keys() & added.keys()
+        assert not clash, f"command group {name} redefines {sorted(clash)}"
+        handlers |= added
+    return parser, handlers
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser, handlers = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    handler = handlers[args.command]
+    _log_in_one_line()
+    try:
+        _check_config_file()
+        settings = load_settings(db_url=args.db, script=args.script, corpus=args.corpus)
+        if settings.rules is not None:  # read on every validation later; refuse a bad one now
+            read_input_text(settings.rules, what="rules file")
+        return asyncio.run(handler(args, settings))
+    except (Exception, KeyboardInterrupt) as exc:
+        return exit_code(exc, args.db)
+
+
+class _OneLineLog(logging.Formatter):
+    """Warnings reach the terminal as one line each: the message, never a traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        lines = record.getMessage().splitlines() or [""]
+        return f"evidence-desk: {record.levelname.lower()}: {lines[0]}"
+
+
+def _log_in_one_line() -> None:
+    root = logging.getLogger()
+    if root.handlers:  # someone (a test harness, an embedding program) already decided
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLineLog())
+    handler.setLevel(logging.WARNING)
+    root.addHandler(handler)
+
+
+def _check_config_file() -> None:
+    """The settings file passes the input limits before pydantic-settings parses it."""
+    path = user_config_file()
+    if path.exists() or path.is_symlink():  # absent is fine (defaults); a FIFO or folder is not
+        load_toml_file(path, what="configuration file")

@@ -1,0 +1,203 @@
+"""The analyst's work from a terminal: ``feedback``, ``reopen`` and ``undo`` decide; ``claim``,
+``release`` and ``next`` take tasks the way the desk does.
+
+Every decision respects claims (``core.tasks.claim_guard``): on a task a colleague holds it is
+refused, naming them and when their lease ends, unless ``--take-over``, which is recorded as on
+the desk. ``next`` hands out the oldest needs-review task nobody holds and claims it, so a
+colleague's ``next`` (or desk) does not get it too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from core.cli.common import (
+    EXIT_OK,
+    REVIEWER_HELP,
+    Handler,
+    Subparsers,
+    UsageError,
+    add_take_over,
+    claim_json,
+    emit,
+    print_task_summary,
+    reviewer,
+    with_workspace,
+)
+from core.config import Settings
+from core.domain import FeedbackAction
+from core.domain.queue import QueueFilter
+from core.domain.records import TaskRecord
+from core.errors import RefusedAction
+
+if TYPE_CHECKING:
+    from core.tasks.review import ReviewService
+    from core.workspace import Workspace
+
+
+def register(sub: Subparsers, common: argparse.ArgumentParser) -> dict[str, Handler]:
+    p = sub.add_parser("feedback", parents=[common], help="record the analyst's decision")
+    p.add_argument("task_id")
+    p.add_argument("action", choices=[a.value for a in FeedbackAction])
+    p.add_argument("--prompt", help="what to change (revise)")
+    p.add_argument("--note", help="a note kept with the decision")
+    p.add_argument("--version", dest="expected_version", type=int, help="task version you reviewed")
+    p.add_argument("--no-run", action="store_true", help="revise: record only, do not start the new attempt")
+    add_take_over(p)
+
+    p = sub.add_parser("reopen", parents=[common], help="reopen a closed or abandoned task, with a reason")
+    p.add_argument("task_id")
+    p.add_argument("--reason", required=True, help="why the task is reopened (kept as the decision's note)")
+    p.add_argument("--version", dest="expected_version", type=int, help="task version you reviewed")
+    add_take_over(p)
+    p = sub.add_parser(
+        "undo", parents=[common], help="undo the last decision on a task, if no one acted since"
+    )
+    p.add_argument("task_id")
+    p.add_argument("--note", help="a note kept with the undo")
+    p.add_argument("--version", dest="expected_version", type=int, help="task version you reviewed")
+    add_take_over(p)
+
+    p = sub.add_parser("claim", parents=[common], help="claim a task for your review (a lease)")
+    p.add_argument("task_id")
+    p.add_argument("--take-over", action="store_true", help="take the task from whoever holds it (recorded)")
+    p.add_argument("--reviewer", help=REVIEWER_HELP)
+    p = sub.add_parser("release", parents=[common], help="release your claim on a task")
+    p.add_argument("task_id")
+    p.add_argument("--reviewer", help=REVIEWER_HELP)
+    p = sub.add_parser("next", parents=[common], help="claim and show the next unclaimed task to review")
+    p.add_argument("--filter", dest="text", default="", help="only tasks whose title or text contains this")
+    p.add_argument("--reviewer", help=REVIEWER_HELP)
+    return {
+        "feedback": cmd_feedback,
+        "reopen": cmd_reopen,
+        "undo": cmd_undo,
+        "claim": cmd_claim,
+        "release": cmd_release,
+        "next": cmd_next,
+    }
+
+
+# ---------------------------------------------------------------------- decisions
+async def cmd_feedback(args: argparse.Namespace, settings: Settings) -> int:
+    action = FeedbackAction(args.action)
+    if action is FeedbackAction.REVISE and not args.prompt:
+        raise UsageError("revise needs --prompt TEXT")
+
+    async def move(review: ReviewService, task: TaskRecord) -> TaskRecord:
+        expected = args.expected_version if args.expected_version is not None else task.version
+        return await review.feedback(
+            task.id, action, expected_version=expected, prompt=args.prompt, note=args.note
+        )
+
+    run_after = action is FeedbackAction.REVISE and not args.no_run
+    return await _decide(args, settings, move, said=None, run_after=run_after)
+
+
+async def cmd_reopen(args: argparse.Namespace, settings: Settings) -> int:
+    async def move(review: ReviewService, task: TaskRecord) -> TaskRecord:
+        return await review.reopen(task.id, reason=args.reason, expected_version=args.expected_version)
+
+    return await _decide(
+        args, settings, move, said=lambda task: f"reopened {task.id[:12]} -> {task.status.value}"
+    )
+
+
+async def cmd_undo(args: argparse.Namespace, settings: Settings) -> int:
+    async def move(review: ReviewService, task: TaskRecord) -> TaskRecord:
+        return await review.undo(task.id, expected_version=args.expected_version, note=args.note)
+
+    return await _decide(
+        args, settings, move, said=lambda task: f"undone: {task.id[:12]} is back in {task.status.value}"
+    )
+
+
+async def _decide(
+    args: argparse.Namespace,
+    settings: Settings,
+    move: Callable[[ReviewService, TaskRecord], Awaitable[TaskRecord]],
+    *,
+    said: Callable[[TaskRecord], str] | None,
+    run_after: bool = False,
+) -> int:
+    """One analyst decision: resolve the id, hold the claim while deciding, say what happened,
+    run the new attempt a revision asks for, and print the task."""
+    from core.tasks.claim_guard import decision_claim
+    from core.tasks.review import ReviewService
+    from core.tasks.service import TaskService
+
+    async def body(ws: Workspace) -> int:
+        service = TaskService(ws)
+        task = await ws.store.get_task(args.task_id)
+        async with decision_claim(ws.store, task.id, reviewer(args, settings), take_over=args.take_over):
+            task = await move(ReviewService(service), task)
+        if said is not None and not args.json:
+            print(said(task), file=sys.stderr)
+        if run_after:
+            task = await service.run(task.id)
+        await print_task_summary(ws, task, args.json)
+        return EXIT_OK
+
+    return await with_workspace(settings, body)
+
+
+# ---------------------------------------------------------------------- claims
+async def cmd_claim(args: argparse.Namespace, settings: Settings) -> int:
+    from core.tasks.claims import Claims
+
+    async def body(ws: Workspace) -> int:
+        claims = Claims(ws.store)
+        who = reviewer(args, settings)
+        if args.take_over:
+            claim = await claims.take_over(args.task_id, who, confirm=True)
+        else:
+            claim = await claims.claim(args.task_id, who)
+        if args.json:
+            emit(claim_json(claim))
+        else:
+            print(f"task {claim.task_id[:12]} {claim.describe()}")
+        return EXIT_OK
+
+    return await with_workspace(settings, body, recover=False)
+
+
+async def cmd_release(args: argparse.Namespace, settings: Settings) -> int:
+    from core.tasks.claims import Claims
+
+    async def body(ws: Workspace) -> int:
+        who = reviewer(args, settings)
+        task = await ws.store.get_task(args.task_id)
+        if not await Claims(ws.store).release(task.id, who):
+            raise RefusedAction(f"{who} holds no claim on task {task.id[:8]}")
+        if args.json:
+            emit({"task_id": task.id, "released_by": who})
+        else:
+            print(f"released task {task.id[:12]}")
+        return EXIT_OK
+
+    return await with_workspace(settings, body, recover=False)
+
+
+async def cmd_next(args: argparse.Namespace, settings: Settings) -> int:
+    from core.tasks.claims import Claims
+
+    async def body(ws: Workspace) -> int:
+        claims = Claims(ws.store)
+        task = await claims.next_unclaimed(reviewer(args, settings), QueueFilter(text=args.text))
+        if task is None:
+            if args.json:
+                print("null")
+            else:
+                print("no unclaimed task needs review", file=sys.stderr)
+            return EXIT_OK
+        claim = await claims.holder(task.id)
+        assert claim is not None
+        if not args.json:
+            print(f"task {task.id[:12]} {claim.describe()}: {task.title}", file=sys.stderr)
+        await print_task_summary(ws, task, args.json, extra={"claim": claim_json(claim)})
+        return EXIT_OK
+
+    return await with_workspace(settings, body, recover=False)

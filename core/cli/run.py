@@ -1,0 +1,138 @@
+"""Commands that run work: ``run`` a task to its resting status, build the ``demo`` workspace, and
+``recover`` tasks whose runner died.
+
+``run`` reports what a finished task cost and why it failed from the event log rather than from
+the objects the run held, so the figures are those an audit of the stored task would find, and
+``show`` and ``run`` can never disagree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core.cli.common import (
+    EXIT_OK,
+    EXIT_TASK_FAILED,
+    Handler,
+    Subparsers,
+    emit,
+    print_task_summary,
+    read_schema,
+    task_json,
+    with_workspace,
+)
+from core.config import Settings
+from core.domain import TaskStatus
+from core.domain.facts import EventKind
+from core.domain.records import TaskRecord
+
+if TYPE_CHECKING:
+    from core.store import Store
+    from core.workspace import Workspace
+
+
+def register(sub: Subparsers, common: argparse.ArgumentParser) -> dict[str, Handler]:
+    p = sub.add_parser("run", parents=[common], help="run a task to its resting status")
+    p.add_argument("text", help="the task")
+    p.add_argument("--team", metavar="FILE|auto", help="team template file, or 'auto' for a planned team")
+    p.add_argument("--output-schema", metavar="FILE", help="JSON schema the final answer must satisfy")
+    p.add_argument("--title", help="short title shown in the queue")
+    sub.add_parser("recover", parents=[common], help="recover tasks interrupted by a crashed process")
+    sub.add_parser("demo", parents=[common], help="build the demo workspace by running the real pipeline")
+    return {"run": cmd_run, "recover": cmd_recover, "demo": cmd_demo}
+
+
+async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    from core.tasks.service import TaskService
+
+    schema = read_schema(Path(args.output_schema)) if args.output_schema else None
+
+    async def body(ws: Workspace) -> int:
+        service = TaskService(ws)
+        task = await service.create(args.text, team=args.team, output_schema=schema, title=args.title)
+        if not args.json:
+            print(f"task {task.id} created; running...", file=sys.stderr)
+        task = await service.run(task.id)
+        outcome = await run_outcome(ws.store, task)
+        await print_task_summary(ws, task, args.json, extra=outcome)
+        if outcome["error"] is not None:
+            print(f"evidence-desk: task {task.id} failed: {outcome['error']}", file=sys.stderr)
+            return EXIT_TASK_FAILED
+        return EXIT_OK
+
+    return await with_workspace(settings, body)
+
+
+async def cmd_recover(args: argparse.Namespace, settings: Settings) -> int:
+    from core.tasks.recovery import recover_interrupted
+
+    async def body(ws: Workspace) -> int:
+        recovered = await recover_interrupted(ws)
+        if args.json:
+            emit([task_json(t) for t in recovered])
+        else:
+            for t in recovered:
+                print(f"{t.id[:12]}  recovered -> {t.status.value}")
+        return EXIT_OK
+
+    return await with_workspace(settings, body, recover=False)
+
+
+async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    from core.demo import build_demo_workspace
+
+    async def body(ws: Workspace) -> int:
+        def progress(task: TaskRecord) -> None:
+            if not args.json:
+                print(f"{task.id[:12]}  {task.status.value:<17} {task.title}", file=sys.stderr)
+
+        tasks = await build_demo_workspace(ws, on_task=progress)
+        if args.json:
+            emit([task_json(t) for t in tasks])
+        else:
+            print(f"demo workspace ready in {ws.store.display_name}: {len(tasks)} tasks")
+        return EXIT_OK
+
+    return await with_workspace(settings, body)
+
+
+async def run_outcome(store: Store, task: TaskRecord) -> dict[str, Any]:
+    """``error`` (why a failed task failed, else None), token totals and ``cost_usd``.
+
+    The cost stays None until calls record a price; tokens count every answered call: the agent's
+    turns and the validator's requests, failed calls excluded (they report no usage).
+    """
+    events = await store.get_task_events(
+        task.id,
+        resolve=False,  # usage and errors only: never a tool result's text
+        kinds=[
+            EventKind.RUN_FINISHED,
+            EventKind.LLM_RESPONSE_RECEIVED,
+            EventKind.TASK_VALIDATION_SNAPSHOTTED,
+            EventKind.TASK_STATUS_CHANGED,
+        ],
+    )
+    prompt = completion = 0
+    run_error: str | None = None
+    reason: str | None = None
+    for event in events:
+        payload = event.payload or {}
+        if event.kind in (EventKind.LLM_RESPONSE_RECEIVED, EventKind.TASK_VALIDATION_SNAPSHOTTED):
+            usage = payload.get("usage") or {}
+            prompt += int(usage.get("prompt_tokens") or 0)
+            completion += int(usage.get("completion_tokens") or 0)
+        elif event.kind == EventKind.RUN_FINISHED:
+            run_error = payload.get("error") or None
+        elif event.kind == EventKind.TASK_STATUS_CHANGED:
+            reason = payload.get("reason") or reason
+    error = None
+    if task.status is TaskStatus.FAILED:
+        error = run_error or reason or "the task failed"
+    return {
+        "error": error,
+        "tokens": {"prompt": prompt, "completion": completion, "total": prompt + completion},
+        "cost_usd": None,
+    }
