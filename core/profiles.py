@@ -11,15 +11,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, SecretStr
 
 from core.errors import ConfigurationError
 from core.secrets import KEYRING_SERVICE
-
-if TYPE_CHECKING:
-    from core.config import Settings
 
 # Keyless OpenAI-compatible servers still need *some* key for the OpenAI client to build a request;
 # this placeholder is not a credential and a keyless server ignores it.
@@ -122,14 +119,33 @@ def _keyring_lookup(service: str, name: str) -> str | None:
         return None
 
 
-def role_model(settings: Settings, role: ModelRole) -> str | None:
+class ProfileSettings(Protocol):
+    """What resolving a role's profile reads of the settings.
+
+    A protocol rather than ``core.config.Settings`` because the settings are built from this
+    module's models: naming the class here, even for type checking only, tied the two modules
+    into a circle. ``Settings`` satisfies it; so does any object a test or tool hands in.
+    The role's model is read by its setting's name (``ROLE_MODEL_SETTING``).
+    """
+
+    @property
+    def profiles(self) -> Mapping[ModelRole, ModelProfile]: ...
+    @property
+    def api_base(self) -> str | None: ...
+    @property
+    def validator_context_tokens(self) -> int | None: ...
+    @property
+    def validation_mode(self) -> object: ...
+
+
+def role_model(settings: ProfileSettings, role: ModelRole) -> str | None:
     """The model a role uses: the flat ``*_model`` setting (a profile's ``model`` is copied there)."""
     value = getattr(settings, ROLE_MODEL_SETTING[role])
     return str(value) if value else None
 
 
 def resolve_profile(
-    settings: Settings,
+    settings: ProfileSettings,
     role: ModelRole,
     *,
     environ: Mapping[str, str] | None = None,
@@ -186,7 +202,7 @@ def resolve_profile(
     )
 
 
-def role_for_model(settings: Settings, model: str) -> ModelRole | None:
+def role_for_model(settings: ProfileSettings, model: str) -> ModelRole | None:
     """The first role (in ``ModelRole`` order) whose model is ``model``; callers that know better pass a role."""
     for role in ModelRole:
         if role_model(settings, role) == model:
@@ -194,7 +210,7 @@ def role_for_model(settings: Settings, model: str) -> ModelRole | None:
     return None
 
 
-def roles_for_task(settings: Settings, team: str | None) -> list[ModelRole]:
+def roles_for_task(settings: ProfileSettings, team: str | None) -> list[ModelRole]:
     """The roles a new task will call: a configuration that cannot serve them is refused up front."""
     roles = [ModelRole.AGENT]
     if str(settings.validation_mode) != "off":

@@ -89,8 +89,8 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_batch(args: argparse.Namespace, settings: Settings) -> int:
     from core.store.batches import BatchRepository
+    from core.tasks.dispatch import defer_tasks
     from core.workers.batchfile import read_batch_file
-    from core.workers.dispatch import defer_tasks
 
     path = Path(args.file)
     batch_id, items = await asyncio.to_thread(read_batch_file, path)

@@ -1,7 +1,7 @@
 """The search index's reads: matching, ranking, filters, keyset pages, passages; saved views' rows.
 
-``core.search.query`` owns the query language and the result models and asks these functions;
-only the store knows the tables (tests/core/test_store_boundary.py).
+``core.search`` owns the query language (``terms``) and the query and result models (``models``),
+and its service asks these functions; only the store knows the tables (tests/core/test_store_boundary.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from core.store.base import StoreBase
 from core.store.models import ClaimRow, FeedbackRow, SavedViewRow, SearchDocRow, TaskRow, utcnow
 
 if TYPE_CHECKING:
-    from core.search.query import SearchFilters, SearchQuery
+    from core.search.models import SearchFilters, SearchQuery
 
 _WORD_SPLIT = re.compile(r"[^\W_]+")
 _HEADLINE = f'StartSel="{MARK_START}", StopSel="{MARK_END}", MaxWords=30, MinWords=12, MaxFragments=1'

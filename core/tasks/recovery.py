@@ -60,7 +60,7 @@ async def recover_interrupted(workspace: Workspace, *, batch: int = RECOVERY_BAT
     orphans = [
         t
         for t in await store.list_tasks(statuses=active, runners=suspects)
-        if is_writable(t) and _runner_gone(t)
+        if is_writable(t) and runner_gone(t)
     ]
     for start in range(0, len(orphans), batch):
         tasks = orphans[start : start + batch]
@@ -76,7 +76,7 @@ def _recovery(task: TaskRecord, attempts: list[AttemptRecord], running: list[Run
     """Where ``task`` goes and what is written with it: the decision, taken from its facts alone."""
     # The attempt the task claimed, by index: a crash between the claim and the attempt's
     # record leaves none, and an earlier attempt's answer must not stand in for it.
-    attempt = _current_attempt(task, attempts)
+    attempt = current_attempt(task, attempts)
     trigger, outcome = interruption(attempt)
     if trigger is Trigger.INTERRUPTED_UNUSABLE:  # a crashed revision: no dead end either
         earlier = [a for a in attempts if attempt is None or a.index < attempt.index]
@@ -110,12 +110,12 @@ def _recovery(task: TaskRecord, attempts: list[AttemptRecord], running: list[Run
     )
 
 
-def _current_attempt(task: TaskRecord, attempts: list[AttemptRecord]) -> AttemptRecord | None:
+def current_attempt(task: TaskRecord, attempts: list[AttemptRecord]) -> AttemptRecord | None:
     """The attempt the task counts as its latest; None when its record was never written."""
     return next((a for a in reversed(attempts) if a.index >= task.attempt_count), None)
 
 
-def _runner_gone(task: TaskRecord) -> bool:
+def runner_gone(task: TaskRecord) -> bool:
     if not task.runner:
         return True
     if _on_this_host(task.runner):

@@ -19,6 +19,7 @@ from core.errors import RefusedAction, VersionConflict
 from core.events import TaskChange, TaskChanged
 from core.profiles import roles_for_task
 from core.store import NewEvent, TaskRecord
+from core.tasks.dispatch import abort_task_jobs
 from core.tasks.policy import (
     attempt_ending,
     ensure_writable,
@@ -219,8 +220,6 @@ class ReviewService:
         else:
             updated = await self.store.update_task(task.id, **update)
         if action == FeedbackAction.ABANDON:  # a worker running it stops through procrastinate's abort
-            from core.workers.dispatch import abort_task_jobs
-
             await abort_task_jobs(self.store, task.id)
         self.last_decided = None if action == UNDO else task.id
         self.tasks.ws.bus.publish(

@@ -27,6 +27,7 @@ from core.evidence import session_messages
 from core.llm.structured import SchemaFailure, complete_structured
 from core.profiles import roles_for_task
 from core.store import AttemptRecord, NewEvent, TaskRecord
+from core.tasks.dispatch import defer_if_workers
 from core.tasks.policy import attempt_ending, decide, ensure_writable, interruption, revision_fallback
 from core.tasks.prompts import (
     AGENT_SYSTEM_PROMPT,
@@ -125,8 +126,6 @@ class TaskService:
 
     async def _run_tracked(self, task_id: str) -> TaskRecord:
         try:
-            from core.workers.dispatch import defer_if_workers  # imports this module: import late
-
             if await defer_if_workers(self.ws, task_id):  # a team workspace's workers run it
                 return await self.store.get_task(task_id)
             return await self._run(task_id)

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict
 
+from core.domain.cadence import next_run
 from core.domain.records import TaskRecord
 from core.domain.status import TaskStatus
 from core.store import Store
@@ -20,7 +21,6 @@ from core.store.batches import BatchRepository
 from core.store.schedules import ScheduleRepository
 from core.store.team_sql import batch_headers
 from core.tasks.claims import Claims, utc_now
-from core.workers.schedules import next_run
 
 
 class BatchView(BaseModel):

@@ -18,14 +18,14 @@ from core.domain.records import TaskRecord
 from core.errors import VersionConflict
 from core.store import NewEvent
 from core.tasks.policy import attempt_ending, interruption, is_writable
-from core.tasks.recovery import _current_attempt, _runner_gone
+from core.tasks.recovery import current_attempt, runner_gone
 from core.tasks.state_machine import Trigger, next_status
 from core.workspace import Workspace
 
 
 def runner_is_gone(task: TaskRecord) -> bool:
     """Recovery's rule: same host and the process is dead, or another host's heartbeat is stale."""
-    return _runner_gone(task)
+    return runner_gone(task)
 
 
 async def resume_interrupted(ws: Workspace, task: TaskRecord, *, why: str) -> TaskRecord | None:
@@ -33,7 +33,7 @@ async def resume_interrupted(ws: Workspace, task: TaskRecord, *, why: str) -> Ta
     store = ws.store
     if not is_writable(task) or not task.status.is_execution_active or task.main_session_id is None:
         return None
-    attempt = _current_attempt(task, await store.list_attempts(task.id, resolve=False))
+    attempt = current_attempt(task, await store.list_attempts(task.id, resolve=False))
     _, outcome = interruption(attempt)
     for run in await store.list_runs(task_id=task.id):
         if run.state == "running":

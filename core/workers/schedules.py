@@ -16,35 +16,18 @@ compare-and-set on the schedule's next run time, so it happens once.
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 from core.config import ValidationMode
 from core.domain import FeedbackAction, TaskStatus
+from core.domain.cadence import check_cron, next_run
 from core.errors import ConfigurationError, RefusedAction
 from core.inputs import read_input_text
 from core.store.schedules import ScheduleRecord, ScheduleRepository
 from core.workspace import Workspace
 
 LAZY_REPLY = "HEARTBEAT_OK"
-
-
-def next_run(cron: str | None, interval_s: int | None, after: datetime) -> datetime:
-    """The firing after ``after``: the cron expression's next match, or ``after`` plus the interval."""
-    if cron:
-        from croniter import croniter
-
-        return croniter(cron, after).get_next(datetime).astimezone(UTC)  # type: ignore[no-any-return]
-    if interval_s:
-        return after + timedelta(seconds=interval_s)
-    raise ConfigurationError("a schedule needs a cron expression or an interval")
-
-
-def check_cron(cron: str) -> None:
-    from croniter import croniter
-
-    if not croniter.is_valid(cron):
-        raise ConfigurationError(f"not a cron expression: {cron!r} (five fields, e.g. '*/30 * * * *')")
 
 
 def heartbeat_prompt(checklist: str | None, instructions: str) -> str:

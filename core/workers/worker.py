@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 from core.domain.facts import EventKind, RevisionRequester
 from core.domain.status import TaskStatus
 from core.errors import RefusedAction
+from core.tasks import dispatch
 from core.tasks.policy import is_writable
 from core.tasks.recovery import runner_id
 from core.tasks.state_machine import Trigger, can
-from core.workers import dispatch
 from core.workers.resume import resume_interrupted, runner_is_gone
 from core.workspace import Workspace
 

@@ -1,5 +1,8 @@
 """Deferring work to ``evidence-desk worker`` processes through procrastinate.
 
+With the tasks, not the workers: a task service decides where a run happens (here, or by a
+worker); the worker process in ``core.workers`` only consumes the jobs deferred here.
+
 procrastinate keeps its jobs in the workspace's own PostgreSQL database (its ``procrastinate_*``
 tables), so a task and the job that runs it live in one place and one backup. Its schema is
 applied by the first worker that starts (and by anything that defers with ``defer_runs = true``),
