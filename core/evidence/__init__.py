@@ -4,6 +4,7 @@ from core.evidence.builder import (
     build_run_evidence,
     run_evidence_from_events,
     session_messages,
+    settled_transcript,
     transcript_from_events,
 )
 from core.evidence.render import (
@@ -32,6 +33,7 @@ __all__ = [
     "render_task",
     "run_evidence_from_events",
     "session_messages",
+    "settled_transcript",
     "transcript_from_events",
     "wrap_external",
 ]

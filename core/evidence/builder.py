@@ -52,6 +52,21 @@ def transcript_from_events(events: Sequence[EventRecord]) -> list[dict[str, Any]
     return _drop_dangling_tool_calls(messages)
 
 
+def settled_transcript(
+    messages: Sequence[dict[str, Any]], repaired: str | None = None
+) -> list[dict[str, Any]]:
+    """A run's in-memory transcript as ``transcript_from_events`` would replay it from the log.
+
+    The agent loop keeps the messages it sent and received (``RunOutcome.messages``) in the
+    replay's shape; what the log adds after the run is applied here the same way: an answer the
+    output-schema repair replaced (``repaired``), and tool calls that never got a result.
+    """
+    out = [dict(m) for m in messages]
+    if repaired is not None:
+        _replace_last_answer(out, repaired)
+    return _drop_dangling_tool_calls(out)
+
+
 def _replace_last_answer(messages: list[dict[str, Any]], accepted: str) -> None:
     """Seed 003: memory sees only the accepted exchange, so a repaired answer replaces the rejected
     one in the replayed conversation (the rejected text stays in its own event for the audit)."""

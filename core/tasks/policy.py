@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -18,6 +18,9 @@ from core.domain.records import AttemptRecord, TaskRecord
 from core.domain.status import TaskStatus, ValidationOutcome, ValidationStatus
 from core.errors import RefusedAction
 from core.tasks.state_machine import Trigger
+
+if TYPE_CHECKING:
+    from core.domain.validation import ValidationResult
 
 
 class ReadOnlyTask(RefusedAction):
@@ -104,6 +107,43 @@ def decide(
     return Decision(
         trigger=Trigger.VERDICT_UNCONFIRMED, outcome=ValidationOutcome.FORCE_ACCEPTED, reason=reasons[status]
     )
+
+
+class VerdictMove(BaseModel):
+    """What a verdict writes when it moves the task: the task's latest verdict fields, the
+    attempt's facts, and the retry's prompt when the validator asked for one."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task_fields: dict[str, Any]
+    attempt_facts: dict[str, Any]
+    next_prompt: str | None = None
+
+
+def verdict_move(result: ValidationResult, skipped: bool, decision: Decision) -> VerdictMove:
+    """The fields a judged attempt writes; a skipped validation leaves no verdict behind."""
+    facts = {
+        "validation_status": None if skipped else result.status.value,
+        "validation_score": None if skipped else result.score,
+    }
+    fields: dict[str, Any] = {
+        "latest_validation_status": facts["validation_status"],
+        "latest_score": facts["validation_score"],
+        "latest_category": None if skipped else result.category.value,
+        "validation_outcome": decision.outcome,
+    }
+    if not decision.retry:
+        return VerdictMove(task_fields={**fields, "runner": None}, attempt_facts=facts)
+    # The desk's first paint imports this module: the prompts (and the evidence package behind
+    # them) load with the first verdict, not at start-up.
+    from core.tasks.prompts import validator_revision_message
+
+    # The runner keeps the task: the retry starts at once, in this process.
+    fields["revision_requested_by"] = RevisionRequester.VALIDATOR
+    prompt = validator_revision_message(
+        result.recommended_revision_prompt, result.issues, result.category.value
+    )
+    return VerdictMove(task_fields=fields, attempt_facts=facts, next_prompt=prompt)
 
 
 def interruption(attempt: AttemptRecord | None) -> tuple[Trigger, ValidationOutcome | None]:

@@ -13,22 +13,32 @@ import contextlib
 import logging
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from core.agent import AgentLoop, RunOutcome, RunProgress
-from core.domain import FeedbackAction, TaskStatus, TeamRunResult, ValidationOutcome
+from core.domain import FeedbackAction, TaskEvidencePacket, TaskStatus, TeamRunResult, ValidationOutcome
 from core.domain.facts import AttemptState, EventKind, FinishReason, RevisionRequester
 from core.errors import ConfigurationError, RefusedAction, VersionConflict
 from core.events import RunProgress as RunProgressNotice
 from core.events import TaskChange, TaskChanged
-from core.evidence import session_messages
+from core.evidence import session_messages, settled_transcript
+from core.evidence.packet import attempt_packet, earlier_packets
+from core.evidence.render import next_evidence_number
 from core.llm.structured import SchemaFailure, complete_structured
 from core.profiles import roles_for_task
 from core.store import AttemptRecord, NewEvent, TaskRecord
 from core.tasks.dispatch import defer_if_workers
-from core.tasks.policy import attempt_ending, decide, ensure_writable, interruption, revision_fallback
+from core.tasks.policy import (
+    attempt_ending,
+    decide,
+    ensure_writable,
+    interruption,
+    revision_fallback,
+    verdict_move,
+)
 from core.tasks.prompts import (
     AGENT_SYSTEM_PROMPT,
     analyst_revision_message,
@@ -39,7 +49,7 @@ from core.tasks.recovery import runner_id
 from core.tasks.state_machine import Trigger, can, next_status
 from core.tasks.validate_only import is_supplied, supply_answer
 from core.team import TeamPlan, TeamScheduler, load_team_plan, plan_with_model
-from core.team.packet import build_attempt_packet, earlier_packets
+from core.team.packet import build_attempt_packet
 from core.validation import ValidationService
 from core.workspace import Workspace
 
@@ -58,6 +68,18 @@ def check_output_schema(schema: dict[str, Any]) -> None:
     from core.llm.structured import validate_schema
 
     validate_schema(schema)
+
+
+@dataclass(frozen=True, slots=True)
+class _AttemptWork:
+    """What producing an attempt left for judging it."""
+
+    attempt: AttemptRecord
+    outcome: RunOutcome
+    packet: TaskEvidencePacket
+    earlier: list[TaskEvidencePacket]
+    final_output: str
+    schema_ok: bool
 
 
 class TaskService:
@@ -263,32 +285,56 @@ class TaskService:
         validations_before: int,
         fallback: Fallback = None,
     ) -> tuple[TaskRecord, str | None]:
+        """Produce the attempt's answer and packet, then judge it or say it has none."""
         assert task.main_session_id is not None
-        session_id = task.main_session_id
-        index = attempt.index
-        self._publish_progress(task.id, attempt=index, phase="starting", iteration=0)
+        self._publish_progress(task.id, attempt=attempt.index, phase="starting", iteration=0)
+        work = await self._produce(task, attempt, prompt)
+        if work.final_output.strip():
+            task = await self._move(task, Trigger.ANSWER_READY)
+            return await self._judge(task, work, validations_before)
+        trigger, kept = fallback or (Trigger.NO_USABLE_ANSWER, None)
+        back = "; the earlier answer is back for review" if fallback else ""
+        task = await self._move(
+            task,
+            trigger,
+            reason=f"attempt {attempt.index} produced no usable answer ({work.outcome.finish_reason}){back}",
+            ending=(work.attempt, AttemptState.FINISHED),
+            runner=None,
+            validation_outcome=kept,
+        )
+        return task, None
+
+    async def _produce(self, task: TaskRecord, attempt: AttemptRecord, prompt: str) -> _AttemptWork:
+        """Run the agent (or team), check the answer's schema, and record the attempt's packet."""
+        assert task.main_session_id is not None
+        session_id, index = task.main_session_id, attempt.index
+        # Read once per attempt: the session so far (the agent continues it), and the earlier
+        # attempts' packets (evidence accumulates over the task: an answer may rest on what an
+        # earlier attempt found), which the synthesis, this packet and the validator all number by.
         history = await session_messages(self.store, session_id)
+        earlier = await earlier_packets(self.store, task.id, index)
         new_messages: list[dict[str, Any]] = []
         if not history:
             new_messages.append({"role": "system", "content": AGENT_SYSTEM_PROMPT})
         new_messages.append({"role": "user", "content": prompt})
         outcome, teams, warnings = await self._execute(
-            task, attempt.id, index, session_id, history, new_messages
+            task, attempt.id, index, session_id, history, new_messages, next_evidence_number(earlier)
         )
         final_output = outcome.output_text if outcome.usable else ""
         schema_ok, final_output = await self._check_output_schema(task, session_id, outcome, final_output)
-        # Evidence accumulates over the task: an answer may rest on what an earlier attempt found.
-        earlier = await earlier_packets(self.store, task.id, index)
-        packet = await build_attempt_packet(
-            self.store,
-            task_id=task.id,
-            attempt_index=index,
-            main_session_id=session_id,
-            main_run_id=outcome.run_id,
-            teams=teams,
-            final_output=final_output,
-            earlier=earlier,
-        )
+        where: dict[str, Any] = {
+            "task_id": task.id,
+            "attempt_index": index,
+            "main_session_id": session_id,
+            "main_run_id": outcome.run_id,
+            "final_output": final_output,
+            "earlier": earlier,
+        }
+        # A single agent's packet is its run alone; a team's adds its nodes and their disagreements.
+        if teams:
+            packet = await build_attempt_packet(self.store, teams=teams, **where)
+        else:
+            packet = await attempt_packet(self.store, **where)
         if packet.main_run is not None and warnings:
             packet.main_run.warnings.extend(warnings)
         attempt = await self.store.update_attempt(
@@ -297,72 +343,51 @@ class TaskService:
             final_output=final_output or None,
             packet=packet.model_dump(mode="json"),
         )
-        if not final_output.strip():
-            trigger, kept = fallback or (Trigger.NO_USABLE_ANSWER, None)
-            back = "; the earlier answer is back for review" if fallback else ""
-            task = await self._move(
-                task,
-                trigger,
-                reason=f"attempt {index} produced no usable answer ({outcome.finish_reason}){back}",
-                ending=(attempt, AttemptState.FINISHED),
-                runner=None,
-                validation_outcome=kept,
-            )
-            return task, None
+        return _AttemptWork(attempt, outcome, packet, earlier, final_output, schema_ok)
 
-        task = await self._move(task, Trigger.ANSWER_READY)
-        self._publish_progress(task.id, attempt=index, phase="validating", iteration=0)
-        history_for_validator = await session_messages(self.store, session_id)
+    async def _judge(
+        self, task: TaskRecord, work: _AttemptWork, validations_before: int
+    ) -> tuple[TaskRecord, str | None]:
+        """Validate the answer, and move the task as the verdict decides (a retry keeps the runner)."""
+        assert task.main_session_id is not None
+        outcome, attempt = work.outcome, work.attempt
+        self._publish_progress(task.id, attempt=attempt.index, phase="validating", iteration=0)
+        # The conversation as a replay of the log would give it, from the run's own transcript:
+        # reading the session back would load every tool text again only to point at it.
+        repaired = work.final_output if work.final_output != outcome.output_text else None
+        truncated = outcome.finish_reason is FinishReason.TRUNCATED
         report = await self.validation.validate(
-            packet,
-            earlier=earlier,
+            work.packet,
+            earlier=work.earlier,
             task_text=task.text,
-            history=history_for_validator,
+            history=settled_transcript(outcome.messages, repaired),
             task_id=task.id,
             attempt_id=attempt.id,
-            attempt_index=index,
-            session_id=session_id,
+            attempt_index=attempt.index,
+            session_id=task.main_session_id,
             agent_model=self.settings.agent_model,
             pending_tool_calls=outcome.pending_tool_calls,
-            truncated=outcome.finish_reason is FinishReason.TRUNCATED,
+            truncated=truncated,
         )
-        result = report.result
         decision = decide(
-            status=result.status,
+            status=report.result.status,
             skipped=report.skipped,
             validations_done=validations_before + 1,
             max_validations=1 if is_supplied(outcome) else self.settings.max_validation_attempts,
-            schema_ok=schema_ok,
-            truncated=outcome.finish_reason is FinishReason.TRUNCATED,
+            schema_ok=work.schema_ok,
+            truncated=truncated,
         )
-        verdict = {
-            "validation_status": None if report.skipped else result.status.value,
-            "validation_score": None if report.skipped else result.score,
-        }
-        fields: dict[str, Any] = {
-            "latest_validation_status": verdict["validation_status"],
-            "latest_score": verdict["validation_score"],
-            "latest_category": None if report.skipped else result.category.value,
-            "validation_outcome": decision.outcome,
-        }
-        next_prompt = None
-        if decision.retry:  # the runner keeps the task: the retry starts at once, in this process
-            fields["revision_requested_by"] = RevisionRequester.VALIDATOR
-            next_prompt = validator_revision_message(
-                result.recommended_revision_prompt, result.issues, result.category.value
-            )
-        else:
-            fields["runner"] = None
+        move = verdict_move(report.result, report.skipped, decision)
         task = await self._move(
             task,
             decision.trigger,
             reason=decision.reason,
-            next_prompt=next_prompt,
+            next_prompt=move.next_prompt,
             ending=(attempt, AttemptState.FINISHED),
-            attempt_facts=verdict,
-            **fields,
+            attempt_facts=move.attempt_facts,
+            **move.task_fields,
         )
-        return task, next_prompt
+        return task, move.next_prompt
 
     async def _execute(
         self,
@@ -372,6 +397,7 @@ class TaskService:
         session_id: str,
         history: list[dict[str, Any]],
         new_messages: list[dict[str, Any]],
+        evidence_id_start: int,
     ) -> tuple[RunOutcome, list[TeamRunResult], list[str]]:
         """Single agent, or team + no-tools synthesis. Returns the main outcome and team results."""
         if supplied := await supply_answer(self.ws, task.id, attempt_id, session_id, history, new_messages):
@@ -408,6 +434,7 @@ class TaskService:
             task_id=task.id,
             attempt_id=attempt_id,
             attempt_index=index,
+            evidence_id_start=evidence_id_start,
         )
         return outcome, [team], warnings + team.warnings
 

@@ -22,10 +22,10 @@ from core.agent.outcome import RunOutcome, RunProgress
 from core.domain.evidence import NodeRunResult, RunEvidence, TeamRunResult
 from core.domain.facts import EventKind, FinishReason, NodeStatus
 from core.evidence.builder import build_run_evidence
+from core.evidence.packet import earlier_packets
 from core.evidence.render import next_evidence_number, render_run
 from core.evidence.wrapping import EXTERNAL_CONTENT_WARNING, neutralise
 from core.runtime import RunContext
-from core.team.packet import earlier_packets
 from core.team.plan import TeamNode, TeamPlan
 from core.team.synthesis import SYNTHESIS_INSTRUCTIONS, build_synthesis_message
 
@@ -249,15 +249,21 @@ class TeamScheduler:
         task_id: str,
         attempt_id: str,
         attempt_index: int | None = None,
+        evidence_id_start: int | None = None,
     ) -> RunOutcome:
-        """The main agent's final answer from the team evidence: no tools unless the plan allows <= 2."""
+        """The main agent's final answer from the team evidence: no tools unless the plan allows <= 2.
+
+        Ids continue after the task's earlier attempts, as in the packet this attempt will record
+        (``core.evidence.packet``), so the synthesis and the validator name each item alike. A
+        caller that already read the earlier packets passes ``evidence_id_start``.
+        """
         if attempt_index is None:
             attempt_index = await self._attempt_index(task_id, attempt_id)
         budget = plan.synthesis_max_tool_iterations
         loop = AgentLoop(self.ctx, on_progress=self.on_progress)
-        # Ids continue after the task's earlier attempts, as in the packet this attempt will
-        # record (core.team.packet), so the synthesis and the validator name each item alike.
-        start = next_evidence_number(await earlier_packets(self.store, task_id, attempt_index))
+        start = evidence_id_start
+        if start is None:
+            start = next_evidence_number(await earlier_packets(self.store, task_id, attempt_index))
         message = build_synthesis_message(
             task_text=task_text,
             team=team,

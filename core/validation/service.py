@@ -124,8 +124,9 @@ class ValidationService:
     ) -> ValidationReport:
         """Judge ``packet``'s answer against the evidence of every attempt so far.
 
-        ``earlier`` are the task's earlier packets: an answer may rest on a fact an earlier
-        attempt found, so the validator sees their items under the ids they always had.
+        ``earlier`` are the task's earlier packets, already indexed (``earlier_packets``): an
+        answer may rest on a fact an earlier attempt found, so the validator sees their items
+        under the ids they always had.
         """
         started = time.perf_counter()
         settings = self.settings
@@ -148,7 +149,7 @@ class ValidationService:
                 )
             )
         # An index: outputs inline, big tool texts stay chunk references until a prompt needs them.
-        packets = [await index_packet(self.store, p) for p in [*(earlier or []), packet]]
+        packets = [*(earlier or []), await index_packet(self.store, packet)]
         rendered = await asyncio.to_thread(render_task, packets)
         # Every item plus the answer under review (which render_task leaves out), without reading.
         gathered = sum(item_length(i) for i in rendered.items) + len(packet.final_output)
