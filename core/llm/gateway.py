@@ -336,11 +336,79 @@ class LLMGateway:
         stream: bool = False,
         on_delta: DeltaSink | None = None,
     ) -> LLMResponse:
+        """One model call: transient failures retried with backoff (a provider's Retry-After
+        honoured), every try recorded in the usage log, the answer parsed and priced."""
         timeout = timeout_s if timeout_s is not None else self.settings.llm_timeout_s
         retries = num_retries if num_retries is not None else self.settings.llm_num_retries
-        kwargs: dict[str, Any] = {"model": model, "messages": messages, "timeout": timeout, "num_retries": 0}
         litellm = _import_litellm()
         provider = provider_family(model)
+        kwargs = await self._call_kwargs(
+            litellm,
+            model=model,
+            messages=messages,
+            role=role,
+            provider=provider,
+            timeout_s=timeout,
+            tools=tools,
+            tool_choice=tool_choice,
+            response_format=response_format,
+            max_tokens=max_tokens,
+            temperature=temperature,
+        )
+        attempt = 0
+        while True:
+            attempt += 1
+            started = time.perf_counter()
+            try:
+                raw = await self._send(litellm, kwargs, provider, timeout, stream, on_delta)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                error = _map_error(exc, model, timeout)
+                self._record(
+                    UsageRecord(
+                        model=model,
+                        latency_s=time.perf_counter() - started,
+                        ok=False,
+                        error_kind=error.kind,
+                        attempt=attempt,
+                    )
+                )
+                delay = self._retry_delay(error, model, attempt, retries)
+                if delay is None:
+                    if error.transient and attempt > 1:
+                        error = type(error)(f"{error} after {attempt} attempts", model=model, kind=error.kind)
+                    raise error from None
+                await asyncio.sleep(delay)
+                continue
+            return self._answered(litellm, raw, model, provider, role, time.perf_counter() - started, attempt)
+
+    async def _call_kwargs(
+        self,
+        litellm: Any,
+        *,
+        model: str,
+        messages: list[dict[str, Any]],
+        role: ModelRole | None,
+        provider: str,
+        timeout_s: float,
+        tools: list[dict[str, Any]] | None,
+        tool_choice: str | None,
+        response_format: dict[str, Any] | type[BaseModel] | None,
+        max_tokens: int | None,
+        temperature: float | None,
+    ) -> dict[str, Any]:
+        """litellm's arguments: the role's endpoint, key and tuning, then the caller's values.
+
+        litellm's own retries are off (``num_retries=0``): ours record every try and honour
+        Retry-After, and two layers of retries would multiply.
+        """
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "timeout": timeout_s,
+            "num_retries": 0,
+        }
         if model.startswith(_SCRIPTED_PREFIX):
             kwargs["api_base"] = self._script_api_base(model)
         else:  # endpoint, key and tuning per call from the role's profile; the caller's values win
@@ -357,80 +425,90 @@ class LLMGateway:
             kwargs["max_tokens"] = max_tokens
         if temperature is not None:
             kwargs["temperature"] = temperature
+        return kwargs
 
-        attempt = 0
-        while True:
-            attempt += 1
-            started = time.perf_counter()
-            try:
-                warm = provider in _WARMED_PROVIDERS or provider == PROVIDER_NAME
-                setup = 0.0 if warm else FIRST_CALL_SETUP_S
-                # asyncio.timeout, not wait_for: no extra task and loop pass per call.
-                async with asyncio.timeout(timeout + setup):
-                    if stream:
-                        raw = await stream_completion(litellm, kwargs, on_delta)
-                    else:
-                        raw = await litellm.acompletion(**kwargs)
+    @staticmethod
+    async def _send(
+        litellm: Any,
+        kwargs: dict[str, Any],
+        provider: str,
+        limit_s: float,
+        stream: bool,
+        on_delta: DeltaSink | None,
+    ) -> Any:
+        """One try. A provider's first call may take set-up time (client, imports) on top of the
+        timeout; any answer, an error included, shows that set-up is done."""
+        warm = provider in _WARMED_PROVIDERS or provider == PROVIDER_NAME
+        setup = 0.0 if warm else FIRST_CALL_SETUP_S
+        try:
+            # asyncio.timeout, not wait_for: no extra task and loop pass per call.
+            async with asyncio.timeout(limit_s + setup):
+                if stream:
+                    raw = await stream_completion(litellm, kwargs, on_delta)
+                else:
+                    raw = await litellm.acompletion(**kwargs)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if not isinstance(exc, TimeoutError):
                 _WARMED_PROVIDERS.add(provider)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                if not isinstance(exc, TimeoutError):  # an answer of any kind came back: set-up is done
-                    _WARMED_PROVIDERS.add(provider)
-                error = _map_error(exc, model, timeout)
-                self._record(
-                    UsageRecord(
-                        model=model,
-                        latency_s=time.perf_counter() - started,
-                        ok=False,
-                        error_kind=error.kind,
-                        attempt=attempt,
-                    )
-                )
-                wait = error.retry_after_s if isinstance(error, LLMRateLimited) else None
-                if wait is not None and wait > MAX_RETRY_AFTER_S:
-                    # Holding a task for many minutes helps nobody; say what the provider asked.
-                    raise LLMRateLimited(
-                        f"{error}; the provider asks to wait {wait:g} s (Retry-After), more than "
-                        f"{MAX_RETRY_AFTER_S:g} s, so it was not retried",
-                        model=model,
-                    ) from None
-                if error.transient and attempt <= retries:
-                    delay = self.retry_backoff_s * 2 ** (attempt - 1)
-                    if wait is not None:
-                        delay = max(delay, wait)  # the provider said when; sooner is refused
-                    await asyncio.sleep(delay)
-                    continue
-                if error.transient and attempt > 1:
-                    error = type(error)(f"{error} after {attempt} attempts", model=model, kind=error.kind)
-                raise error from None
-            latency = time.perf_counter() - started
-            try:
-                response = self._parse(raw, model, provider, latency)
-            except LLMMalformedResponse as error:
-                self._record(
-                    UsageRecord(
-                        model=model, latency_s=latency, ok=False, error_kind=error.kind, attempt=attempt
-                    )
-                )
-                raise
-            usage = response.usage
-            profile = None if model.startswith(_SCRIPTED_PREFIX) else self.endpoints.profile(model, role)
-            usage.cost_usd = call_cost(
-                litellm, model, usage.prompt_tokens, usage.completion_tokens, self.settings, profile
-            )
+            raise
+        _WARMED_PROVIDERS.add(provider)
+        return raw
+
+    def _retry_delay(self, error: LLMError, model: str, attempt: int, retries: int) -> float | None:
+        """How long to wait before trying again, or None when this error ends the call.
+
+        A provider's Retry-After longer than ``MAX_RETRY_AFTER_S`` ends it at once, naming the wait:
+        holding a task for many minutes helps nobody.
+        """
+        wait: float | None = error.retry_after_s if isinstance(error, LLMRateLimited) else None
+        if wait is not None and wait > MAX_RETRY_AFTER_S:
+            raise LLMRateLimited(
+                f"{error}; the provider asks to wait {wait:g} s (Retry-After), more than "
+                f"{MAX_RETRY_AFTER_S:g} s, so it was not retried",
+                model=model,
+            ) from None
+        if not error.transient or attempt > retries:
+            return None
+        delay: float = self.retry_backoff_s * 2 ** (attempt - 1)
+        return max(delay, wait) if wait is not None else delay  # the provider said when; sooner is refused
+
+    def _answered(
+        self,
+        litellm: Any,
+        raw: Any,
+        model: str,
+        provider: str,
+        role: ModelRole | None,
+        latency: float,
+        attempt: int,
+    ) -> LLMResponse:
+        """The reply parsed, priced by the role's profile (or litellm's map) and recorded."""
+        try:
+            response = self._parse(raw, model, provider, latency)
+        except LLMMalformedResponse as error:
             self._record(
-                UsageRecord(
-                    model=model,
-                    prompt_tokens=response.usage.prompt_tokens,
-                    completion_tokens=response.usage.completion_tokens,
-                    latency_s=latency,
-                    ok=True,
-                    attempt=attempt,
-                    cost_usd=usage.cost_usd,
-                )
+                UsageRecord(model=model, latency_s=latency, ok=False, error_kind=error.kind, attempt=attempt)
             )
-            return response
+            raise
+        usage = response.usage
+        profile = None if model.startswith(_SCRIPTED_PREFIX) else self.endpoints.profile(model, role)
+        usage.cost_usd = call_cost(
+            litellm, model, usage.prompt_tokens, usage.completion_tokens, self.settings, profile
+        )
+        self._record(
+            UsageRecord(
+                model=model,
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+                latency_s=latency,
+                ok=True,
+                attempt=attempt,
+                cost_usd=usage.cost_usd,
+            )
+        )
+        return response
 
     @staticmethod
     def _parse(raw: Any, model: str, provider: str, latency: float) -> LLMResponse:

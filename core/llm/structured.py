@@ -452,6 +452,46 @@ def _call_timeout(timeout_s: float | None, deadline: float | None) -> float | No
     return left if timeout_s is None else min(timeout_s, left)
 
 
+async def _ask(
+    gateway: LLMGateway,
+    outcome: StructuredOutcome[Any],
+    tier: _Tier,
+    extra: list[dict[str, Any]],
+    timeout_s: float | None,
+) -> str | None:
+    """One reply of the tier's model, its usage added to ``outcome``; None after a transport error
+    (recorded in ``outcome``: a timeout or rate limit is never a reason to re-ask the schema).
+
+    A provider that refuses the ``response_format`` parameter (a 400) is asked again without it:
+    the schema then travels in the prompt alone.
+    """
+    while True:
+        try:
+            response = await gateway.complete(
+                model=tier.model,
+                role=tier.role,
+                messages=[*tier.messages, *extra],
+                response_format=tier.response_format,
+                timeout_s=timeout_s,
+            )
+            break
+        except LLMError as exc:
+            if tier.response_format is not None and exc.kind == "bad_request":
+                tier.response_format = None  # the schema parameter was refused: prompt-only contract
+                continue
+            outcome.status, outcome.error, outcome.error_kind = "transport-error", str(exc), exc.kind
+            return None
+    outcome.calls += 1
+    outcome.latency_s += response.latency_s
+    outcome.usage = TokenUsage(
+        prompt_tokens=outcome.usage.prompt_tokens + response.usage.prompt_tokens,
+        completion_tokens=outcome.usage.completion_tokens + response.usage.completion_tokens,
+        total_tokens=outcome.usage.total_tokens + response.usage.total_tokens,
+        cost_usd=outcome.usage.cost_usd + response.usage.cost_usd,
+    )
+    return response.content or ""
+
+
 async def _run_tier(
     gateway: LLMGateway,
     outcome: StructuredOutcome[Any],
@@ -472,31 +512,10 @@ async def _run_tier(
         if reply_number == 1 and first_reply is not None:
             raw = first_reply
         else:
-            response = None
-            while response is None:
-                try:
-                    response = await gateway.complete(
-                        model=tier.model,
-                        role=tier.role,
-                        messages=[*tier.messages, *extra],
-                        response_format=tier.response_format,
-                        timeout_s=_call_timeout(timeout_s, deadline),
-                    )
-                except LLMError as exc:
-                    if tier.response_format is not None and exc.kind == "bad_request":
-                        tier.response_format = None  # the schema parameter was refused: prompt-only contract
-                        continue
-                    outcome.status, outcome.error, outcome.error_kind = "transport-error", str(exc), exc.kind
-                    return
-            outcome.calls += 1
-            outcome.latency_s += response.latency_s
-            outcome.usage = TokenUsage(
-                prompt_tokens=outcome.usage.prompt_tokens + response.usage.prompt_tokens,
-                completion_tokens=outcome.usage.completion_tokens + response.usage.completion_tokens,
-                total_tokens=outcome.usage.total_tokens + response.usage.total_tokens,
-                cost_usd=outcome.usage.cost_usd + response.usage.cost_usd,
-            )
-            raw = response.content or ""
+            asked = await _ask(gateway, outcome, tier, extra, _call_timeout(timeout_s, deadline))
+            if asked is None:
+                return
+            raw = asked
         outcome.attempts += 1
         outcome.raw = raw
         value, problem = _check(raw, tier.output, parse=tier.parse, validator=tier.validator)

@@ -12,7 +12,7 @@ judged as if the folder had been searched whole.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 import httpx
@@ -86,6 +86,17 @@ def build_default_registry(
     if corpus is not None:
         # The corpus is opened before settings reach the tools; the cap must hold for what they read.
         corpus.max_document_bytes = settings.corpus_max_document_bytes
+    registry.register(_search_corpus_tool(corpus))
+    registry.register(_read_document_tool(corpus))
+    if not settings.fetch_url_enabled:
+        registry.register_disabled("fetch_url", FETCH_DISABLED)
+        return registry
+    registry.register(_fetch_url_tool(settings, http_client_factory or _default_client_factory(settings)))
+    return registry
+
+
+def _search_corpus_tool(corpus: Corpus | None) -> Callable[..., ToolResult]:
+    """``search_corpus`` bound to ``corpus``: its name, signature and docstring are the tool's schema."""
 
     def search_corpus(query: Query, limit: Limit = 5) -> ToolResult:
         """Search the local document corpus and return the best-matching documents, best first.
@@ -120,6 +131,12 @@ def build_default_registry(
         )
         return ToolResult(content=content, data=data)
 
+    return search_corpus
+
+
+def _read_document_tool(corpus: Corpus | None) -> Callable[..., ToolResult]:
+    """``read_document`` bound to ``corpus``."""
+
     def read_document(document_id: DocumentId, offset: Offset = 0, length: Length = 4000) -> ToolResult:
         """Read part of a corpus document by id, starting at a character offset.
 
@@ -151,39 +168,20 @@ def build_default_registry(
             data=data,
         )
 
-    registry.register(search_corpus)
-    registry.register(read_document)
+    return read_document
 
-    if not settings.fetch_url_enabled:
-        registry.register_disabled("fetch_url", FETCH_DISABLED)
-        return registry
 
-    make_client = http_client_factory or _default_client_factory(settings)
+def _fetch_url_tool(
+    settings: Settings, make_client: HttpClientFactory
+) -> Callable[..., Awaitable[ToolResult]]:
+    """``fetch_url`` with this HTTP client and timeout; registered only when fetching is enabled."""
 
     async def fetch_url(url: Url) -> ToolResult:
         """Fetch a web page over HTTP(S) and return its text (HTML is converted to plain text)."""
         parsed = httpx.URL(url)
         if parsed.scheme not in ("http", "https") or not parsed.host:
             raise ToolError(f"only absolute http:// or https:// URLs can be fetched, got {url!r}")
-        async with make_client() as client:
-            try:
-                async with client.stream(
-                    "GET", url, follow_redirects=True, timeout=settings.llm_timeout_s
-                ) as response:
-                    if response.status_code >= 400:
-                        raise ToolError(f"HTTP {response.status_code} {response.reason_phrase} from {url}")
-                    content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
-                    if content_type and not any(t in content_type for t in _TEXTUAL_TYPES):
-                        raise ToolError(f"{url} returned {content_type!r}, which is not text")
-                    body = bytearray()
-                    async for chunk in response.aiter_bytes():
-                        body.extend(chunk)
-                        if len(body) > MAX_FETCH_BYTES:
-                            raise ToolError(f"{url} is larger than {MAX_FETCH_BYTES} bytes; not fetched")
-                    encoding = response.charset_encoding or "utf-8"
-                    final_url = str(response.url)
-            except httpx.HTTPError as exc:
-                raise ToolError(f"could not fetch {url}: {type(exc).__name__}: {exc}") from None
+        body, encoding, final_url, content_type = await _download(make_client, url, settings.llm_timeout_s)
         try:
             text = bytes(body).decode(encoding, errors="replace")
         except LookupError:  # unknown charset name in the header
@@ -201,5 +199,28 @@ def build_default_registry(
             data={"url": final_url, "content_type": content_type, "length": len(text)},
         )
 
-    registry.register(fetch_url)
-    return registry
+    return fetch_url
+
+
+async def _download(
+    make_client: HttpClientFactory, url: str, timeout_s: float
+) -> tuple[bytearray, str, str, str]:
+    """The body (at most ``MAX_FETCH_BYTES``), its charset, the URL after redirects and the content type."""
+    async with make_client() as client:
+        try:
+            async with client.stream("GET", url, follow_redirects=True, timeout=timeout_s) as response:
+                if response.status_code >= 400:
+                    raise ToolError(f"HTTP {response.status_code} {response.reason_phrase} from {url}")
+                content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+                if content_type and not any(t in content_type for t in _TEXTUAL_TYPES):
+                    raise ToolError(f"{url} returned {content_type!r}, which is not text")
+                body = bytearray()
+                async for chunk in response.aiter_bytes():
+                    body.extend(chunk)
+                    if len(body) > MAX_FETCH_BYTES:
+                        raise ToolError(f"{url} is larger than {MAX_FETCH_BYTES} bytes; not fetched")
+                encoding = response.charset_encoding or "utf-8"
+                final_url = str(response.url)
+        except httpx.HTTPError as exc:
+            raise ToolError(f"could not fetch {url}: {type(exc).__name__}: {exc}") from None
+    return body, encoding, final_url, content_type

@@ -106,193 +106,245 @@ async def judge_chunked(
     answer_chars: int,
 ) -> Judgement:
     """Review ``items`` (an index: big texts may be references) chunk by chunk, then judge."""
-    model = ctx.settings.validator_model
-
-    def count(text: str) -> int:
-        return ctx.gateway.token_count(model, text)
-
-    chunk_common = {k: common[k] for k in ("task_text", "rules_text", "final_answer")}
-    probe = validator_messages(
-        render_template(
-            "validation_chunk.md.j2",
-            chunk_index=999,
-            chunk_count=999,
-            evidence_text=render_items([], include_warning=True),
-            **chunk_common,
-        ),
-        rubric=False,
+    review = _ChunkedReview(
+        ctx, items, store=store, common=common, budget=budget, emit=emit, warnings=warnings
     )
-    fixed = await asyncio.to_thread(ctx.gateway.token_count, model, probe)
-    chunk_tokens = budget - fixed
-    if chunk_tokens < MIN_CHUNK_TOKENS:
-        warnings.append(
-            VerdictWarning(
-                code=WarningCode.CONTEXT_OVERFLOW,
-                message=f"the task, rules and answer leave {max(chunk_tokens, 0)} of {budget} tokens "
-                f"for evidence; chunks of {MIN_CHUNK_TOKENS} tokens may exceed the validator's window",
-            )
-        )
-        chunk_tokens = MIN_CHUNK_TOKENS
-    if any(i.content_ref is not None for i in items):
-        chunks = await plan_chunks_cached(
-            items, chunk_tokens=chunk_tokens, count=count, store=store, model=model
-        )
-    else:
-        chunks = await asyncio.to_thread(plan_chunks, items, chunk_tokens=chunk_tokens, count=count)
-    warnings.append(
-        VerdictWarning(
-            code=WarningCode.CHUNKED_VALIDATION,
-            message=f"the evidence did not fit the validator's window; it was reviewed in {len(chunks)} chunks",
-            count=len(chunks),
-        )
-    )
-    evidence_chars = sum(item_length(i) for i in items)
-    full_prompts = evidence_chars <= FULL_PROMPT_CHARS
-    prompts: list[str] = []
-    entries: list[FindingsEntry] = []  # one per chunk, in order
+    await review.plan()
     judgement = Judgement(
         result=error_result("no verdict"),
         prompt="",
         strategy="chunked",
-        chunk_count=len(chunks),
+        chunk_count=len(review.chunks),
         prompt_tokens=prompt_tokens,
     )
-    sent_chars = 0
-    for index, chunk in enumerate(chunks, start=1):
-        parts = await materialise(store, chunk)  # this chunk's text only; dropped before the next
-        messages = validator_messages(
-            render_template(
-                "validation_chunk.md.j2",
-                chunk_index=index,
-                chunk_count=len(chunks),
-                evidence_text=render_items(parts),
-                **chunk_common,
-            ),
-            rubric=False,
-        )
-        del parts
-        judgement.chunk_ranges.append([_span(part) for part in chunk])
-        if full_prompts:
-            prompts.append(f"=== chunk {index} of {len(chunks)} ===\n{prompt_text(messages)}")
-        else:
-            manifest = (
-                f"Evidence not stored again ({evidence_chars} characters in all); this chunk carried:\n"
-            )
-            manifest += _manifest(chunk)
-            if index == 1:
-                stored = validator_messages(
-                    render_template(
-                        "validation_chunk.md.j2",
-                        chunk_index=index,
-                        chunk_count=len(chunks),
-                        evidence_text=manifest,
-                        **chunk_common,
-                    ),
-                    rubric=False,
-                )
-                prompts.append(f"=== chunk 1 of {len(chunks)} ===\n{prompt_text(stored)}")
-            else:
-                prompts.append(
-                    f"=== chunk {index} of {len(chunks)} (instructions as in chunk 1) ===\n{manifest}"
-                )
-        outcome = await ctx.ask(messages, ChunkFindings, emit(f"chunk-{index}"))
-        del messages
-        add_usage(judgement, outcome)
-        judgement.chunk_raw_responses.append(outcome.raw)
-        if not outcome.ok:
-            message = (
-                f"chunk {index} of {len(chunks)} could not be reviewed: {outcome.error or outcome.status}"
-            )
-            judgement.result = error_result(message, outcome.raw)
-            judgement.error = message
-            judgement.prompt = "\n\n".join(prompts)
-            judgement.evidence_chars_in_input = sent_chars + answer_chars
-            return judgement
-        sent_chars += sum(item_length(part) for part in chunk)
-        value = outcome.value
-        assert isinstance(value, ChunkFindings)
-        found = value.model_dump(mode="json")
-        entries.append(FindingsEntry(chunks=[index], findings=found["findings"], notes=found["notes"]))
-    judgement.evidence_chars_in_input = sent_chars + answer_chars
-    verdict_common = {**common, "history_text": common["history_pointers_text"]}
-    index_text = _evidence_index(items)
-
-    def verdict_messages_for(entries: list[FindingsEntry], index: str) -> list[dict[str, Any]]:
-        return validator_messages(
-            render_template(
-                "validation_verdict.md.j2",
-                item_count=len(items),
-                evidence_chars=evidence_chars,
-                chunk_count=len(chunks),
-                evidence_index=index,
-                findings_text=findings_text(entries),
-                fold_note=_fold_note(entries),
-                **verdict_common,
-            )
-        )
-
-    def tokens_of(value: list[dict[str, Any]] | str) -> int:
-        return ctx.gateway.token_count(model, value)
-
-    fixed = await asyncio.to_thread(tokens_of, verdict_messages_for([], index_text))
-    # Hundreds of items: ranges per attempt, not one line each. Judged by the index's own share of
-    # the budget (a small window with a long task text must not cost a handful of items their lines).
-    if len(items) > 1 and await asyncio.to_thread(tokens_of, index_text) > budget // INDEX_SHARE:
-        index_text = _evidence_index(items, summarise=True)
-        judgement.index_summarised = True
-        fixed = await asyncio.to_thread(tokens_of, verdict_messages_for([], index_text))
-    room = budget - fixed
-    try:
-        for _ in range(3):  # the per-entry counts are estimates: fold tighter if the whole is still over
-            entries = await fold_findings(
-                entries,
-                room=room,
-                ask=ctx.ask,
-                count=tokens_of,
-                emit=emit,
-                common=chunk_common,
-                budget=budget,
-                chunk_count=len(chunks),
-                judgement=judgement,
-                prompts=prompts,
-                full_prompts=full_prompts,
-            )
-            verdict_messages = verdict_messages_for(entries, index_text)
-            judgement.verdict_prompt_tokens = await asyncio.to_thread(tokens_of, verdict_messages)
-            if judgement.verdict_prompt_tokens <= budget:
-                break
-            room -= judgement.verdict_prompt_tokens - budget + 16
-        else:
-            warnings.append(
-                VerdictWarning(
-                    code=WarningCode.CONTEXT_OVERFLOW,
-                    message=f"the verdict prompt is {judgement.verdict_prompt_tokens} tokens after merging "
-                    f"the findings, over the {budget}-token budget; it may exceed the validator's window",
-                )
-            )
-    except FoldError as exc:
-        message = str(exc)
-        judgement.result = error_result(message)
-        judgement.error = message
-        judgement.prompt = "\n\n".join(prompts)
+    entries = await review.review_chunks(judgement, answer_chars)
+    if entries is None:
         return judgement
-    if judgement.findings_fold:
-        merges = len(judgement.findings_fold)
-        warnings.append(
-            VerdictWarning(
-                code=WarningCode.FINDINGS_MERGED,
-                message=f"the findings of the {len(chunks)} chunks did not fit the validator's window; "
-                f"they were merged in {merges} step{'s' if merges != 1 else ''} before the verdict",
-                count=merges,
-            )
-        )
-    prompts.append(f"=== verdict ===\n{prompt_text(verdict_messages)}")
-    judgement.prompt = "\n\n".join(prompts)
+    verdict_messages = await review.verdict_messages(entries, judgement)
+    if verdict_messages is None:
+        return judgement
+    review.prompts.append(f"=== verdict ===\n{prompt_text(verdict_messages)}")
+    judgement.prompt = "\n\n".join(review.prompts)
     outcome = await ctx.ask(verdict_messages, ValidatorOutput, emit("verdict"))
     final = from_outcome(outcome, prompt=judgement.prompt, strategy="chunked")
     add_usage(judgement, outcome)
     judgement.result, judgement.model_used, judgement.error = final.result, final.model_used, final.error
     return judgement
+
+
+class _ChunkedReview:
+    """One chunked validation's steps, in order: plan the chunks, review each, build the verdict.
+
+    It holds what every step shares: the chunks, the stored prompt being assembled (``prompts``),
+    and whether that prompt keeps every chunk's text (``full_prompts``).
+    """
+
+    def __init__(
+        self,
+        ctx: ChunkedContext,
+        items: list[EvidenceItem],
+        *,
+        store: ChunkStore,
+        common: dict[str, Any],
+        budget: int,
+        emit: Callable[[str], Callable[[SchemaFailure], Awaitable[None]]],
+        warnings: list[VerdictWarning],
+    ) -> None:
+        self.ctx, self.items, self.store, self.common = ctx, items, store, common
+        self.budget, self.emit, self.warnings = budget, emit, warnings
+        self.model = ctx.settings.validator_model
+        self.chunk_common = {k: common[k] for k in ("task_text", "rules_text", "final_answer")}
+        self.evidence_chars = sum(item_length(i) for i in items)
+        self.full_prompts = self.evidence_chars <= FULL_PROMPT_CHARS
+        self.chunks: list[list[EvidenceItem]] = []
+        self.prompts: list[str] = []
+
+    def _tokens(self, value: list[dict[str, Any]] | str) -> int:
+        return self.ctx.gateway.token_count(self.model, value)
+
+    def _chunk_messages(self, index: int, evidence_text: str) -> list[dict[str, Any]]:
+        return validator_messages(
+            render_template(
+                "validation_chunk.md.j2",
+                chunk_index=index,
+                chunk_count=len(self.chunks),
+                evidence_text=evidence_text,
+                **self.chunk_common,
+            ),
+            rubric=False,
+        )
+
+    # ------------------------------------------------------------------ 1. the plan
+    async def plan(self) -> None:
+        """Cut the items into chunks that fit what the chunk prompt leaves of the budget."""
+        probe = validator_messages(
+            render_template(
+                "validation_chunk.md.j2",
+                chunk_index=999,
+                chunk_count=999,
+                evidence_text=render_items([], include_warning=True),
+                **self.chunk_common,
+            ),
+            rubric=False,
+        )
+        chunk_tokens = self.budget - await asyncio.to_thread(self._tokens, probe)
+        if chunk_tokens < MIN_CHUNK_TOKENS:
+            self.warnings.append(
+                VerdictWarning(
+                    code=WarningCode.CONTEXT_OVERFLOW,
+                    message=f"the task, rules and answer leave {max(chunk_tokens, 0)} of {self.budget} tokens "
+                    f"for evidence; chunks of {MIN_CHUNK_TOKENS} tokens may exceed the validator's window",
+                )
+            )
+            chunk_tokens = MIN_CHUNK_TOKENS
+        count = self._tokens
+        if any(i.content_ref is not None for i in self.items):
+            self.chunks = await plan_chunks_cached(
+                self.items, chunk_tokens=chunk_tokens, count=count, store=self.store, model=self.model
+            )
+        else:
+            self.chunks = await asyncio.to_thread(
+                plan_chunks, self.items, chunk_tokens=chunk_tokens, count=count
+            )
+        self.warnings.append(
+            VerdictWarning(
+                code=WarningCode.CHUNKED_VALIDATION,
+                message=f"the evidence did not fit the validator's window; it was reviewed in {len(self.chunks)} chunks",
+                count=len(self.chunks),
+            )
+        )
+
+    # ------------------------------------------------------------------ 2. the chunks
+    async def review_chunks(self, judgement: Judgement, answer_chars: int) -> list[FindingsEntry] | None:
+        """Each chunk's findings, in order; None when a chunk could not be reviewed (``judgement``
+        then says which, with the prompts sent so far)."""
+        entries: list[FindingsEntry] = []
+        sent_chars = 0
+        total = len(self.chunks)
+        for index, chunk in enumerate(self.chunks, start=1):
+            parts = await materialise(self.store, chunk)  # this chunk's text only; dropped before the next
+            messages = self._chunk_messages(index, render_items(parts))
+            del parts
+            judgement.chunk_ranges.append([_span(part) for part in chunk])
+            self.prompts.append(self._stored_chunk_prompt(index, chunk, messages))
+            outcome = await self.ctx.ask(messages, ChunkFindings, self.emit(f"chunk-{index}"))
+            del messages
+            add_usage(judgement, outcome)
+            judgement.chunk_raw_responses.append(outcome.raw)
+            if not outcome.ok:
+                message = f"chunk {index} of {total} could not be reviewed: {outcome.error or outcome.status}"
+                judgement.result = error_result(message, outcome.raw)
+                judgement.error = message
+                judgement.prompt = "\n\n".join(self.prompts)
+                judgement.evidence_chars_in_input = sent_chars + answer_chars
+                return None
+            sent_chars += sum(item_length(part) for part in chunk)
+            value = outcome.value
+            assert isinstance(value, ChunkFindings)
+            found = value.model_dump(mode="json")
+            entries.append(FindingsEntry(chunks=[index], findings=found["findings"], notes=found["notes"]))
+        judgement.evidence_chars_in_input = sent_chars + answer_chars
+        return entries
+
+    def _stored_chunk_prompt(
+        self, index: int, chunk: list[EvidenceItem], messages: list[dict[str, Any]]
+    ) -> str:
+        """What the stored prompt keeps of one chunk: all of it, or (a big task) what it carried."""
+        total = len(self.chunks)
+        if self.full_prompts:
+            return f"=== chunk {index} of {total} ===\n{prompt_text(messages)}"
+        manifest = (
+            f"Evidence not stored again ({self.evidence_chars} characters in all); this chunk carried:\n"
+        )
+        manifest += _manifest(chunk)
+        if index == 1:
+            stored = self._chunk_messages(index, manifest)
+            return f"=== chunk 1 of {total} ===\n{prompt_text(stored)}"
+        return f"=== chunk {index} of {total} (instructions as in chunk 1) ===\n{manifest}"
+
+    # ------------------------------------------------------------------ 3. the verdict prompt
+    def _verdict_for(self, entries: list[FindingsEntry], index_text: str) -> list[dict[str, Any]]:
+        return validator_messages(
+            render_template(
+                "validation_verdict.md.j2",
+                item_count=len(self.items),
+                evidence_chars=self.evidence_chars,
+                chunk_count=len(self.chunks),
+                evidence_index=index_text,
+                findings_text=findings_text(entries),
+                fold_note=_fold_note(entries),
+                **{**self.common, "history_text": self.common["history_pointers_text"]},
+            )
+        )
+
+    async def _index_text(self, judgement: Judgement) -> tuple[str, int]:
+        """The evidence index and the verdict prompt's size without findings.
+
+        Hundreds of items: ranges per attempt, not one line each. Judged by the index's own share
+        of the budget (a small window with a long task text must not cost a handful of items their lines).
+        """
+        index_text = _evidence_index(self.items)
+        fixed = await asyncio.to_thread(self._tokens, self._verdict_for([], index_text))
+        if (
+            len(self.items) > 1
+            and await asyncio.to_thread(self._tokens, index_text) > self.budget // INDEX_SHARE
+        ):
+            index_text = _evidence_index(self.items, summarise=True)
+            judgement.index_summarised = True
+            fixed = await asyncio.to_thread(self._tokens, self._verdict_for([], index_text))
+        return index_text, fixed
+
+    async def verdict_messages(
+        self, entries: list[FindingsEntry], judgement: Judgement
+    ) -> list[dict[str, Any]] | None:
+        """The verdict request, findings folded until it fits; None when folding failed."""
+        index_text, fixed = await self._index_text(judgement)
+        room = self.budget - fixed
+        total = len(self.chunks)
+        try:
+            for _ in range(3):  # the per-entry counts are estimates: fold tighter if the whole is still over
+                entries = await fold_findings(
+                    entries,
+                    room=room,
+                    ask=self.ctx.ask,
+                    count=self._tokens,
+                    emit=self.emit,
+                    common=self.chunk_common,
+                    budget=self.budget,
+                    chunk_count=total,
+                    judgement=judgement,
+                    prompts=self.prompts,
+                    full_prompts=self.full_prompts,
+                )
+                messages = self._verdict_for(entries, index_text)
+                judgement.verdict_prompt_tokens = await asyncio.to_thread(self._tokens, messages)
+                if judgement.verdict_prompt_tokens <= self.budget:
+                    break
+                room -= judgement.verdict_prompt_tokens - self.budget + 16
+            else:
+                self.warnings.append(
+                    VerdictWarning(
+                        code=WarningCode.CONTEXT_OVERFLOW,
+                        message=f"the verdict prompt is {judgement.verdict_prompt_tokens} tokens after merging "
+                        f"the findings, over the {self.budget}-token budget; it may exceed the validator's window",
+                    )
+                )
+        except FoldError as exc:
+            judgement.result = error_result(str(exc))
+            judgement.error = str(exc)
+            judgement.prompt = "\n\n".join(self.prompts)
+            return None
+        if judgement.findings_fold:
+            merges = len(judgement.findings_fold)
+            self.warnings.append(
+                VerdictWarning(
+                    code=WarningCode.FINDINGS_MERGED,
+                    message=f"the findings of the {total} chunks did not fit the validator's window; "
+                    f"they were merged in {merges} step{'s' if merges != 1 else ''} before the verdict",
+                    count=merges,
+                )
+            )
+        return messages
 
 
 def _fold_note(entries: list[FindingsEntry]) -> str:
