@@ -26,12 +26,12 @@ from PySide6.QtCore import QEvent, QObject, QSettings, Qt
 from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QWidget
 
 from desktop.quiet_gc import freeze_long_lived
-from desktop.views.layout import restore_columns, restore_geometry, restore_split
+from desktop.views.window.layout import restore_columns, restore_geometry, restore_split
 
 if TYPE_CHECKING:
     from desktop.models.queue_model import TaskQueueModel
     from desktop.ops import CoreOps
-    from desktop.views.queue import QueueView
+    from desktop.views.queue.view import QueueView
 
 log = logging.getLogger(__name__)
 
@@ -201,7 +201,7 @@ def _seeded_queue(window: BootWindow, ui_state: QSettings, db_url: str | None) -
     from core.tasks.queue import snapshot_from_peek
     from desktop.models.queue_model import PendingQueue, TaskQueueModel
     from desktop.ops import CoreOps
-    from desktop.views.queue import QueueView
+    from desktop.views.queue.view import QueueView
 
     ops = CoreOps()
     model = TaskQueueModel(PendingQueue(), ops)
@@ -274,8 +274,8 @@ class DeskLauncher:
         from core.config import load_settings
         from core.tasks.recovery import recover_interrupted
         from core.workspace import Workspace
-        from desktop.views.first_run import install_first_run_banner, replay_if_unconfigured
-        from desktop.views.main_window import DeskServices, MainWindow
+        from desktop.views.window.first_run import install_first_run_banner, replay_if_unconfigured
+        from desktop.views.window.main_window import DeskServices, MainWindow
 
         settings = load_settings(db_url=self.db_url, script=self.script)
         settings, self.first_run = await replay_if_unconfigured(settings)

@@ -41,9 +41,9 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QSettings
 
 if TYPE_CHECKING:
-    from desktop.views.main_window import MainWindow
+    from desktop.views.window.main_window import MainWindow
 
-DEFAULT_SIZE = (1400, 860)  # MainWindow's own default (main_window.py, app.py): never a widened one
+DEFAULT_SIZE = (1400, 860)  # MainWindow's own default (window/layout.py, app.py): never a widened one
 TABS = ("evidence", "history", "validator", "disagreements")
 LIVE_FIRST = "Searching the corpus first; the answer follows once the sources are read."
 LIVE_HOLD_S = 3600.0  # the second call waits this long: the shot is taken long before

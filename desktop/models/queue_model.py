@@ -686,7 +686,7 @@ class TaskQueueModel(QAbstractItemModel):
         return task_cell(self._groups[gi].rows[row], index.column(), role, self._progress, self.claim_note)
 
     def set_claim(self, task_id: str, claim: ClaimRecord | None, *, announce: bool = True) -> None:
-        """What the desk learnt of a task's claim (desktop/views/claims.py); repaints its row."""
+        """What the desk learnt of a task's claim (desktop/views/queue/claims.py); repaints its row."""
         self._claims.pop(task_id, None)
         if claim is not None:
             self._claims[task_id] = claim
@@ -695,7 +695,7 @@ class TaskQueueModel(QAbstractItemModel):
             self.dataChanged.emit(at, at.siblingAtColumn(len(COLUMNS) - 1))
 
     def set_viewers(self, viewers: dict[str, list[str]]) -> None:
-        """Who has which task on screen (desktop/views/presence.py); repaints the rows that changed."""
+        """Who has which task on screen (desktop/views/team/presence.py); repaints the rows that changed."""
         old = self._viewers
         self._viewers = {t: [n for n in names if n != self.reviewer] for t, names in viewers.items()}
         self._viewers = {t: names for t, names in self._viewers.items() if names}

@@ -13,8 +13,8 @@ from core.domain.facts import EventKind
 from core.workspace import Workspace
 from desktop.dialogs.revise import ReviseDialog
 from desktop.models.queue_model import COL_TITLE
-from desktop.views.history import NoteDialog
-from desktop.views.main_window import MainWindow
+from desktop.views.task.history import NoteDialog
+from desktop.views.window.main_window import MainWindow
 from tests.desktop.conftest import add_task, run, select, started, wait_until
 from tests.desktop.test_main_window import desk as desk  # the window fixture
 from tests.desktop.test_main_window import press

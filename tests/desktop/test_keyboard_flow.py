@@ -19,9 +19,9 @@ from core.workspace import Workspace
 from desktop.dialogs.new_task import NewTaskDialog
 from desktop.dialogs.revise import ReviseDialog
 from desktop.dialogs.shortcuts import ShortcutSheet
-from desktop.views.detail import TaskDetailView
-from desktop.views.main_window import DeskServices, MainWindow
-from desktop.views.navigation import add_navigation_actions, evidence_ids
+from desktop.views.task.detail import TaskDetailView
+from desktop.views.task.navigation import add_navigation_actions, evidence_ids
+from desktop.views.window.main_window import DeskServices, MainWindow
 from tests.desktop.conftest import add_task, run, wait_signal, wait_until
 from tests.desktop.test_detail import make_dossier
 

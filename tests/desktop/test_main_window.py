@@ -14,7 +14,7 @@ from core.workspace import Workspace
 from desktop.dialogs.confirm import ConfirmDialog
 from desktop.dialogs.new_task import NewTaskDialog
 from desktop.dialogs.revise import ReviseDialog
-from desktop.views.main_window import DeskServices, MainWindow
+from desktop.views.window.main_window import DeskServices, MainWindow
 from tests.desktop.conftest import add_task, gates, run, select, started, wait_signal, wait_until
 
 S = TaskStatus

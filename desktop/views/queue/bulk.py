@@ -40,7 +40,7 @@ from desktop.models.queue_model import TASK_ID_ROLE
 from desktop.widgets.plain import plain_label
 
 if TYPE_CHECKING:
-    from desktop.views.main_window import MainWindow
+    from desktop.views.window.main_window import MainWindow
 
 
 class BulkConfirmDialog(QDialog):

@@ -23,10 +23,10 @@ from PySide6.QtWidgets import (
 )
 
 from core.tasks.team_views import BatchView, TeamViews
-from desktop.views.team_pane import TeamPane
+from desktop.views.team.pane import TeamPane
 
 if TYPE_CHECKING:
-    from desktop.views.main_window import MainWindow
+    from desktop.views.window.main_window import MainWindow
 
 HEADERS = ("Batch", "Created", "Rows", "Progress", "By status")
 COL_NAME, COL_CREATED, COL_ROWS, COL_PROGRESS, COL_STATUSES = range(5)

@@ -25,11 +25,11 @@ from PySide6.QtCore import (
 from PySide6.QtWidgets import QDockWidget, QHeaderView, QTableView, QVBoxLayout, QWidget
 
 if TYPE_CHECKING:
-    from desktop.views.assigned import AssignedPane
-    from desktop.views.batches import BatchesPane
-    from desktop.views.main_window import MainWindow
-    from desktop.views.presence import PresenceKeeper
-    from desktop.views.schedules import SchedulesPane
+    from desktop.views.team.assigned import AssignedPane
+    from desktop.views.team.batches import BatchesPane
+    from desktop.views.team.presence import PresenceKeeper
+    from desktop.views.team.schedules import SchedulesPane
+    from desktop.views.window.main_window import MainWindow
 
 R = TypeVar("R")
 Index = QModelIndex | QPersistentModelIndex
@@ -187,10 +187,10 @@ class TeamDesk:
 
 def install_team(window: MainWindow) -> TeamDesk:
     """Every team feature on the desk: batches, schedules, assigned, presence (the window's hook)."""
-    from desktop.views.assigned import install_assigned
-    from desktop.views.batches import install_batches
-    from desktop.views.presence import install_presence
-    from desktop.views.schedules import install_schedules
+    from desktop.views.team.assigned import install_assigned
+    from desktop.views.team.batches import install_batches
+    from desktop.views.team.presence import install_presence
+    from desktop.views.team.schedules import install_schedules
 
     team = TeamDesk(
         batches=install_batches(window),

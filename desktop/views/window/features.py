@@ -9,22 +9,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from desktop.views.main_window import MainWindow
+    from desktop.views.window.main_window import MainWindow
 
 
 def install_search_on(window: MainWindow) -> None:
-    from desktop.views.search import install_search
+    from desktop.views.queue.search import install_search
 
     window.search_panel = install_search(window)
 
 
 def install_team_on(window: MainWindow) -> None:
-    from desktop.views.team_pane import install_team
+    from desktop.views.team.pane import install_team
 
     window.team = install_team(window)
 
 
 def install_bulk_on(window: MainWindow) -> None:
-    from desktop.views.bulk import install_bulk
+    from desktop.views.queue.bulk import install_bulk
 
     window.bulk = install_bulk(window)

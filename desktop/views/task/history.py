@@ -31,7 +31,7 @@ from core.tasks.history import EntryKind, case_history
 from core.tasks.review import ReviewService, can_reopen, read_only_reason
 
 if TYPE_CHECKING:
-    from desktop.views.main_window import MainWindow
+    from desktop.views.window.main_window import MainWindow
 
 
 class HistoryView(QTreeWidget):

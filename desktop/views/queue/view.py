@@ -196,7 +196,7 @@ class QueueView(QWidget):
         self.tree.setModel(model)
         self.tree.setUniformRowHeights(True)
         self.tree.setAlternatingRowColors(False)
-        # Shift/Ctrl-click and Shift+Up/Down select several tasks for bulk work (desktop/views/bulk.py
+        # Shift/Ctrl-click and Shift+Up/Down select several tasks for bulk work (desktop/views/queue/bulk.py
         # keeps group headers out of the selection); one selected task behaves as before.
         self.tree.setSelectionMode(QTreeView.SelectionMode.ExtendedSelection)
         self.tree.setSelectionBehavior(QTreeView.SelectionBehavior.SelectRows)
@@ -276,7 +276,7 @@ class QueueView(QWidget):
             text=self.filter_edit.text().strip(),
             status=self.status_combo.currentData(),
             outcome=self.outcome_combo.currentData() or OutcomeFilter.ANY,
-            batch_id=self.model.filter.batch_id,  # set by the Batches pane (desktop/views/batches.py)
+            batch_id=self.model.filter.batch_id,  # set by the Batches pane (desktop/views/team/batches.py)
         )
 
     def apply_filter(self) -> None:

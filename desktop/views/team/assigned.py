@@ -15,10 +15,10 @@ from PySide6.QtCore import QModelIndex, Qt
 from PySide6.QtWidgets import QComboBox
 
 from core.tasks.team_views import AssignedTask, TeamViews
-from desktop.views.team_pane import TeamPane
+from desktop.views.team.pane import TeamPane
 
 if TYPE_CHECKING:
-    from desktop.views.main_window import MainWindow
+    from desktop.views.window.main_window import MainWindow
 
 HEADERS = ("Task", "Status", "Reviewer", "Until")
 COL_TITLE, COL_STATUS, COL_REVIEWER, COL_UNTIL = range(4)

@@ -33,13 +33,13 @@ from core.domain.validation import CitationCheck
 from core.tasks.dossier import TaskDossier
 from core.validation.warnings import read_warnings
 from desktop.presentation import NOT_ENDORSED_COLOUR, STATUS_LABELS, label, outcome_text
-from desktop.views.diff import DiffView
-from desktop.views.disagreement import DisagreementView, badge_text
-from desktop.views.evidence import EvidenceView
-from desktop.views.history import HistoryView, attempt_to_show, failure_notice
-from desktop.views.live import GATHERING_NOTE, WORKING_NOTE, is_live
-from desktop.views.override import AnalystVerdictLabel
-from desktop.views.validator import ValidatorView, warning_title
+from desktop.views.task.diff import DiffView
+from desktop.views.task.disagreement import DisagreementView, badge_text
+from desktop.views.task.evidence import EvidenceView
+from desktop.views.task.history import HistoryView, attempt_to_show, failure_notice
+from desktop.views.task.live import GATHERING_NOTE, WORKING_NOTE, is_live
+from desktop.views.task.override import AnalystVerdictLabel
+from desktop.views.task.validator import ValidatorView, warning_title
 from desktop.widgets.plain import plain_label, plain_tooltip
 
 __all__ = ["Badge", "TaskDetailView", "warning_badges"]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from core.tasks.evidence_reader import EvidenceReader
 
 if TYPE_CHECKING:
-    from desktop.views.main_window import MainWindow
+    from desktop.views.window.main_window import MainWindow
 
 __all__ = ["install_evidence_paging"]
 

@@ -20,7 +20,7 @@ from core.events import ReviewersChanged
 from core.tasks.presence import PRESENCE_RENEW, Presence
 
 if TYPE_CHECKING:
-    from desktop.views.main_window import MainWindow
+    from desktop.views.window.main_window import MainWindow
 
 REFRESH_MS = 100  # notices in one burst (a claim and a presence together) cost one read
 

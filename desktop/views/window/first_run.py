@@ -20,7 +20,7 @@ from core.config import APP_NAME, Settings
 from core.first_run import needs_provider, with_replay_model
 
 if TYPE_CHECKING:
-    from desktop.views.main_window import MainWindow
+    from desktop.views.window.main_window import MainWindow
 
 BANNER_TEXT = (
     "No model provider is configured, so the desk is using the offline replay model: it answers "

@@ -17,10 +17,10 @@ from PySide6.QtGui import QBrush, QColor
 
 from core.tasks.claims import utc_now
 from core.tasks.team_views import ScheduleView, TeamViews
-from desktop.views.team_pane import TeamPane
+from desktop.views.team.pane import TeamPane
 
 if TYPE_CHECKING:
-    from desktop.views.main_window import MainWindow
+    from desktop.views.window.main_window import MainWindow
 
 HEADERS = ("Schedule", "Runs", "Next run", "Last run", "Last verdict", "State")
 COL_TITLE, COL_EVERY, COL_NEXT, COL_LAST, COL_VERDICT, COL_STATE = range(6)

@@ -18,8 +18,8 @@ from core.events import EvidenceRecorded, TaskChanged, TranscriptDelta
 
 if TYPE_CHECKING:
     from desktop.bridge import CoreBridge
-    from desktop.views.detail import TaskDetailView
-    from desktop.views.queue import QueueView
+    from desktop.views.queue.view import QueueView
+    from desktop.views.task.detail import TaskDetailView
 
 __all__ = ["GATHERING_NOTE", "WORKING_NOTE", "LiveTranscripts", "connect_live", "is_live"]
 

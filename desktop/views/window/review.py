@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 from core.domain import FeedbackAction
 from core.domain.records import TaskRecord
 from core.errors import RefusedAction
-from desktop.views.navigation import advance_to
+from desktop.views.task.navigation import advance_to
 
 if TYPE_CHECKING:
-    from desktop.views.main_window import MainWindow
+    from desktop.views.window.main_window import MainWindow
 
 
 class ReviewActions:

@@ -46,7 +46,7 @@ from desktop.widgets.find_bar import find_spans
 from desktop.widgets.plain import PlainToolTipDelegate, plain_label
 
 if TYPE_CHECKING:
-    from desktop.views.main_window import MainWindow
+    from desktop.views.window.main_window import MainWindow
 
 __all__ = ["SearchHitsModel", "SearchPanel", "install_search", "open_hit"]
 

@@ -26,7 +26,7 @@ from core.bundle.signing import known_fingerprints
 from core.tasks.dossier import TaskDossier
 from core.tasks.evidence_reader import EvidenceReader
 from desktop.ops import CoreOps
-from desktop.views.detail import TaskDetailView
+from desktop.views.task.detail import TaskDetailView
 from desktop.widgets.plain import plain_label, plain_tooltip
 
 OK_STYLE = "background:#dff3e4; color:#14532d; padding:8px; border-radius:4px;"

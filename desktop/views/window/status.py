@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QStatusBar
 
-from desktop.views.validator import warning_line, warning_title
+from desktop.views.task.validator import warning_line, warning_title
 from desktop.widgets.plain import plain_label, plain_tooltip
 
 if TYPE_CHECKING:  # the workspace module loads the LLM gateway: not needed to paint

@@ -1,6 +1,6 @@
 """Where the analyst left the window: its geometry, the queue/detail split, the queue's columns.
 
-The boot window (``desktop.app``) and the main window (``window_actions.restore_layout``) lay
+The boot window (``desktop.app``) and the main window (``actions.restore_layout``) lay
 themselves out from the same saved values, so the queue neither moves nor re-sorts when one
 replaces the other. Qt only: the boot window imports this before anything of the store.
 """

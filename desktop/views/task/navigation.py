@@ -14,9 +14,9 @@ from PySide6.QtCore import QModelIndex, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QWidget
 
-from desktop.views.detail import TaskDetailView
-from desktop.views.evidence import EvidenceView
-from desktop.views.queue import QueueView
+from desktop.views.queue.view import QueueView
+from desktop.views.task.detail import TaskDetailView
+from desktop.views.task.evidence import EvidenceView
 
 
 def step_attempt(detail: TaskDetailView, step: int) -> bool:

@@ -22,7 +22,7 @@ from core.tasks.claims import RENEW_EVERY, ClaimHeld, Claims
 from core.tasks.review import reviewer_name
 
 if TYPE_CHECKING:
-    from desktop.views.main_window import MainWindow
+    from desktop.views.window.main_window import MainWindow
 
 
 class ClaimKeeper(QObject):

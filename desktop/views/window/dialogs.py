@@ -19,7 +19,7 @@ from core.domain.records import TaskRecord
 if TYPE_CHECKING:
     from core.workspace import Workspace
     from desktop.dialogs.new_task import NewTaskDialog, NewTaskRequest
-    from desktop.views.main_window import MainWindow
+    from desktop.views.window.main_window import MainWindow
 
 
 class WindowDialogs:
@@ -110,7 +110,7 @@ class WindowDialogs:
             self.open(chooser)
             return
         from core.bundle import BundleError
-        from desktop.views.bundle_window import BundleWindow, read_bundle
+        from desktop.views.window.bundle_window import BundleWindow, read_bundle
 
         def show(opened: Any) -> None:
             window = BundleWindow(opened)

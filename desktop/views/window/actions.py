@@ -15,15 +15,15 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QIcon, QKeySequence
 from PySide6.QtWidgets import QStyle, QToolBar, QWidget
 
-from desktop.views.calibration import add_calibration_action
-from desktop.views.history import ReviewMoves
-from desktop.views.layout import restore_columns, restore_geometry, restore_split
-from desktop.views.override import add_override_action
+from desktop.views.insight.calibration import add_calibration_action
+from desktop.views.task.history import ReviewMoves
+from desktop.views.task.override import add_override_action
+from desktop.views.window.layout import restore_columns, restore_geometry, restore_split
 
 if TYPE_CHECKING:
-    from desktop.views.main_window import MainWindow
+    from desktop.views.window.main_window import MainWindow
 
-ICONS_DIR = Path(__file__).resolve().parents[2] / "resources" / "icons"
+ICONS_DIR = Path(__file__).resolve().parents[3] / "resources" / "icons"
 
 
 def icon(name: str, fallback: QStyle.StandardPixmap) -> QIcon:

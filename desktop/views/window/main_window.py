@@ -5,8 +5,8 @@ call one core service method each through ``CoreOps`` and render what comes back
 bridge announces. Which review actions are enabled comes from ``core.tasks.review.allowed_actions``
 for the task version on screen; the desk never re-derives it from the status.
 
-The window holds layout and wiring only: actions and menus are built in ``window_actions``,
-decisions live in ``window_review``, dialogs in ``window_dialogs``; features add themselves in
+The window holds layout and wiring only: actions and menus are built in ``actions``,
+decisions live in ``review``, dialogs in ``dialogs``; features add themselves in
 ``_install_features``. Nothing the first paint does not show is imported here (the agent, the
 LLM gateway, dialogs, the search, team and bulk features): a test keeps it so, since start-up
 time is mostly import time. The desk's launcher goes further and installs those features, reads
@@ -42,20 +42,20 @@ from core.tasks.review import allowed_actions
 from desktop.bridge import CoreBridge
 from desktop.models.queue_model import TaskQueueModel
 from desktop.ops import CoreOps
-from desktop.views.claims import ClaimKeeper
-from desktop.views.detail import TaskDetailView
-from desktop.views.evidence_paging import install_evidence_paging
-from desktop.views.history import ReviewMoves
-from desktop.views.live import connect_live
-from desktop.views.navigation import add_navigation_actions
-from desktop.views.queue import QueueView
-from desktop.views.status import WorkspaceStatus
-from desktop.views.watching import LiveWorkspace
-from desktop.views.widgets import EmptyState, MessageBar, RunProgressStrip
-from desktop.views.window_actions import build_actions, icon, restore_layout, save_layout
-from desktop.views.window_dialogs import WindowDialogs
-from desktop.views.window_review import ReviewActions
-from desktop.views.window_start import FirstFill
+from desktop.views.queue.claims import ClaimKeeper
+from desktop.views.queue.view import QueueView
+from desktop.views.queue.watching import LiveWorkspace
+from desktop.views.task.detail import TaskDetailView
+from desktop.views.task.evidence_paging import install_evidence_paging
+from desktop.views.task.history import ReviewMoves
+from desktop.views.task.live import connect_live
+from desktop.views.task.navigation import add_navigation_actions
+from desktop.views.window.actions import build_actions, icon, restore_layout, save_layout
+from desktop.views.window.chrome import EmptyState, MessageBar, RunProgressStrip
+from desktop.views.window.dialogs import WindowDialogs
+from desktop.views.window.review import ReviewActions
+from desktop.views.window.start import FirstFill
+from desktop.views.window.status import WorkspaceStatus
 
 if TYPE_CHECKING:
     from core.secrets import KeyringLoad
@@ -64,9 +64,9 @@ if TYPE_CHECKING:
     from core.tasks.service import TaskService
     from core.workspace import Workspace
     from desktop.app import BootQueue
-    from desktop.views.bulk import BulkDesk
-    from desktop.views.search import SearchPanel
-    from desktop.views.team_pane import TeamDesk
+    from desktop.views.queue.bulk import BulkDesk
+    from desktop.views.queue.search import SearchPanel
+    from desktop.views.team.pane import TeamDesk
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +132,7 @@ class MainWindow(QMainWindow):
     sig_dossier_shown = Signal(str)
     """The right pane now shows this task id's dossier (tests and the screenshot wait on it)."""
 
-    # Built by ``window_actions.build_actions``: the window's keys, menus and tool bar.
+    # Built by ``actions.build_actions``: the window's keys, menus and tool bar.
     act_new: QAction
     act_satisfied: QAction
     act_revise: QAction
@@ -241,7 +241,7 @@ class MainWindow(QMainWindow):
         """Each desk feature adds itself here with one step (run last in construction, or after
         the first fill when deferred, so a feature sees every pane, action and menu the window has).
         """
-        from desktop.views import window_features as f
+        from desktop.views.window import features as f
 
         return [
             functools.partial(f.install_search_on, self),  # Ctrl+Shift+F: search everywhere, saved views
@@ -412,7 +412,7 @@ class MainWindow(QMainWindow):
                 self._render_progress()
                 self._update_actions()
 
-    # ------------------------------------------------------------------ actions (window_review, window_dialogs)
+    # ------------------------------------------------------------------ actions (review, dialogs)
     @property
     def dossier(self) -> TaskDossier | None:
         """The dossier on screen (None while the first one loads)."""
