@@ -272,13 +272,11 @@ async def capture(shot: Shot) -> str:
         await launcher.close()
 
 
-async def _calibration(window: Any) -> Any:
-    """Review → Calibration…, at the size it opens with, once its figures and batches are in.
-
-    ``window`` is a MainWindow; the action and the view are attributes the calibration module adds.
-    """
-    window.act_calibration.trigger()
-    view = window.calibration_view
+async def _calibration(window: MainWindow) -> Any:
+    """Review → Calibration…, at the size it opens with, once its figures and batches are in."""
+    window.calibration.action.trigger()
+    view = window.calibration.view
+    assert view is not None  # the action opens it
     await _until(lambda: view.calibration is not None and view.batches_loaded, "the calibration figures")
     await asyncio.sleep(0.3)
     return view.grab()

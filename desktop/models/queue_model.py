@@ -52,10 +52,6 @@ from core.events import RunProgress
 from core.tasks.queue import QueueSnapshot, RowUpdate, TaskQueue, group_count, place
 from desktop.models.pending_queue import PendingQueue, QueueReads
 from desktop.models.queue_cells import (
-    _GROUP_FLAGS,
-    _NO_FLAGS,
-    _TASK_FLAGS,
-    _TASK_ROLES,
     COL_ATTEMPTS,
     COL_CATEGORY,
     COL_OUTCOME,
@@ -64,12 +60,16 @@ from desktop.models.queue_cells import (
     COL_TITLE,
     COL_UPDATED,
     COLUMNS,
+    GROUP_FLAGS,
     GROUP_KEY_ROLE,
+    NO_FLAGS,
     PROGRESS_ROLE,
     READ_ONLY_MARK,
     STATUS_ROLE,
+    TASK_FLAGS,
     TASK_ID_ROLE,
     TASK_ROLE,
+    TASK_ROLES,
     group_cell,
     task_cell,
 )
@@ -654,10 +654,10 @@ class TaskQueueModel(QAbstractItemModel):
     def flags(self, index: Index) -> Qt.ItemFlag:
         """Implements ``QAbstractItemModel::flags``: group headers cannot be selected."""
         if not index.isValid():
-            return _NO_FLAGS
+            return NO_FLAGS
         if index.internalId() == _GROUP_ID:
-            return _GROUP_FLAGS
-        return _TASK_FLAGS
+            return GROUP_FLAGS
+        return TASK_FLAGS
 
     def headerData(
         self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
@@ -678,7 +678,7 @@ class TaskQueueModel(QAbstractItemModel):
         if internal == _GROUP_ID:
             group = self._groups[index.row()]
             return group_cell(group.spec, group.count, group.exact, self._icons, index.column(), role)
-        if role not in _TASK_ROLES:  # size hints, fonts, check states...: asked per cell, never set
+        if role not in TASK_ROLES:  # size hints, fonts, check states...: asked per cell, never set
             return None
         gi, row = internal - 1, index.row()
         if gi >= len(self._groups) or row >= len(self._groups[gi].rows):

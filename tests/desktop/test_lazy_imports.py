@@ -34,8 +34,9 @@ NOT_AT_START = (
     "core.bundle.export",
     "desktop.dialogs.new_task",
     "desktop.dialogs.settings",
-    # Features installed after the queue's first fill (desktop.views.window.features).
+    # Features installed after the queue's first fill (MainWindow._features).
     "desktop.views.queue.search",
+    "desktop.views.team.install",
     "desktop.views.team.pane",
     "desktop.views.queue.bulk",
 )
@@ -137,7 +138,7 @@ def test_the_launcher_fills_the_queue_before_loading_the_gateway_keyring_or_feat
     assert seen["keys_started"] is True
     assert {
         "desktop.views.queue.search",
-        "desktop.views.team.pane",
+        "desktop.views.team.install",
         "desktop.views.queue.bulk",
         "keyring",
     } <= after
@@ -172,7 +173,8 @@ def test_pyside_import_check_reads_files_and_answers_as_before() -> None:
 def test_the_window_is_built_and_started_without_the_task_or_review_service(
     qloop: qasync.QEventLoop, workspace: Workspace, qtbot: QtBot, ui_state: QSettings
 ) -> None:
-    from desktop.views.window.main_window import DeskServices, MainWindow
+    from desktop.services import DeskServices
+    from desktop.views.window.main_window import MainWindow
     from tests.desktop.conftest import run, wait_until
 
     services = DeskServices.for_workspace(workspace)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QPointF, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QPainter, QPaintEvent, QPen
+from PySide6.QtGui import QAction, QBrush, QColor, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -29,6 +29,9 @@ from PySide6.QtWidgets import (
 from core.calibration import DECISIONS, Calibration, CalibrationFilter
 from core.domain.validation import FailureCategory
 from desktop.ops import CoreOps
+
+if TYPE_CHECKING:
+    from desktop.views.host import DeskHost
 
 Source = Callable[[CalibrationFilter], Coroutine[Any, Any, Calibration]]
 Batches = Callable[[], Coroutine[Any, Any, list[tuple[str, str]]]]
@@ -315,34 +318,39 @@ class CalibrationView(QWidget):
         self.sig_loaded.emit()
 
 
-__all__ = ["CalibrationView", "MatrixModel", "Sparkline"]
+class CalibrationMenuEntry:
+    """Review → Calibration…: one view per desk, made when first opened, refreshed each time.
 
+    The desk holds this object (``window.calibration``); the view lives here, not on the window.
+    """
 
-def add_calibration_action(window: Any, menu: Any) -> None:
-    """Review → Calibration…: one window per main window, refreshed each time it is opened."""
-    from PySide6.QtGui import QAction
+    def __init__(self, host: DeskHost) -> None:
+        self.host = host
+        self.view: CalibrationView | None = None
+        self.action = QAction("&Calibration…", host.widget)
+        self.action.setToolTip("How far the validator agrees with analysts' final decisions")
+        self.action.triggered.connect(lambda _checked=False: self.open())
+        host.menu("Review").addAction(self.action)
 
-    act = QAction("&Calibration…", window)
-    act.setToolTip("How far the validator agrees with analysts' final decisions")
-
-    def open_view() -> None:
+    def open(self) -> CalibrationView:
         from core.calibration import calibrate, calibration_batches
 
-        view = getattr(window, "calibration_view", None)
+        view = self.view
         if view is None:
+            workspace = self.host.services.workspace
             view = CalibrationView(
-                window.ops,
-                lambda f: calibrate(window.workspace.store, f),
-                batches=lambda: calibration_batches(window.workspace.store),
+                self.host.ops,
+                lambda f: calibrate(workspace.store, f),
+                batches=lambda: calibration_batches(workspace.store),
             )
             view.setWindowFlag(Qt.WindowType.Window)
-            view.setParent(window, Qt.WindowType.Window)
+            view.setParent(self.host.widget, Qt.WindowType.Window)
             view.resize(1000, 520)
-            window.calibration_view = view
+            self.view = view
         view.show()
         view.raise_()
         view.refresh()
+        return view
 
-    act.triggered.connect(open_view)
-    menu.addAction(act)
-    window.act_calibration = act
+
+__all__ = ["CalibrationMenuEntry", "CalibrationView", "MatrixModel", "Sparkline"]

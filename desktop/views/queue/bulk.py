@@ -26,7 +26,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QMenu,
     QProgressDialog,
     QPushButton,
     QVBoxLayout,
@@ -40,7 +39,7 @@ from desktop.models.queue_model import TASK_ID_ROLE
 from desktop.widgets.plain import plain_label
 
 if TYPE_CHECKING:
-    from desktop.views.window.main_window import MainWindow
+    from desktop.views.host import DeskHost
 
 
 class BulkConfirmDialog(QDialog):
@@ -112,21 +111,18 @@ class BulkDesk(QObject):
     sig_progress = Signal(int, int)
     """(done, total) after each task of the running bulk action or export."""
 
-    def __init__(self, window: MainWindow) -> None:
-        super().__init__(window)
-        self.window = window
-        self.queue = window.queue
-        self.tree = window.queue.tree
+    def __init__(self, host: DeskHost) -> None:
+        super().__init__(host.widget)
+        self.host = host
+        self.queue = host.queue
+        self.tree = host.queue.tree
         self.progress: QProgressDialog | None = None
         self.cancel: Cancellation | None = None
         self.dialog: QDialog | None = None
         self.choose_path: Callable[[str, str, Callable[[str], None]], None] = self._choose_path
         """How a file name is asked for (a file dialog; tests answer directly)."""
         self.summary = SelectionSummary()
-        detail_parent = window.detail.parentWidget()
-        layout = detail_parent.layout() if detail_parent is not None else None
-        if isinstance(layout, QVBoxLayout):
-            layout.insertWidget(max(layout.indexOf(window.detail), 0), self.summary)
+        host.add_above_detail(self.summary)
         self.tree.selectionModel().selectionChanged.connect(self._selection_changed)
         self.tree.installEventFilter(self)
         self._build_actions()
@@ -189,10 +185,8 @@ class BulkDesk(QObject):
 
     # ------------------------------------------------------------------ actions
     def _build_actions(self) -> None:
-        w = self.window
-
         def action(text: str, slot: Callable[[], None], tip: str) -> QAction:
-            act = QAction(text, w)
+            act = QAction(text, self.host.widget)
             act.setToolTip(tip)
             act.triggered.connect(lambda _checked=False: slot())
             act.setEnabled(False)
@@ -218,23 +212,16 @@ class BulkDesk(QObject):
             self.act_report,
             self.act_decisions,
         ]
-        menus: dict[str, QMenu] = {}
-        for entry in w.menuBar().actions():
-            menu = entry.menu()
-            if isinstance(menu, QMenu):
-                menus[entry.text().replace("&", "")] = menu
-        file_menu, review_menu = menus.get("File"), menus.get("Review")
-        if file_menu is not None:
-            before = next((a for a in file_menu.actions() if a.isSeparator()), None)
-            for act in (self.act_export, self.act_report, self.act_decisions):
-                if before is not None:
-                    file_menu.insertAction(before, act)
-                else:
-                    file_menu.addAction(act)
-        if review_menu is not None:
-            review_menu.addSeparator()
-            for act in (self.act_bulk_satisfied, self.act_bulk_abandon, self.act_assign):
-                review_menu.addAction(act)
+        file_menu, review_menu = self.host.menu("File"), self.host.menu("Review")
+        before = next((a for a in file_menu.actions() if a.isSeparator()), None)
+        for act in (self.act_export, self.act_report, self.act_decisions):
+            if before is not None:
+                file_menu.insertAction(before, act)
+            else:
+                file_menu.addAction(act)
+        review_menu.addSeparator()
+        for act in (self.act_bulk_satisfied, self.act_bulk_abandon, self.act_assign):
+            review_menu.addAction(act)
         buttons = self.summary.buttons
         buttons["satisfied"].clicked.connect(lambda: self.ask(BulkAction.SATISFIED))
         buttons["abandon"].clicked.connect(lambda: self.ask(BulkAction.ABANDON))
@@ -251,17 +238,17 @@ class BulkDesk(QObject):
         ids = self.selected()
         if not ids or self.busy:
             return
-        review = self.window.services.review
-        reviewer = self.window.claims.reviewer
+        review = self.host.services.review
+        reviewer = self.host.reviewer
 
         def confirm(plan: BulkPlan) -> None:
-            dialog = BulkConfirmDialog(plan, self.window)
+            dialog = BulkConfirmDialog(plan, self.host.widget)
             self.dialog = dialog
             dialog.accepted.connect(lambda: self._run_plan(plan, dialog.note))
             dialog.finished.connect(lambda _r: setattr(self, "dialog", None))
             dialog.open()
 
-        self.window.ops.run(
+        self.host.ops.run(
             plan_bulk(review, ids, action, reviewer=reviewer, assignee=assignee),
             what="Preparing the bulk action",
             on_done=confirm,
@@ -277,7 +264,7 @@ class BulkDesk(QObject):
     def ask_assignee(self) -> None:
         if not self.selected() or self.busy:
             return
-        dialog = QDialog(self.window)
+        dialog = QDialog(self.host.widget)
         dialog.setWindowTitle("Assign the selected tasks")
         layout = QVBoxLayout(dialog)
         layout.addWidget(plain_label(f"Assign {len(self.selected())} task(s) to reviewer:", dialog))
@@ -299,25 +286,25 @@ class BulkDesk(QObject):
         dialog.open()
 
     def _run_plan(self, plan: BulkPlan, note: str | None) -> None:
-        reviewer = self.window.claims.reviewer
+        reviewer = self.host.reviewer
 
         def step(p: BulkProgress) -> None:
             self._progress(p.done, p.total, p.title)
 
         def work(cancel: Cancellation) -> Coroutine[Any, Any, BulkResult]:
             return run_bulk(
-                self.window.services.review, plan, reviewer=reviewer, note=note, progress=step, cancel=cancel
+                self.host.services.review, plan, reviewer=reviewer, note=note, progress=step, cancel=cancel
             )
 
         def describe(result: BulkResult) -> str:
-            self.window.model.refresh()  # many rows moved: one reload, not a read per notice
+            self.host.model.refresh()  # many rows moved: one reload, not a read per notice
             return result.summary()
 
         self._start(f"{plan.action.verb.capitalize()}…", len(plan.ready), work, describe)
 
     # ------------------------------------------------------------------ exports
     def _choose_path(self, title: str, filters: str, then: Callable[[str], None]) -> None:
-        chooser = QFileDialog(self.window, title, "", filters)
+        chooser = QFileDialog(self.host.widget, title, "", filters)
         chooser.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
         chooser.fileSelected.connect(then)
         self.dialog = chooser
@@ -339,8 +326,8 @@ class BulkDesk(QObject):
             from core.bundle.signing import workspace_signing_key
             from core.exports.bundle import export_selection
 
-            settings = self.window.workspace.settings
-            store = self.window.workspace.store
+            settings = self.host.services.workspace.settings
+            store = self.host.services.workspace.store
 
             async def work_async(cancel: Cancellation) -> Any:
                 key = await asyncio.to_thread(workspace_signing_key, settings.db_url)
@@ -372,11 +359,11 @@ class BulkDesk(QObject):
             from core.bundle.paths import scrub_for_settings
             from core.exports.report_multi import write_multi_report
 
-            settings = self.window.workspace.settings
+            settings = self.host.services.workspace.settings
 
             def work(cancel: Cancellation) -> Coroutine[Any, Any, Path]:
                 return write_multi_report(
-                    self.window.workspace.store,
+                    self.host.services.workspace.store,
                     ids,
                     Path(path),
                     scrub=scrub_for_settings(settings),
@@ -397,12 +384,12 @@ class BulkDesk(QObject):
             from core.bundle.paths import scrub_for_settings
             from core.exports.decisions import DecisionFilter, write_decisions
 
-            settings = self.window.workspace.settings
+            settings = self.host.services.workspace.settings
             fmt = "jsonl" if path.lower().endswith((".jsonl", ".json")) else "csv"
 
             def work(cancel: Cancellation) -> Coroutine[Any, Any, Any]:
                 return write_decisions(
-                    self.window.workspace.store,
+                    self.host.services.workspace.store,
                     Path(path),
                     fmt,
                     DecisionFilter(task_ids=ids or None),
@@ -442,7 +429,7 @@ class BulkDesk(QObject):
     ) -> None:
         cancel = Cancellation()
         self.cancel = cancel
-        dialog = QProgressDialog(title, "Cancel", 0, max(total, 1), self.window)
+        dialog = QProgressDialog(title, "Cancel", 0, max(total, 1), self.host.widget)
         dialog.setWindowTitle(title.rstrip("…"))
         # Not modal: a modal QProgressDialog runs processEvents() inside setValue(), which re-enters
         # the qasync loop from a coroutine's callback and leaves later tasks never scheduled.
@@ -461,9 +448,9 @@ class BulkDesk(QObject):
             dialog.close()
             dialog.deleteLater()
             if error:
-                self.window.show_error(message)
+                self.host.show_error(message)
             else:
-                self.window.show_info(message)
+                self.host.show_info(message)
             self.sig_finished.emit(message)
 
         def failed(exc: BaseException) -> bool:
@@ -476,14 +463,14 @@ class BulkDesk(QObject):
             finish(f"{title.rstrip('…')} failed: {type(exc).__name__}: {exc}", error=True)
             return False
 
-        self.window.ops.run(
+        self.host.ops.run(
             work(cancel), what=title.rstrip("…"), on_done=lambda r: finish(describe(r)), on_error=failed
         )
 
 
-def install_bulk(window: MainWindow) -> BulkDesk:
+def install_bulk(host: DeskHost) -> BulkDesk:
     """Multi-select bulk work and desk exports; the main window keeps one line for it."""
-    return BulkDesk(window)
+    return BulkDesk(host)
 
 
 __all__ = ["BulkConfirmDialog", "BulkDesk", "SelectionSummary", "install_bulk"]

@@ -22,19 +22,19 @@ from core.tasks.claims import RENEW_EVERY, ClaimHeld, Claims
 from core.tasks.review import reviewer_name
 
 if TYPE_CHECKING:
-    from desktop.views.window.main_window import MainWindow
+    from desktop.views.host import DeskHost
 
 
 class ClaimKeeper(QObject):
     """Holds this desk's claim on the selected task and knows who holds the others it met."""
 
-    def __init__(self, window: MainWindow) -> None:
-        super().__init__(window)
-        self._window = window
-        self._ops = window.ops
-        self._model = window.model
-        self.claims = Claims(window.workspace.store)
-        self.reviewer = reviewer_name(window.workspace.settings.reviewer)
+    def __init__(self, host: DeskHost) -> None:
+        super().__init__(host.widget)
+        self._host = host
+        self._ops = host.ops
+        self._model = host.model
+        self.claims = Claims(host.services.workspace.store)
+        self.reviewer = reviewer_name(host.services.workspace.settings.reviewer)
         self._model.reviewer = self.reviewer
         self.held: str | None = None  # the task this desk holds a claim on
         self._selected: str | None = None
@@ -44,7 +44,7 @@ class ClaimKeeper(QObject):
         """How a take-over is confirmed (a question box; tests put an answer here)."""
         self._renew = QTimer(self, interval=int(RENEW_EVERY.total_seconds() * 1000))
         self._renew.timeout.connect(self._renew_claim)
-        window.queue.sig_task_selected.connect(self.select)
+        host.queue.sig_task_selected.connect(self.select)
 
     def select(self, task_id: str | None) -> None:
         """The analyst moved to ``task_id`` (or to nothing): release the old claim, take the new."""
@@ -87,7 +87,7 @@ class ClaimKeeper(QObject):
             self._others[exc.claim.task_id] = exc.claim
             self._model.set_claim(exc.claim.task_id, exc.claim)
             if self._selected == exc.claim.task_id:
-                self._window.show_info(
+                self._host.show_info(
                     f"This task is {exc.claim.describe()}; deciding will ask to take it over."
                 )
             return True
@@ -124,7 +124,7 @@ class ClaimKeeper(QObject):
             self._ops.run(self.claims.release(held, self.reviewer, record=False), what="Releasing the task")
 
     def _ask(self, question: str) -> bool:
-        answer = QMessageBox.question(self._window, "Take over the task?", question)
+        answer = QMessageBox.question(self._host.widget, "Take over the task?", question)
         return answer == QMessageBox.StandardButton.Yes
 
 

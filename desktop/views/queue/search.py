@@ -30,7 +30,6 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QInputDialog,
     QLineEdit,
-    QMenu,
     QPushButton,
     QTableView,
     QVBoxLayout,
@@ -46,7 +45,7 @@ from desktop.widgets.find_bar import find_spans
 from desktop.widgets.plain import PlainToolTipDelegate, plain_label
 
 if TYPE_CHECKING:
-    from desktop.views.window.main_window import MainWindow
+    from desktop.views.host import DeskHost
 
 __all__ = ["SearchHitsModel", "SearchPanel", "install_search", "open_hit"]
 
@@ -391,9 +390,9 @@ class SearchPanel(QWidget):
             self.run_view(str(name))
 
 
-def open_hit(window: MainWindow, panel: SearchPanel, hit: SearchHit) -> None:
+def open_hit(host: DeskHost, panel: SearchPanel, hit: SearchHit) -> None:
     """Select the hit's task; when its dossier is on screen, open the passage with the match selected."""
-    detail = window.detail
+    detail = host.detail
 
     def show() -> None:
         detail.tabs.setCurrentIndex(0)
@@ -419,30 +418,27 @@ def open_hit(window: MainWindow, panel: SearchPanel, hit: SearchHit) -> None:
         panel.sig_hit_shown.emit(hit)
 
     dossier = detail.dossier
-    if (
-        window.queue.selected_task_id == hit.task_id
-        and dossier is not None
-        and dossier.task.id == hit.task_id
-    ):
+    if host.queue.selected_task_id == hit.task_id and dossier is not None and dossier.task.id == hit.task_id:
         show()
         return
 
     def shown(task_id: str) -> None:
         if task_id == hit.task_id:
-            window.sig_dossier_shown.disconnect(shown)
+            host.sig_dossier_shown.disconnect(shown)
             show()
 
-    window.sig_dossier_shown.connect(shown)
-    if not window.queue.select_task(hit.task_id):
-        window.sig_dossier_shown.disconnect(shown)
-        window.show_info(
+    host.sig_dossier_shown.connect(shown)
+    if not host.queue.select_task(hit.task_id):
+        host.sig_dossier_shown.disconnect(shown)
+        host.show_info(
             f"“{hit.title}” is not among the queue's listed tasks; clear the queue filter and open it again."
         )
 
 
-def install_search(window: MainWindow) -> SearchPanel:
+def install_search(host: DeskHost) -> SearchPanel:
     """The search panel as a dock under the window (hidden until Ctrl+Shift+F), its action and menu entry."""
-    panel = SearchPanel(SearchService(window.workspace.store), window.ops.run, window)
+    window = host.widget
+    panel = SearchPanel(SearchService(host.services.workspace.store), host.ops.run, window)
     dock = QDockWidget("Search", window)
     dock.setObjectName("SearchDock")
     dock.setWidget(panel)
@@ -464,10 +460,8 @@ def install_search(window: MainWindow) -> SearchPanel:
     act.setToolTip("Search titles, task text, answers, evidence, issues and notes (Ctrl+Shift+F)")
     act.triggered.connect(lambda _checked=False: open_panel())
     window.addAction(act)
-    for menu in window.menuBar().findChildren(QMenu):
-        if menu.title() == "&Review":
-            menu.addAction(act)
-    panel.sig_hit_activated.connect(lambda hit: open_hit(window, panel, hit))
+    host.menu("Review").addAction(act)
+    panel.sig_hit_activated.connect(lambda hit: open_hit(host, panel, hit))
     panel.dock = dock
     panel.open_panel = open_panel
     panel.action = act

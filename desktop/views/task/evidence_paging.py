@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING
 from core.tasks.evidence_reader import EvidenceReader
 
 if TYPE_CHECKING:
-    from desktop.views.window.main_window import MainWindow
+    from desktop.views.host import DeskHost
 
 __all__ = ["install_evidence_paging"]
 
 
-def install_evidence_paging(window: MainWindow) -> EvidenceReader:
+def install_evidence_paging(host: DeskHost) -> EvidenceReader:
     """Give the detail pane's evidence view a reader on the workspace's chunk store."""
-    workspace = window.services.workspace
+    workspace = host.services.workspace
     reader = EvidenceReader(lambda: workspace.store)
-    window.detail.evidence_view.set_reader(reader, window.ops)
+    host.detail.evidence_view.set_reader(reader, host.ops)
     return reader

@@ -3,39 +3,24 @@
 Streamed text never reaches the store piece by piece (one response event per call is recorded at
 its end), so the desk keeps it here, per task, from the bus's ``TranscriptDelta`` notices; the
 recorded evidence comes from the dossier like any other, reloaded when the bus says some was
-recorded. Repaints are coalesced: a fast model sends dozens of pieces a second.
+recorded. Repaints are coalesced: a fast model sends dozens of pieces a second. The detail pane
+imports this module; the wiring to the bus and the window is ``live_feed``'s.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
-
-from PySide6.QtCore import QObject, QTimer, Signal, SignalInstance
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from core.domain.facts import AttemptState
 from core.domain.records import AttemptRecord
-from core.events import EvidenceRecorded, TaskChanged, TranscriptDelta
+from core.events import TranscriptDelta
 
-if TYPE_CHECKING:
-    from desktop.bridge import CoreBridge
-    from desktop.views.queue.view import QueueView
-    from desktop.views.task.detail import TaskDetailView
-
-__all__ = ["GATHERING_NOTE", "WORKING_NOTE", "LiveTranscripts", "connect_live", "is_live"]
+__all__ = ["GATHERING_NOTE", "WORKING_NOTE", "LiveTranscripts", "is_live"]
 
 WORKING_NOTE = "The agent is working; its answer appears here as it is written."
 GATHERING_NOTE = "The agent is working; each tool result appears here as it is recorded."
 REPAINT_MS = 100
 MAX_LIVE_CHARS = 200_000  # a live view, not a record: the stored response event has the whole text
-
-
-class MainWindowLike(Protocol):
-    """What the hook needs from the shell (a Protocol, so this module does not import it)."""
-
-    queue: QueueView
-    sig_dossier_shown: SignalInstance
-
-    def reload_detail_soon(self) -> None: ...
 
 
 def is_live(attempt: AttemptRecord | None) -> bool:
@@ -81,37 +66,3 @@ class LiveTranscripts(QObject):
         dirty, self._dirty = self._dirty, set()
         for task_id in sorted(dirty):
             self.sig_text_changed.emit(task_id)
-
-
-def connect_live(window: MainWindowLike, bridge: CoreBridge, detail: TaskDetailView) -> LiveTranscripts:
-    """Wire live text and evidence into the shell: the hook ``MainWindow._connect`` calls once.
-
-    Streamed text goes to the detail pane when its task is the one shown; an "evidence recorded"
-    notice for the shown task reloads its dossier (whose provisional packet then holds the new
-    results); a task that stops executing drops its live text, since its record now has it.
-    """
-    live = LiveTranscripts(detail)
-
-    def on_text(task_id: str) -> None:
-        if task_id == window.queue.selected_task_id:
-            detail.show_live_text(task_id, live.text(task_id))
-
-    def on_evidence(event: EvidenceRecorded) -> None:
-        if event.task_id == window.queue.selected_task_id:
-            window.reload_detail_soon()
-
-    def on_task_changed(change: TaskChanged) -> None:
-        if not change.status.is_execution_active:
-            live.forget(change.task_id)
-
-    def on_shown(task_id: str) -> None:
-        text = live.text(task_id)
-        if text:
-            detail.show_live_text(task_id, text)
-
-    bridge.sig_transcript_delta.connect(live.add)
-    bridge.sig_evidence_recorded.connect(on_evidence)
-    bridge.sig_task_changed.connect(on_task_changed)
-    live.sig_text_changed.connect(on_text)
-    window.sig_dossier_shown.connect(on_shown)
-    return live

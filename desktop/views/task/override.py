@@ -6,10 +6,7 @@ the dossier the detail pane already holds. Plain text: a note is the analyst's w
 
 from __future__ import annotations
 
-from typing import Any
-
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -23,8 +20,7 @@ from PySide6.QtWidgets import (
 from core.domain.status import ValidationStatus
 from core.domain.validation import FailureCategory
 from core.tasks.dossier import TaskDossier
-from core.tasks.override import dossier_overrides, record_override
-from core.tasks.review import reviewer_name
+from core.tasks.override import dossier_overrides
 
 OVERRIDE_COLOUR = "#6d28d9"
 
@@ -97,35 +93,4 @@ class OverrideDialog(QDialog):
         )
 
 
-def record_from_desk(window: Any, status: str, category: str, note: str) -> None:
-    """Record the verdict on the attempt the detail pane shows, then reload the task."""
-    dossier: TaskDossier | None = window.detail.dossier
-    attempt = window.detail.attempt_index
-    if dossier is None or attempt is None:
-        return
-    task_id = dossier.task.id
-    coro = record_override(
-        window.workspace.store, task_id, status=status, category=category, note=note,
-        reviewer=reviewer_name(window.workspace.settings.reviewer), attempt_index=attempt,
-    )  # fmt: skip
-    window.ops.run(coro, what="Recording your verdict", on_done=lambda _v: window._load_detail(task_id))
-
-
-def add_override_action(window: Any, menu: Any) -> None:
-    """Review → Record my verdict…: opens ``OverrideDialog`` for the attempt shown."""
-    act = QAction("Record my &verdict…", window)
-    act.setToolTip("Your own verdict on the attempt shown, kept beside the validator's")
-
-    def open_dialog() -> None:
-        if window.detail.attempt_index is None:
-            return
-        dialog = OverrideDialog(window.detail.attempt_index, window)
-        if dialog.exec() == QDialog.DialogCode.Accepted:
-            record_from_desk(window, *dialog.values())
-
-    act.triggered.connect(open_dialog)
-    menu.addAction(act)
-    window.act_override = act
-
-
-__all__ = ["AnalystVerdictLabel", "OverrideDialog", "add_override_action", "record_from_desk"]
+__all__ = ["AnalystVerdictLabel", "OverrideDialog"]

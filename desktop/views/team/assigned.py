@@ -18,7 +18,7 @@ from core.tasks.team_views import AssignedTask, TeamViews
 from desktop.views.team.pane import TeamPane
 
 if TYPE_CHECKING:
-    from desktop.views.window.main_window import MainWindow
+    from desktop.views.host import DeskHost
 
 HEADERS = ("Task", "Status", "Reviewer", "Until")
 COL_TITLE, COL_STATUS, COL_REVIEWER, COL_UNTIL = range(4)
@@ -45,11 +45,11 @@ def _cell(row: AssignedTask, column: int, role: int) -> Any:
 class AssignedPane(TeamPane[AssignedTask]):
     """The dock; ``show_reviewer`` picks whose queue it lists."""
 
-    def __init__(self, window: MainWindow) -> None:
-        self.views = TeamViews(window.workspace.store)
-        self.me = window.claims.reviewer
+    def __init__(self, host: DeskHost) -> None:
+        self.views = TeamViews(host.services.workspace.store)
+        self.me = host.reviewer
         self.combo = QComboBox()
-        super().__init__(window, "Assigned", HEADERS, _cell, self._read)
+        super().__init__(host, "Assigned", HEADERS, _cell, self._read)
         self._others: list[str] = []  # reviewers holding claims, as last read
         self.combo.addItem("Everyone", EVERYONE)
         self.combo.addItem(f"Assigned to me ({self.me})", ME)
@@ -57,7 +57,7 @@ class AssignedPane(TeamPane[AssignedTask]):
         self.combo.currentIndexChanged.connect(lambda _i: self.reload())
         self.body_layout.insertWidget(0, self.combo)
         self.table.activated.connect(self._activated)
-        window.services.bridge.sig_reviewers_changed.connect(self.reload_soon)
+        host.services.bridge.sig_reviewers_changed.connect(self.reload_soon)
 
     @property
     def reviewer(self) -> str | None:
@@ -90,15 +90,15 @@ class AssignedPane(TeamPane[AssignedTask]):
 
     def _activated(self, index: QModelIndex) -> None:
         task_id = index.data(TASK_ID_ROLE)
-        if isinstance(task_id, str) and not self._window.queue.select_task(task_id):
-            self._window.show_info("That task is not in the queue as filtered.")
+        if isinstance(task_id, str) and not self._host.queue.select_task(task_id):
+            self._host.show_info("That task is not in the queue as filtered.")
 
 
-def install_assigned(window: MainWindow) -> AssignedPane:
-    pane = AssignedPane(window)
-    window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, pane)
+def install_assigned(host: DeskHost) -> AssignedPane:
+    pane = AssignedPane(host)
+    host.widget.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, pane)
     pane.hide()
-    window.model.sig_refreshed.connect(pane.reload_soon)
+    host.model.sig_refreshed.connect(pane.reload_soon)
     return pane
 
 

@@ -26,7 +26,7 @@ from core.tasks.team_views import BatchView, TeamViews
 from desktop.views.team.pane import TeamPane
 
 if TYPE_CHECKING:
-    from desktop.views.window.main_window import MainWindow
+    from desktop.views.host import DeskHost
 
 HEADERS = ("Batch", "Created", "Rows", "Progress", "By status")
 COL_NAME, COL_CREATED, COL_ROWS, COL_PROGRESS, COL_STATUSES = range(5)
@@ -79,28 +79,28 @@ class ProgressDelegate(QStyledItemDelegate):
 class BatchesPane(TeamPane[BatchView]):
     """The dock; ``set_batch`` narrows the queue, ``chip`` shows and clears the narrowing."""
 
-    def __init__(self, window: MainWindow) -> None:
-        self.views = TeamViews(window.workspace.store)
-        super().__init__(window, "Batches", HEADERS, _cell, lambda: self.views.batches())
+    def __init__(self, host: DeskHost) -> None:
+        self.views = TeamViews(host.services.workspace.store)
+        super().__init__(host, "Batches", HEADERS, _cell, lambda: self.views.batches())
         self._names: dict[str, str] = {}
         self.table.setItemDelegateForColumn(COL_PROGRESS, ProgressDelegate(self.table))
         self.table.setColumnWidth(COL_PROGRESS, 140)
         self.table.activated.connect(self._activated)
-        self.chip = QToolButton(window)
+        self.chip = QToolButton(host.widget)
         self.chip.setObjectName("BatchChip")
         self.chip.setToolTip("The queue shows one batch only; click to show every task")
         self.chip.setAutoRaise(True)
         self.chip.clicked.connect(lambda: self.set_batch(None))
         self.chip.hide()
-        window.statusBar().addWidget(self.chip)
-        window.model.sig_refreshed.connect(self._update_chip)
+        host.widget.statusBar().addWidget(self.chip)
+        host.model.sig_refreshed.connect(self._update_chip)
 
     def set_batch(self, batch_id: str | None) -> asyncio.Task[Any] | None:
         """Narrow the queue to one batch (None: every task), through the queue's own filter.
 
         Returns the queue's reload (None when the filter already was that), for callers that wait.
         """
-        model = self._window.model
+        model = self._host.model
         reload = None
         if model.filter.batch_id != batch_id:
             reload = model.set_filter(model.filter.model_copy(update={"batch_id": batch_id}))
@@ -118,7 +118,7 @@ class BatchesPane(TeamPane[BatchView]):
         self._update_chip()
 
     def _update_chip(self) -> None:
-        batch_id = self._window.model.filter.batch_id
+        batch_id = self._host.model.filter.batch_id
         if batch_id is None:
             self.chip.hide()
             return
@@ -126,11 +126,11 @@ class BatchesPane(TeamPane[BatchView]):
         self.chip.show()
 
 
-def install_batches(window: MainWindow) -> BatchesPane:
-    pane = BatchesPane(window)
-    window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, pane)
+def install_batches(host: DeskHost) -> BatchesPane:
+    pane = BatchesPane(host)
+    host.widget.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, pane)
     pane.hide()
-    window.model.sig_refreshed.connect(pane.reload_soon)  # the first queue load brings the first read
+    host.model.sig_refreshed.connect(pane.reload_soon)  # the first queue load brings the first read
     return pane
 
 

@@ -2,15 +2,14 @@
 
 Batches, schedules and "assigned" are small lists read whole (a handful to a few hundred rows),
 so each pane asks core for all of them again shortly after a change is announced rather than
-patching rows: one read per burst of notices, never one per notice. ``install_team`` adds every
-team feature to the main window with one call (the window keeps two hook lines).
+patching rows: one read per burst of notices, never one per notice. ``team.install`` puts them
+on the desk.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from PySide6.QtCore import (
@@ -25,11 +24,7 @@ from PySide6.QtCore import (
 from PySide6.QtWidgets import QDockWidget, QHeaderView, QTableView, QVBoxLayout, QWidget
 
 if TYPE_CHECKING:
-    from desktop.views.team.assigned import AssignedPane
-    from desktop.views.team.batches import BatchesPane
-    from desktop.views.team.presence import PresenceKeeper
-    from desktop.views.team.schedules import SchedulesPane
-    from desktop.views.window.main_window import MainWindow
+    from desktop.views.host import DeskHost
 
 R = TypeVar("R")
 Index = QModelIndex | QPersistentModelIndex
@@ -78,15 +73,15 @@ class TeamPane(QDockWidget, Generic[R]):
 
     def __init__(
         self,
-        window: MainWindow,
+        host: DeskHost,
         title: str,
         headers: Sequence[str],
         cell: Callable[[R, int, int], Any],
         load: Callable[[], Coroutine[Any, Any, list[R]]],
     ) -> None:
-        super().__init__(title, window)
+        super().__init__(title, host.widget)
         self.setObjectName(f"{title.replace(' ', '')}Pane")
-        self._window = window
+        self._host = host
         self._load = load
         self._closed = False
         self._reading: asyncio.Task[list[R]] | None = None
@@ -107,11 +102,11 @@ class TeamPane(QDockWidget, Generic[R]):
         self.setWidget(self.body)
         self._debounce = QTimer(self, singleShot=True, interval=DEBOUNCE_MS)
         self._debounce.timeout.connect(self.reload)
-        bridge = window.services.bridge
+        bridge = host.services.bridge
         bridge.sig_task_changed.connect(self.reload_soon)
         bridge.sig_tasks_changed.connect(self.reload_soon)
         self.visibilityChanged.connect(self._visibility_changed)
-        window.installEventFilter(self)
+        host.widget.installEventFilter(self)
 
     @property
     def rows(self) -> list[R]:
@@ -138,7 +133,7 @@ class TeamPane(QDockWidget, Generic[R]):
             self._again = True
             return self._reading
         self._stale = False
-        self._reading = self._window.ops.run(
+        self._reading = self._host.ops.run(
             self._load(), what=f"Reading {self.windowTitle().lower()}", on_done=self._show
         )
         return self._reading
@@ -157,7 +152,7 @@ class TeamPane(QDockWidget, Generic[R]):
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         """QObject.eventFilter: the window closing stops the pane (no reload after the loop ends)."""
-        if watched is self._window and event.type() == QEvent.Type.Close:
+        if watched is self._host.widget and event.type() == QEvent.Type.Close:
             self.close_pane()
         return False
 
@@ -166,46 +161,4 @@ class TeamPane(QDockWidget, Generic[R]):
         self._debounce.stop()
 
 
-@dataclass
-class TeamDesk:
-    """The team features installed on one window (tests and the screenshot reach them here)."""
-
-    batches: BatchesPane
-    schedules: SchedulesPane
-    assigned: AssignedPane
-    presence: PresenceKeeper
-    window: MainWindow
-
-    def show_panes(self) -> None:
-        """Batches and Schedules side by side, sharing the window's width."""
-        self.batches.show()
-        self.schedules.show()
-        self.schedules.raise_()
-        half = max(self.window.width() // 2, 200)
-        self.window.resizeDocks([self.batches, self.schedules], [half, half], Qt.Orientation.Horizontal)
-
-
-def install_team(window: MainWindow) -> TeamDesk:
-    """Every team feature on the desk: batches, schedules, assigned, presence (the window's hook)."""
-    from desktop.views.team.assigned import install_assigned
-    from desktop.views.team.batches import install_batches
-    from desktop.views.team.presence import install_presence
-    from desktop.views.team.schedules import install_schedules
-
-    team = TeamDesk(
-        batches=install_batches(window),
-        schedules=install_schedules(window),
-        assigned=install_assigned(window),
-        presence=install_presence(window),
-        window=window,
-    )
-    menu = window.menuBar().addMenu("&Team")
-    for pane in (team.batches, team.schedules, team.assigned):
-        menu.addAction(pane.toggleViewAction())
-    window.splitDockWidget(team.batches, team.schedules, Qt.Orientation.Horizontal)
-    window.tabifyDockWidget(team.schedules, team.assigned)
-    team.schedules.raise_()
-    return team
-
-
-__all__ = ["DEBOUNCE_MS", "RowsModel", "TeamDesk", "TeamPane", "install_team"]
+__all__ = ["DEBOUNCE_MS", "RowsModel", "TeamPane"]

@@ -20,7 +20,7 @@ from core.events import ReviewersChanged
 from core.tasks.presence import PRESENCE_RENEW, Presence
 
 if TYPE_CHECKING:
-    from desktop.views.window.main_window import MainWindow
+    from desktop.views.host import DeskHost
 
 REFRESH_MS = 100  # notices in one burst (a claim and a presence together) cost one read
 
@@ -28,19 +28,19 @@ REFRESH_MS = 100  # notices in one burst (a claim and a presence together) cost 
 class PresenceKeeper(QObject):
     """Records this desk's presence on the selected task and shows everyone else's."""
 
-    def __init__(self, window: MainWindow) -> None:
-        super().__init__(window)
-        self._window = window
-        self.presence = Presence(window.workspace.store)
-        self.reviewer = window.claims.reviewer
+    def __init__(self, host: DeskHost) -> None:
+        super().__init__(host.widget)
+        self._host = host
+        self.presence = Presence(host.services.workspace.store)
+        self.reviewer = host.reviewer
         self.viewers: dict[str, list[str]] = {}  # task id -> reviewers looking at it (others only)
         self._selected: str | None = None
         self._stopped = False
-        self.label = QLabel(window.detail)
+        self.label = QLabel(host.detail)
         self.label.setObjectName("PresenceLabel")
         self.label.setStyleSheet("color: #5a6b7b;")
         self.label.hide()
-        title = window.detail.title_label
+        title = host.detail.title_label
         page = title.parentWidget()
         header = page.layout() if page is not None else None
         if isinstance(header, QBoxLayout):  # just under the task's title
@@ -49,10 +49,10 @@ class PresenceKeeper(QObject):
         self._renew.timeout.connect(self._renew_presence)
         self._refresh = QTimer(self, singleShot=True, interval=REFRESH_MS)
         self._refresh.timeout.connect(self.refresh)
-        window.queue.sig_task_selected.connect(self.select)
-        window.services.bridge.sig_reviewers_changed.connect(self._on_reviewers_changed)
-        window.model.sig_refreshed.connect(self._refresh.start)
-        window.installEventFilter(self)
+        host.queue.sig_task_selected.connect(self.select)
+        host.services.bridge.sig_reviewers_changed.connect(self._on_reviewers_changed)
+        host.model.sig_refreshed.connect(self._refresh.start)
+        host.widget.installEventFilter(self)
 
     def select(self, task_id: str | None) -> None:
         """The analyst moved to ``task_id`` (or nothing): the presence follows."""
@@ -72,14 +72,14 @@ class PresenceKeeper(QObject):
         """Read who looks at what now."""
         if self._stopped:
             return
-        self._window.ops.run(self.presence.viewers(), what="Reading who looks at tasks", on_done=self._shown)
+        self._host.ops.run(self.presence.viewers(), what="Reading who looks at tasks", on_done=self._shown)
 
     def _shown(self, viewers: dict[str, list[str]]) -> None:
         if self._stopped:
             return
         self.viewers = {t: [n for n in names if n != self.reviewer] for t, names in viewers.items()}
         self.viewers = {t: names for t, names in self.viewers.items() if names}
-        self._window.model.set_viewers(self.viewers)
+        self._host.model.set_viewers(self.viewers)
         self._show_header()
 
     def _show_header(self) -> None:
@@ -89,8 +89,8 @@ class PresenceKeeper(QObject):
 
     def _on_reviewers_changed(self, change: ReviewersChanged) -> None:
         for task_id in change.task_ids:  # their claim marks: the queue re-reads those rows
-            if self._window.model.task(task_id) is not None:
-                self._window.model.update_task(task_id)
+            if self._host.model.task(task_id) is not None:
+                self._host.model.update_task(task_id)
         self._refresh.start()
 
     def _renew_presence(self) -> None:
@@ -98,11 +98,11 @@ class PresenceKeeper(QObject):
             self._run(self.presence.viewing(self._selected, self.reviewer), "Showing who looks at the task")
 
     def _run(self, coro: Coroutine[Any, Any, object], what: str) -> None:
-        self._window.ops.run(coro, what=what, on_done=lambda _r: self._refresh.start())
+        self._host.ops.run(coro, what=what, on_done=lambda _r: self._refresh.start())
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         """QObject.eventFilter: the window closing stops renewals; the lease then lapses."""
-        if watched is self._window and event.type() == QEvent.Type.Close:
+        if watched is self._host.widget and event.type() == QEvent.Type.Close:
             self.stop()
         return False
 
@@ -112,8 +112,8 @@ class PresenceKeeper(QObject):
         self._refresh.stop()
 
 
-def install_presence(window: MainWindow) -> PresenceKeeper:
-    return PresenceKeeper(window)
+def install_presence(host: DeskHost) -> PresenceKeeper:
+    return PresenceKeeper(host)
 
 
 __all__ = ["PresenceKeeper", "install_presence"]

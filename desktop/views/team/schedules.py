@@ -20,7 +20,7 @@ from core.tasks.team_views import ScheduleView, TeamViews
 from desktop.views.team.pane import TeamPane
 
 if TYPE_CHECKING:
-    from desktop.views.window.main_window import MainWindow
+    from desktop.views.host import DeskHost
 
 HEADERS = ("Schedule", "Runs", "Next run", "Last run", "Last verdict", "State")
 COL_TITLE, COL_EVERY, COL_NEXT, COL_LAST, COL_VERDICT, COL_STATE = range(6)
@@ -55,21 +55,21 @@ def _cell(sc: ScheduleView, column: int, role: int) -> Any:
 class SchedulesPane(TeamPane[ScheduleView]):
     """The dock; ``clock`` is the "now" the next runs are computed for."""
 
-    def __init__(self, window: MainWindow) -> None:
+    def __init__(self, host: DeskHost) -> None:
         self.clock: Callable[[], datetime] = utc_now
         super().__init__(
-            window,
+            host,
             "Schedules",
             HEADERS,
             _cell,
-            lambda: TeamViews(window.workspace.store, clock=self.clock).schedules(),
+            lambda: TeamViews(host.services.workspace.store, clock=self.clock).schedules(),
         )
         self.table.activated.connect(self._activated)
 
     def _activated(self, index: QModelIndex) -> None:
         task_id = index.data(TASK_ID_ROLE)
-        if isinstance(task_id, str) and not self._window.queue.select_task(task_id):
-            self._window.show_info("The schedule's task is not in the queue as filtered.")
+        if isinstance(task_id, str) and not self._host.queue.select_task(task_id):
+            self._host.show_info("The schedule's task is not in the queue as filtered.")
 
     def shown(self, rows: list[ScheduleView]) -> None:
         if rows and not self.isVisible() and not self.property("shown_once"):
@@ -77,11 +77,11 @@ class SchedulesPane(TeamPane[ScheduleView]):
             self.show()
 
 
-def install_schedules(window: MainWindow) -> SchedulesPane:
-    pane = SchedulesPane(window)
-    window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, pane)
+def install_schedules(host: DeskHost) -> SchedulesPane:
+    pane = SchedulesPane(host)
+    host.widget.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, pane)
     pane.hide()
-    window.model.sig_refreshed.connect(pane.reload_soon)
+    host.model.sig_refreshed.connect(pane.reload_soon)
     return pane
 
 

@@ -1,29 +1,63 @@
-"""The main window's actions, menus, tool bar and saved layout: every key the analyst presses starts here.
+"""The main window's actions, menus and tool bar: every key the analyst presses starts here.
 
 Built once by ``MainWindow`` (``build_actions``) and kept out of it so the window itself holds
 only layout and wiring. Each action is a window-level ``QAction`` with its keys in the tool tip,
-so the ``?`` sheet (built from ``window.actions()``) lists it and menus show the keys.
+so the ``?`` sheet (built from ``window.actions()``) lists it and menus show the keys. What each
+key does comes in as ``ActionSlots``, so this module needs nothing of the window but Qt's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QIcon, QKeySequence
-from PySide6.QtWidgets import QStyle, QToolBar, QWidget
+from PySide6.QtWidgets import QMainWindow, QMenu, QStyle, QToolBar, QWidget
 
-from desktop.views.insight.calibration import add_calibration_action
-from desktop.views.task.history import ReviewMoves
-from desktop.views.task.override import add_override_action
-from desktop.views.window.layout import restore_columns, restore_geometry, restore_split
-
-if TYPE_CHECKING:
-    from desktop.views.window.main_window import MainWindow
+from desktop.views.queue.view import QueueView
 
 ICONS_DIR = Path(__file__).resolve().parents[3] / "resources" / "icons"
+
+
+@dataclass(frozen=True)
+class ActionSlots:
+    """What the window's keys do (the window's own methods)."""
+
+    new_task: Callable[[], None]
+    satisfied: Callable[[], None]
+    revise: Callable[[], None]
+    abandon: Callable[[], None]
+    open_settings: Callable[[], None]
+    show_shortcuts: Callable[[], None]
+    leave_filter: Callable[[], None]
+    open_case_bundle: Callable[[], None]
+    show_about: Callable[[], None]
+    quit: Callable[[], None]
+
+
+@dataclass(frozen=True)
+class WindowActions:
+    """The window's keys, its File/Review/Help menus and its tool bar, as built."""
+
+    new: QAction
+    satisfied: QAction
+    revise: QAction
+    abandon: QAction
+    next: QAction
+    prev: QAction
+    filter: QAction
+    settings: QAction
+    help: QAction
+    leave_filter: QAction
+    open_bundle: QAction
+    about: QAction
+    quit: QAction
+    review_menu: QMenu
+    help_menu: QMenu
+    tool_bar: QToolBar
 
 
 def icon(name: str, fallback: QStyle.StandardPixmap) -> QIcon:
@@ -38,8 +72,8 @@ def icon(name: str, fallback: QStyle.StandardPixmap) -> QIcon:
     return loaded
 
 
-def build_actions(window: MainWindow) -> None:
-    """Creates ``window.act_*``, the File/Review/Help menus and the tool bar."""
+def build_actions(window: QMainWindow, queue: QueueView, slots: ActionSlots) -> WindowActions:
+    """The window's actions, the File/Review/Help menus and the tool bar, added to ``window``."""
     style = window.style()
     sp = QStyle.StandardPixmap
 
@@ -54,50 +88,45 @@ def build_actions(window: MainWindow) -> None:
         window.addAction(act)
         return act
 
-    w = window
-    w.act_new = action("New task", ["Ctrl+N"], w.new_task, "Create and run a task", sp.SP_FileIcon)
-    w.act_satisfied = action(
-        "Satisfied", ["S"], w.satisfied, "Close the task: the answer is good", sp.SP_DialogApplyButton
+    s = slots
+    new = action("New task", ["Ctrl+N"], s.new_task, "Create and run a task", sp.SP_FileIcon)
+    satisfied = action(
+        "Satisfied", ["S"], s.satisfied, "Close the task: the answer is good", sp.SP_DialogApplyButton
     )
-    w.act_revise = action("Revise…", ["R"], w.revise, "Ask for another attempt", sp.SP_BrowserReload)
-    w.act_abandon = action("Abandon…", ["A"], w.abandon, "Give up on the task", sp.SP_DialogDiscardButton)
-    w.act_next = action("Next task", ["J"], lambda: w.queue.select_next(1), "Next task")
-    w.act_prev = action("Previous task", ["K"], lambda: w.queue.select_next(-1), "Previous task")
-    w.act_filter = action("Filter", ["/", "Ctrl+F"], w.queue.focus_filter, "Filter the queue")
-    w.act_settings = action(
-        "Settings…", ["Ctrl+,"], w.open_settings, "Settings", sp.SP_FileDialogDetailedView
+    revise = action("Revise…", ["R"], s.revise, "Ask for another attempt", sp.SP_BrowserReload)
+    abandon = action("Abandon…", ["A"], s.abandon, "Give up on the task", sp.SP_DialogDiscardButton)
+    next_task = action("Next task", ["J"], lambda: queue.select_next(1), "Next task")
+    prev_task = action("Previous task", ["K"], lambda: queue.select_next(-1), "Previous task")
+    filter_ = action("Filter", ["/", "Ctrl+F"], queue.focus_filter, "Filter the queue")
+    settings = action("Settings…", ["Ctrl+,"], s.open_settings, "Settings", sp.SP_FileDialogDetailedView)
+    help_ = action("Shortcuts", ["?"], s.show_shortcuts, "Keyboard shortcuts", sp.SP_DialogHelpButton)
+    leave_filter = action("Leave filter", ["Esc"], s.leave_filter, "Back to the queue")
+    open_bundle = action(
+        "Open case bundle…", ["Ctrl+O"], s.open_case_bundle, "Open an exported case bundle read-only"
     )
-    w.act_help = action("Shortcuts", ["?"], w.show_shortcuts, "Keyboard shortcuts", sp.SP_DialogHelpButton)
-    w.act_leave_filter = action("Leave filter", ["Esc"], w.leave_filter, "Back to the queue")
-    w.act_open_bundle = action(
-        "Open case bundle…", ["Ctrl+O"], w.open_case_bundle, "Open an exported case bundle read-only"
-    )
-    w.act_about = action("About Evidence Desk", [], w.show_about, "Version and workspace")
-    w.act_quit = action("Quit", ["Ctrl+Q"], w.quit, "Quit")
+    about = action("About Evidence Desk", [], s.show_about, "Version and workspace")
+    quit_ = action("Quit", ["Ctrl+Q"], s.quit, "Quit")
 
-    menus = w.menuBar()
+    menus = window.menuBar()
     file_menu = menus.addMenu("&File")
-    file_menu.addAction(w.act_new)
-    file_menu.addAction(w.act_open_bundle)
+    file_menu.addAction(new)
+    file_menu.addAction(open_bundle)
     file_menu.addSeparator()
-    file_menu.addAction(w.act_settings)
+    file_menu.addAction(settings)
     file_menu.addSeparator()
-    file_menu.addAction(w.act_quit)
-    w.review_menu = menus.addMenu("&Review")
-    for review_act in (w.act_satisfied, w.act_revise, w.act_abandon, w.act_next, w.act_prev, w.act_filter):
-        w.review_menu.addAction(review_act)
-    w.review_moves = ReviewMoves(w, w.review_menu)  # undo, reopen, decisions with notes
-    add_calibration_action(w, w.review_menu)
-    add_override_action(w, w.review_menu)
-    w.help_menu = menus.addMenu("&Help")
-    w.help_menu.addAction(w.act_help)
-    w.help_menu.addAction(w.act_about)
+    file_menu.addAction(quit_)
+    review_menu = menus.addMenu("&Review")
+    for review_act in (satisfied, revise, abandon, next_task, prev_task, filter_):
+        review_menu.addAction(review_act)
+    help_menu = menus.addMenu("&Help")
+    help_menu.addAction(help_)
+    help_menu.addAction(about)
 
     bar = QToolBar("Actions")
     bar.setObjectName("ActionBar")
     bar.setMovable(False)
     bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-    for act in (w.act_new, None, w.act_satisfied, w.act_revise, w.act_abandon, None):
+    for act in (new, None, satisfied, revise, abandon, None):
         if act is None:
             bar.addSeparator()
         else:
@@ -107,27 +136,24 @@ def build_actions(window: MainWindow) -> None:
         spacer.sizePolicy().horizontalPolicy().Expanding, spacer.sizePolicy().verticalPolicy()
     )
     bar.addWidget(spacer)
-    bar.addAction(w.act_settings)
-    bar.addAction(w.act_help)
-    w.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
-    w.tool_bar = bar
-
-
-def restore_layout(window: MainWindow, *, header: bool = True) -> None:
-    """Geometry, splitter and queue columns as the analyst left them, else readable defaults.
-
-    ``header=False``: the queue's view comes from the boot window, which restored its columns and
-    sort already; restoring them again would undo a sort the analyst chose there meanwhile.
-    """
-    restore_geometry(window, window.ui_state)
-    restore_split(window.splitter, window.ui_state)
-    if header:
-        restore_columns(window.queue.tree, window.ui_state)
-
-
-def save_layout(window: MainWindow) -> None:
-    state = window.ui_state
-    state.setValue("window/geometry", window.saveGeometry())
-    state.setValue("window/splitter", window.splitter.saveState())
-    state.setValue("queue/header", window.queue.tree.header().saveState())
-    state.sync()
+    bar.addAction(settings)
+    bar.addAction(help_)
+    window.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
+    return WindowActions(
+        new=new,
+        satisfied=satisfied,
+        revise=revise,
+        abandon=abandon,
+        next=next_task,
+        prev=prev_task,
+        filter=filter_,
+        settings=settings,
+        help=help_,
+        leave_filter=leave_filter,
+        open_bundle=open_bundle,
+        about=about,
+        quit=quit_,
+        review_menu=review_menu,
+        help_menu=help_menu,
+        tool_bar=bar,
+    )

@@ -1,6 +1,6 @@
 """Where the analyst left the window: its geometry, the queue/detail split, the queue's columns.
 
-The boot window (``desktop.app``) and the main window (``actions.restore_layout``) lay
+The boot window (``desktop.app``) and the main window (``restore_layout``) lay
 themselves out from the same saved values, so the queue neither moves nor re-sorts when one
 replaces the other. Qt only: the boot window imports this before anything of the store.
 """
@@ -38,4 +38,33 @@ def restore_columns(tree: QTreeView, state: QSettings) -> None:
         tree.header().restoreState(saved)
 
 
-__all__ = ["DEFAULT_SIZE", "DEFAULT_SPLIT", "restore_columns", "restore_geometry", "restore_split"]
+def restore_layout(
+    window: QWidget, state: QSettings, splitter: QSplitter, tree: QTreeView, *, header: bool = True
+) -> None:
+    """Geometry, splitter and queue columns as the analyst left them, else readable defaults.
+
+    ``header=False``: the queue's view comes from the boot window, which restored its columns and
+    sort already; restoring them again would undo a sort the analyst chose there meanwhile.
+    """
+    restore_geometry(window, state)
+    restore_split(splitter, state)
+    if header:
+        restore_columns(tree, state)
+
+
+def save_layout(window: QWidget, state: QSettings, splitter: QSplitter, tree: QTreeView) -> None:
+    state.setValue("window/geometry", window.saveGeometry())
+    state.setValue("window/splitter", splitter.saveState())
+    state.setValue("queue/header", tree.header().saveState())
+    state.sync()
+
+
+__all__ = [
+    "DEFAULT_SIZE",
+    "DEFAULT_SPLIT",
+    "restore_columns",
+    "restore_geometry",
+    "restore_layout",
+    "restore_split",
+    "save_layout",
+]

@@ -5,9 +5,11 @@ call one core service method each through ``CoreOps`` and render what comes back
 bridge announces. Which review actions are enabled comes from ``core.tasks.review.allowed_actions``
 for the task version on screen; the desk never re-derives it from the status.
 
-The window holds layout and wiring only: actions and menus are built in ``actions``,
-decisions live in ``review``, dialogs in ``dialogs``; features add themselves in
-``_install_features``. Nothing the first paint does not show is imported here (the agent, the
+The window holds layout and wiring only: actions and menus are built in ``actions``, decisions
+live in ``review``, dialogs in ``dialogs``. Every feature is handed the window as a ``DeskHost``
+(``desktop.views.host``), the one interface it may use; the window implements it with public
+members and holds what each feature returns (``team``, ``bulk``, ``calibration``...): no feature
+adds an attribute here. Nothing the first paint does not show is imported here (the agent, the
 LLM gateway, dialogs, the search, team and bulk features): a test keeps it so, since start-up
 time is mostly import time. The desk's launcher goes further and installs those features, reads
 the keyring and warms litellm only once the queue has its first rows (``after_first_fill``).
@@ -15,142 +17,58 @@ the keyring and warms litellm only once the queue has its first rows (``after_fi
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent
-from PySide6.QtWidgets import (
-    QDialog,
-    QLabel,
-    QMainWindow,
-    QMenu,
-    QSplitter,
-    QStyle,
-    QToolBar,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtWidgets import QDialog, QLabel, QMainWindow, QMenu, QSplitter, QStyle, QVBoxLayout, QWidget
 
 from core.domain import FeedbackAction
 from core.domain.records import TaskRecord
 from core.events import RunProgress, TaskChanged, TasksChanged
-from core.tasks.queue import TaskQueue
 from core.tasks.review import allowed_actions
-from desktop.bridge import CoreBridge
 from desktop.models.queue_model import TaskQueueModel
-from desktop.ops import CoreOps
+from desktop.services import DeskServices
+from desktop.views.insight.calibration import CalibrationMenuEntry
 from desktop.views.queue.claims import ClaimKeeper
 from desktop.views.queue.view import QueueView
 from desktop.views.queue.watching import LiveWorkspace
 from desktop.views.task.detail import TaskDetailView
 from desktop.views.task.evidence_paging import install_evidence_paging
-from desktop.views.task.history import ReviewMoves
-from desktop.views.task.live import connect_live
+from desktop.views.task.live_feed import connect_live
 from desktop.views.task.navigation import add_navigation_actions
-from desktop.views.window.actions import build_actions, icon, restore_layout, save_layout
+from desktop.views.task.override_action import add_override_action
+from desktop.views.window.actions import ActionSlots, build_actions, icon
 from desktop.views.window.chrome import EmptyState, MessageBar, RunProgressStrip
 from desktop.views.window.dialogs import WindowDialogs
-from desktop.views.window.review import ReviewActions
+from desktop.views.window.layout import restore_layout, save_layout
+from desktop.views.window.review import ReviewActions, ReviewMoves
 from desktop.views.window.start import FirstFill
 from desktop.views.window.status import WorkspaceStatus
 
 if TYPE_CHECKING:
-    from core.secrets import KeyringLoad
     from core.tasks.dossier import TaskDossier
-    from core.tasks.review import ReviewService
-    from core.tasks.service import TaskService
     from core.workspace import Workspace
-    from desktop.app import BootQueue
+    from desktop.ops import CoreOps
+    from desktop.views.queue.boot import BootQueue
     from desktop.views.queue.bulk import BulkDesk
     from desktop.views.queue.search import SearchPanel
-    from desktop.views.team.pane import TeamDesk
+    from desktop.views.team.install import TeamDesk
+
+__all__ = ["MainWindow"]
 
 log = logging.getLogger(__name__)
 
 
-class DeskServices:
-    """What the window works with; built by ``desktop.app`` (or a test) and handed in.
-
-    The task and review services are built on first use: they import the agent loop and the
-    LLM gateway, which the queue's first paint does not need.
-    """
-
-    def __init__(
-        self,
-        workspace: Workspace,
-        bridge: CoreBridge,
-        ops: CoreOps,
-        queue: TaskQueue,
-        keys: KeyringLoad | None = None,
-    ) -> None:
-        self.workspace = workspace
-        self.bridge = bridge
-        self.ops = ops
-        self.queue = queue
-        self.keys = keys
-        """The keyring read the launcher starts after the queue fills; runs wait for it."""
-
-    @functools.cached_property
-    def tasks(self) -> TaskService:
-        from core.tasks.service import TaskService
-
-        if self.keys is not None:
-            # Nearly always over by now (it starts once the queue has filled); if the analyst was
-            # quicker, the first run waits for its keys rather than reaching a provider without them.
-            self.keys.wait()
-        return TaskService(self.workspace)
-
-    @functools.cached_property
-    def review(self) -> ReviewService:
-        from core.tasks.review import ReviewService
-
-        return ReviewService(self.tasks)
-
-    @property
-    def review_started(self) -> bool:
-        return "review" in self.__dict__
-
-    @property
-    def tasks_started(self) -> bool:
-        """Whether the task service exists yet (at exit: only then can runs need cancelling)."""
-        return "tasks" in self.__dict__
-
-    @classmethod
-    def for_workspace(cls, workspace: Workspace, ops: CoreOps | None = None) -> DeskServices:
-        return cls(
-            workspace=workspace,
-            bridge=CoreBridge(workspace.bus),
-            ops=ops or CoreOps(),
-            queue=TaskQueue(workspace.store),
-        )
-
-
 class MainWindow(QMainWindow):
+    """The desk's window, and the ``DeskHost`` every feature is handed."""
+
     sig_dossier_shown = Signal(str)
     """The right pane now shows this task id's dossier (tests and the screenshot wait on it)."""
 
-    # Built by ``actions.build_actions``: the window's keys, menus and tool bar.
-    act_new: QAction
-    act_satisfied: QAction
-    act_revise: QAction
-    act_abandon: QAction
-    act_next: QAction
-    act_prev: QAction
-    act_filter: QAction
-    act_settings: QAction
-    act_help: QAction
-    act_leave_filter: QAction
-    act_open_bundle: QAction
-    act_about: QAction
-    act_quit: QAction
-    review_menu: QMenu
-    help_menu: QMenu
-    tool_bar: QToolBar
-    review_moves: ReviewMoves
-    # Installed by ``_install_features``: at construction, or after the first fill if deferred.
+    # Installed by ``_features``: at construction, or after the first fill if deferred.
     search_panel: SearchPanel
     team: TeamDesk
     bulk: BulkDesk
@@ -170,7 +88,7 @@ class MainWindow(QMainWindow):
         rows, selection and scroll (its operations must be ``services.ops``)."""
         super().__init__()
         self.services = services
-        self.ops = services.ops
+        self.ops: CoreOps = services.ops
         self.workspace = services.workspace
         self.ui_state = ui_state or QSettings("evidence-desk", "desk")
         self.live = LiveWorkspace(services.workspace, services.ops, self)
@@ -178,10 +96,7 @@ class MainWindow(QMainWindow):
         self._dossier: TaskDossier | None = None
         self.select_when_listed: str | None = None
         """A task just created here: select it as soon as the queue lists it."""
-        self.active_dialog: QDialog | None = None
-        self.bundle_windows: list[QWidget] = []
-        self.reviewing = ReviewActions(self)
-        self.dialogs = WindowDialogs(self, demo_builder)
+        self.dialogs = WindowDialogs(self, demo_builder, on_created=self._created)
 
         self.setWindowTitle(f"Evidence Desk — {self.workspace.display_name}")
         if boot_queue is not None:
@@ -206,12 +121,12 @@ class MainWindow(QMainWindow):
         self.empty_state.hide()
 
         right = QWidget()
-        rl = QVBoxLayout(right)
-        rl.setContentsMargins(0, 6, 6, 6)
-        rl.addWidget(self.message_bar)
-        rl.addWidget(self.progress_strip)
-        rl.addWidget(self.empty_state, 1)
-        rl.addWidget(self.detail, 1)
+        self._right_pane = QVBoxLayout(right)
+        self._right_pane.setContentsMargins(0, 6, 6, 6)
+        self._right_pane.addWidget(self.message_bar)
+        self._right_pane.addWidget(self.progress_strip)
+        self._right_pane.addWidget(self.empty_state, 1)
+        self._right_pane.addWidget(self.detail, 1)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(self.queue)
         self.splitter.addWidget(right)
@@ -222,10 +137,34 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.busy_label)
         self.workspace_status = WorkspaceStatus(self.statusBar(), self.workspace)
 
-        build_actions(self)  # act_*, menus, tool bar, review moves (undo, reopen)
+        self.acts = build_actions(
+            self,
+            self.queue,
+            ActionSlots(
+                new_task=self.new_task,
+                satisfied=self.satisfied,
+                revise=self.revise,
+                abandon=self.abandon,
+                open_settings=self.open_settings,
+                show_shortcuts=self.show_shortcuts,
+                leave_filter=self.leave_filter,
+                open_case_bundle=self.open_case_bundle,
+                show_about=self.show_about,
+                quit=self.quit,
+            ),
+        )  # keys, the File/Review/Help menus, the tool bar
+        decisions = {
+            FeedbackAction.SATISFIED: self.acts.satisfied,
+            FeedbackAction.REVISE: self.acts.revise,
+            FeedbackAction.ABANDON: self.acts.abandon,
+        }
+        self.review_moves = ReviewMoves(self, self.acts.review_menu, decisions)  # undo, reopen, notes
+        self.calibration = CalibrationMenuEntry(self)  # Review → Calibration…
+        self.act_override = add_override_action(self)  # Review → Record my verdict…
         self.nav_actions = add_navigation_actions(self, self.detail)  # [ ] N P Alt+1..3
         self._connect()
         self.claims = ClaimKeeper(self)  # the task on screen is claimed, renewed and released
+        self.reviewing = ReviewActions(self, self.claims, decisions)  # S / R / A
         self.evidence_reader = install_evidence_paging(
             self
         )  # big evidence paged, found in core (not deferred: a selection needs it)
@@ -234,20 +173,34 @@ class MainWindow(QMainWindow):
                 self.after_first_fill(install)
             else:
                 install()
-        restore_layout(self, header=boot_queue is None)
+        restore_layout(self, self.ui_state, self.splitter, self.queue.tree, header=boot_queue is None)
         self._update_actions()
 
     def _features(self) -> list[Callable[[], None]]:
         """Each desk feature adds itself here with one step (run last in construction, or after
         the first fill when deferred, so a feature sees every pane, action and menu the window has).
+        Each is imported only when installed: none is on screen at start, and together their
+        imports cost more than the queue's first query.
         """
-        from desktop.views.window import features as f
+        return [self._install_search, self._install_team, self._install_bulk]
 
-        return [
-            functools.partial(f.install_search_on, self),  # Ctrl+Shift+F: search everywhere, saved views
-            functools.partial(f.install_team_on, self),  # batches, schedules, assigned panes; presence
-            functools.partial(f.install_bulk_on, self),  # multi-select bulk actions, desk exports
-        ]
+    def _install_search(self) -> None:
+        """Ctrl+Shift+F: search everywhere, saved views."""
+        from desktop.views.queue.search import install_search
+
+        self.search_panel = install_search(self)
+
+    def _install_team(self) -> None:
+        """Batches, schedules, assigned panes; presence."""
+        from desktop.views.team.install import install_team
+
+        self.team = install_team(self)
+
+    def _install_bulk(self) -> None:
+        """Multi-select bulk actions, desk exports."""
+        from desktop.views.queue.bulk import install_bulk
+
+        self.bulk = install_bulk(self)
 
     # ------------------------------------------------------------------ construction
     def _connect(self) -> None:
@@ -265,10 +218,7 @@ class MainWindow(QMainWindow):
         self.empty_state.sig_load_demo.connect(self.load_demo)
         self._detail_reload = QTimer(self, singleShot=True, interval=150)
         self._detail_reload.timeout.connect(self._reload_detail)
-        self.transcripts = connect_live(self, bridge, self.detail)  # streamed text, evidence as recorded
-
-    def reload_detail_soon(self) -> None:
-        self._detail_reload.start()
+        self.transcripts = connect_live(self)  # streamed text, evidence as recorded
 
     def start(self) -> None:
         """Go live: first queue load, then the bridge replays what happened before we listened."""
@@ -283,9 +233,29 @@ class MainWindow(QMainWindow):
         """Run ``work`` once the queue has shown its first rows: deferred start-up, never dropped."""
         self.first_fill.add(work)
 
+    # ------------------------------------------------------------------ DeskHost: where features go
+    @property
+    def widget(self) -> QMainWindow:
+        return self
+
+    @property
+    def reviewer(self) -> str:
+        return self.claims.reviewer
+
+    def menu(self, title: str) -> QMenu:
+        wanted = title.replace("&", "")
+        for entry in self.menuBar().actions():
+            menu = entry.menu()
+            if isinstance(menu, QMenu) and entry.text().replace("&", "") == wanted:
+                return menu
+        return self.menuBar().addMenu(title)
+
+    def add_above_detail(self, widget: QWidget) -> None:
+        self._right_pane.insertWidget(max(self._right_pane.indexOf(self.detail), 0), widget)
+
     # ------------------------------------------------------------------ state persistence
     def save_state(self) -> None:
-        save_layout(self)
+        save_layout(self, self.ui_state, self.splitter, self.queue.tree)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.save_state()
@@ -326,18 +296,21 @@ class MainWindow(QMainWindow):
         if listed is not None:
             self._current = listed
             self._update_actions()
-        self._load_detail(task_id)
+        self.load_detail(task_id)
 
-    def _load_detail(self, task_id: str) -> None:
+    def load_detail(self, task_id: str) -> None:
         self.ops.run(
             self.services.queue.dossier(task_id),
             what="Loading the task",
             on_done=lambda dossier: self._show_dossier(task_id, dossier),
         )
 
+    def reload_detail_soon(self) -> None:
+        self._detail_reload.start()
+
     def _reload_detail(self) -> None:
         if self.queue.selected_task_id is not None:
-            self._load_detail(self.queue.selected_task_id)
+            self.load_detail(self.queue.selected_task_id)
 
     def _show_dossier(self, task_id: str, dossier: TaskDossier) -> None:
         if task_id != self.queue.selected_task_id:
@@ -362,9 +335,9 @@ class MainWindow(QMainWindow):
 
     def _update_actions(self) -> None:
         allowed = allowed_actions(self._current) if self._current is not None else set()
-        self.act_satisfied.setEnabled(FeedbackAction.SATISFIED in allowed)
-        self.act_revise.setEnabled(FeedbackAction.REVISE in allowed)
-        self.act_abandon.setEnabled(FeedbackAction.ABANDON in allowed)
+        self.acts.satisfied.setEnabled(FeedbackAction.SATISFIED in allowed)
+        self.acts.revise.setEnabled(FeedbackAction.REVISE in allowed)
+        self.acts.abandon.setEnabled(FeedbackAction.ABANDON in allowed)
         self.review_moves.update(self._current)
 
     # ------------------------------------------------------------------ core events
@@ -430,7 +403,7 @@ class MainWindow(QMainWindow):
     def recommended_prompt(self) -> str:
         return self.reviewing.recommended_prompt()
 
-    def _refused(self, task_id: str) -> Callable[[BaseException], bool]:
+    def refused(self, task_id: str) -> Callable[[BaseException], bool]:
         return self.reviewing.refused(task_id)
 
     def new_task(self) -> None:
@@ -454,7 +427,23 @@ class MainWindow(QMainWindow):
     def open_dialog(self, dialog: QDialog) -> None:
         self.dialogs.open(dialog)
 
-    _open = open_dialog  # the name feature modules (history) call
+    @property
+    def active_dialog(self) -> QDialog | None:
+        """The dialog opened last and still open (tests and the first-run banner answer it)."""
+        return self.dialogs.active
+
+    @property
+    def bundle_windows(self) -> list[QWidget]:
+        """The read-only case bundle windows opened from here."""
+        return self.dialogs.bundle_windows
+
+    def _created(self, task: TaskRecord) -> None:
+        """A task made with New task: select it (now, or once the queue lists it) and run it."""
+        self.select_when_listed = task.id
+        if self.model.task(task.id) is not None:
+            self.queue.select_task(task.id)
+            self.select_when_listed = None
+        self.reviewing.watch_run(task.id)
 
     def quit(self) -> None:
         self.close()
