@@ -12,8 +12,8 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QPointF, Qt, Signal
-from PySide6.QtGui import QAction, QBrush, QColor, QPainter, QPaintEvent, QPen
+from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtGui import QAction, QColor, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -26,8 +26,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.calibration import DECISIONS, Calibration, CalibrationFilter
+from core.calibration import Calibration, CalibrationFilter
 from core.domain.validation import FailureCategory
+from desktop.models.calibration_matrix import MatrixModel
+from desktop.models.rows_model import RowsModel, text_cell
 from desktop.ops import CoreOps
 
 if TYPE_CHECKING:
@@ -35,103 +37,6 @@ if TYPE_CHECKING:
 
 Source = Callable[[CalibrationFilter], Coroutine[Any, Any, Calibration]]
 Batches = Callable[[], Coroutine[Any, Any, list[tuple[str, str]]]]
-Index = QModelIndex | QPersistentModelIndex
-
-
-class MatrixModel(QAbstractTableModel):
-    """Validator status (rows) against analyst decision (columns); cells shaded by their share."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self._rows: list[tuple[str, list[int]]] = []
-        self._max = 1
-
-    def set_matrix(self, matrix: dict[str, dict[str, int]]) -> None:
-        self.beginResetModel()
-        self._rows = [(status, [row.get(d, 0) for d in DECISIONS]) for status, row in matrix.items()]
-        self._max = max([1, *(n for _, counts in self._rows for n in counts)])
-        self.endResetModel()
-
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
-        """Implements ``QAbstractItemModel::rowCount``."""
-        return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
-        """Implements ``QAbstractItemModel::columnCount``."""
-        return 0 if parent.isValid() else len(DECISIONS)
-
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        """Implements ``QAbstractItemModel::data``: the count, and a heat colour behind it."""
-        if not index.isValid():
-            return None
-        n = self._rows[index.row()][1][index.column()]
-        if role == Qt.ItemDataRole.DisplayRole:
-            return str(n)
-        if role == Qt.ItemDataRole.TextAlignmentRole:
-            return int(Qt.AlignmentFlag.AlignCenter)
-        if role == Qt.ItemDataRole.BackgroundRole:
-            share = n / self._max
-            return QBrush(QColor(int(255 - 150 * share), int(255 - 90 * share), 255))
-        return None
-
-    def headerData(
-        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> Any:
-        """Implements ``QAbstractItemModel::headerData``."""
-        if role != Qt.ItemDataRole.DisplayRole:
-            return None
-        if orientation == Qt.Orientation.Horizontal:
-            return DECISIONS[section] if 0 <= section < len(DECISIONS) else None
-        return self._rows[section][0].replace("_", " ") if 0 <= section < len(self._rows) else None
-
-
-class RowsModel(QAbstractTableModel):
-    """A plain read-only table of strings (agreement per category, per model, per warning)."""
-
-    def __init__(
-        self, headers: list[str], parent: QWidget | None = None, *, explained: list[str] | None = None
-    ) -> None:
-        super().__init__(parent)
-        self._headers = headers
-        self._explained = explained or headers  # header tooltips: short headers fit, the tip says it all
-        self._rows: list[list[str]] = []
-
-    def set_rows(self, rows: list[list[str]]) -> None:
-        self.beginResetModel()
-        self._rows = rows
-        self.endResetModel()
-
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
-        """Implements ``QAbstractItemModel::rowCount``."""
-        return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
-        """Implements ``QAbstractItemModel::columnCount``."""
-        return 0 if parent.isValid() else len(self._headers)
-
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        """Implements ``QAbstractItemModel::data``."""
-        if not index.isValid():
-            return None
-        if role == Qt.ItemDataRole.DisplayRole:
-            return self._rows[index.row()][index.column()]
-        if role == Qt.ItemDataRole.ToolTipRole and index.column() == 0:
-            return self._rows[index.row()][0]  # a long model name or warning code may be elided
-        if role == Qt.ItemDataRole.TextAlignmentRole and index.column() > 0:
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        return None
-
-    def headerData(
-        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> Any:
-        """Implements ``QAbstractItemModel::headerData``."""
-        if orientation != Qt.Orientation.Horizontal or not 0 <= section < len(self._headers):
-            return None
-        if role == Qt.ItemDataRole.DisplayRole:
-            return self._headers[section]
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return self._explained[section]
-        return None
 
 
 class Sparkline(QWidget):
@@ -201,10 +106,13 @@ class CalibrationView(QWidget):
         self.summary = QLabel("Computing…", self)
         self.summary.setTextFormat(Qt.TextFormat.PlainText)
         self.matrix = MatrixModel(self)
-        self.by_category = RowsModel(["category", "decided", "agreement", "kappa"], self)
-        self.by_model = RowsModel(["validator model", "decided", "agreement", "kappa"], self)
+        by_category = ["category", "decided", "agreement", "kappa"]
+        by_model = ["validator model", "decided", "agreement", "kappa"]
+        self.by_category = RowsModel(by_category, text_cell, self, explained=by_category)
+        self.by_model = RowsModel(by_model, text_cell, self, explained=by_model)
         self.warnings = RowsModel(
             ["warning", "decided", "overridden", "revised", "share"],
+            text_cell,
             self,
             explained=[
                 "the verdict warning",
@@ -353,4 +261,4 @@ class CalibrationMenuEntry:
         return view
 
 
-__all__ = ["CalibrationMenuEntry", "CalibrationView", "MatrixModel", "Sparkline"]
+__all__ = ["CalibrationMenuEntry", "CalibrationView", "Sparkline"]

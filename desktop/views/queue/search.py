@@ -18,7 +18,7 @@ from contextlib import suppress
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QAbstractTableModel, QDate, QModelIndex, QObject, QPersistentModelIndex, Qt, Signal
+from PySide6.QtCore import QDate, QModelIndex, Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -41,85 +41,16 @@ from core.domain.validation import FailureCategory
 from core.search.index import SEGMENT_CHARS, DocKind
 from core.search.query import SearchCursor, SearchFilters, SearchHit, SearchPage, SearchQuery, SearchService
 from core.search.views import SavedView, list_views, save_view
+from desktop.models.search_hits import SearchHitsModel
 from desktop.widgets.find_bar import find_spans
 from desktop.widgets.plain import PlainToolTipDelegate, plain_label
 
 if TYPE_CHECKING:
     from desktop.views.host import DeskHost
 
-__all__ = ["SearchHitsModel", "SearchPanel", "install_search", "open_hit"]
+__all__ = ["SearchPanel", "install_search", "open_hit"]
 
-Index = QModelIndex | QPersistentModelIndex
 _NO_DATE = QDate(2000, 1, 1)
-
-
-class SearchHitsModel(QAbstractTableModel):
-    """Hits as rows: task, where it matched, and the passage (plain text)."""
-
-    COLUMNS = ("Task", "Where", "Passage")
-
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self.hits: list[SearchHit] = []
-
-    def set_hits(self, hits: list[SearchHit], *, append: bool = False) -> None:
-        if append and hits:
-            first = len(self.hits)
-            self.beginInsertRows(QModelIndex(), first, first + len(hits) - 1)
-            self.hits.extend(hits)
-            self.endInsertRows()
-            return
-        if append:
-            return
-        self.beginResetModel()
-        self.hits = list(hits)
-        self.endResetModel()
-
-    def hit(self, row: int) -> SearchHit | None:
-        return self.hits[row] if 0 <= row < len(self.hits) else None
-
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
-        """QAbstractItemModel.rowCount: one row per hit; a table has no children."""
-        return 0 if parent.isValid() else len(self.hits)
-
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
-        """QAbstractItemModel.columnCount."""
-        return 0 if parent.isValid() else len(self.COLUMNS)
-
-    def headerData(
-        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> Any:
-        """QAbstractItemModel.headerData: the column names."""
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return self.COLUMNS[section] if 0 <= section < len(self.COLUMNS) else None
-        return None
-
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        """QAbstractItemModel.data: strings only, which the view shows as text."""
-        hit = self.hit(index.row()) if index.isValid() else None
-        if hit is None or role not in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
-            return None
-        column = index.column()
-        if column == 0:
-            return hit.title
-        if column == 1:
-            return where(hit)
-        passage = hit.marked()
-        return passage if role == Qt.ItemDataRole.ToolTipRole else " ".join(passage.split())
-
-
-def where(hit: SearchHit) -> str:
-    """The kind badge: "evidence E2 · attempt 1", "issue 1 · attempt 2", "title"."""
-    parts = [hit.kind.value]
-    if hit.kind == DocKind.EVIDENCE and hit.ref:
-        parts = [f"evidence {hit.ref}"]
-    elif hit.kind == DocKind.ISSUE and hit.ref:
-        parts = [hit.ref]
-    elif hit.kind == DocKind.NOTE:
-        parts = [hit.ref.split(" ", 1)[0] if hit.ref else "note"]
-    if hit.attempt_index is not None:
-        parts.append(f"attempt {hit.attempt_index}")
-    return " · ".join(parts)
 
 
 def _combo(parent: QWidget, tip: str, values: list[str], any_text: str) -> QComboBox:

@@ -12,60 +12,16 @@ import asyncio
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from PySide6.QtCore import (
-    QAbstractTableModel,
-    QEvent,
-    QModelIndex,
-    QObject,
-    QPersistentModelIndex,
-    Qt,
-    QTimer,
-)
+from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtWidgets import QDockWidget, QHeaderView, QTableView, QVBoxLayout, QWidget
+
+from desktop.models.rows_model import RowsModel
 
 if TYPE_CHECKING:
     from desktop.views.host import DeskHost
 
 R = TypeVar("R")
-Index = QModelIndex | QPersistentModelIndex
 DEBOUNCE_MS = 300  # a burst of notices (a batch being queued) costs one reload
-
-
-class RowsModel(QAbstractTableModel, Generic[R]):
-    """A read-only table over the rows core last answered; ``cell`` says what each column shows."""
-
-    def __init__(self, headers: Sequence[str], cell: Callable[[R, int, int], Any], parent: QObject) -> None:
-        super().__init__(parent)
-        self._headers = list(headers)
-        self._cell = cell
-        self.rows: list[R] = []
-
-    def set_rows(self, rows: list[R]) -> None:
-        self.beginResetModel()
-        self.rows = rows
-        self.endResetModel()
-
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
-        """QAbstractItemModel.rowCount: a flat table has rows only under the root."""
-        return 0 if parent.isValid() else len(self.rows)
-
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
-        """QAbstractItemModel.columnCount."""
-        return 0 if parent.isValid() else len(self._headers)
-
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        """QAbstractItemModel.data: whatever ``cell`` answers for the row, column and role."""
-        if not index.isValid() or not 0 <= index.row() < len(self.rows):
-            return None
-        return self._cell(self.rows[index.row()], index.column(), role)
-
-    def headerData(
-        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> Any:
-        """QAbstractItemModel.headerData: column titles."""
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return self._headers[section]
-        return None
 
 
 class TeamPane(QDockWidget, Generic[R]):
@@ -161,4 +117,4 @@ class TeamPane(QDockWidget, Generic[R]):
         self._debounce.stop()
 
 
-__all__ = ["DEBOUNCE_MS", "RowsModel", "TeamPane"]
+__all__ = ["DEBOUNCE_MS", "TeamPane"]
