@@ -49,7 +49,8 @@ async def measure(db: str, task_id: str) -> dict[str, Any]:
 
     from core.config import load_settings
     from core.workspace import Workspace
-    from desktop.views.main_window import DeskServices, MainWindow
+    from desktop.services import DeskServices
+    from desktop.views.window.main_window import MainWindow
 
     workspace = await Workspace.open(load_settings(db_url=db))
     services = DeskServices.for_workspace(workspace)

@@ -157,7 +157,7 @@ async def desk_figures(url: str) -> dict[str, float]:
     from desktop.models.queue_model import TaskQueueModel
     from desktop.ops import CoreOps
     from desktop.quiet_gc import freeze_long_lived
-    from desktop.views.queue import QueueView
+    from desktop.views.queue.view import QueueView
 
     store = await Store.open(url)
     freeze_long_lived()  # as the desk does once its window is up (desktop/app.py)

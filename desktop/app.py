@@ -19,19 +19,14 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, QSettings, Qt
 from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QWidget
 
 from desktop.quiet_gc import freeze_long_lived
-from desktop.views.layout import restore_columns, restore_geometry, restore_split
-
-if TYPE_CHECKING:
-    from desktop.models.queue_model import TaskQueueModel
-    from desktop.ops import CoreOps
-    from desktop.views.queue import QueueView
+from desktop.views.queue.boot import BootQueue
+from desktop.views.window.layout import restore_columns, restore_geometry, restore_split
 
 log = logging.getLogger(__name__)
 
@@ -135,15 +130,6 @@ async def first_paint(painted: asyncio.Event, limit_s: float = 0.5) -> None:
         log.debug("no paint event within %.1f s (hidden or minimised start)", limit_s)
 
 
-@dataclass
-class BootQueue:
-    """The live queue as the boot window holds it, for the main window to take over."""
-
-    model: TaskQueueModel  # reads through a PendingQueue until ``attach``
-    view: QueueView
-    ops: CoreOps
-
-
 class BootWindow(QMainWindow):
     """The window painted first; ``queue`` is the seeded live queue, or None (a label instead)."""
 
@@ -201,7 +187,7 @@ def _seeded_queue(window: BootWindow, ui_state: QSettings, db_url: str | None) -
     from core.tasks.queue import snapshot_from_peek
     from desktop.models.queue_model import PendingQueue, TaskQueueModel
     from desktop.ops import CoreOps
-    from desktop.views.queue import QueueView
+    from desktop.views.queue.view import QueueView
 
     ops = CoreOps()
     model = TaskQueueModel(PendingQueue(), ops)
@@ -274,8 +260,9 @@ class DeskLauncher:
         from core.config import load_settings
         from core.tasks.recovery import recover_interrupted
         from core.workspace import Workspace
-        from desktop.views.first_run import install_first_run_banner, replay_if_unconfigured
-        from desktop.views.main_window import DeskServices, MainWindow
+        from desktop.services import DeskServices
+        from desktop.views.window.first_run import install_first_run_banner, replay_if_unconfigured
+        from desktop.views.window.main_window import MainWindow
 
         settings = load_settings(db_url=self.db_url, script=self.script)
         settings, self.first_run = await replay_if_unconfigured(settings)

@@ -41,9 +41,9 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QSettings
 
 if TYPE_CHECKING:
-    from desktop.views.main_window import MainWindow
+    from desktop.views.window.main_window import MainWindow
 
-DEFAULT_SIZE = (1400, 860)  # MainWindow's own default (main_window.py, app.py): never a widened one
+DEFAULT_SIZE = (1400, 860)  # MainWindow's own default (window/layout.py, app.py): never a widened one
 TABS = ("evidence", "history", "validator", "disagreements")
 LIVE_FIRST = "Searching the corpus first; the answer follows once the sources are read."
 LIVE_HOLD_S = 3600.0  # the second call waits this long: the shot is taken long before
@@ -272,13 +272,11 @@ async def capture(shot: Shot) -> str:
         await launcher.close()
 
 
-async def _calibration(window: Any) -> Any:
-    """Review → Calibration…, at the size it opens with, once its figures and batches are in.
-
-    ``window`` is a MainWindow; the action and the view are attributes the calibration module adds.
-    """
-    window.act_calibration.trigger()
-    view = window.calibration_view
+async def _calibration(window: MainWindow) -> Any:
+    """Review → Calibration…, at the size it opens with, once its figures and batches are in."""
+    window.calibration.action.trigger()
+    view = window.calibration.view
+    assert view is not None  # the action opens it
     await _until(lambda: view.calibration is not None and view.batches_loaded, "the calibration figures")
     await asyncio.sleep(0.3)
     return view.grab()

@@ -51,12 +51,13 @@ _BACKGROUND = Qt.ItemDataRole.BackgroundRole
 _DECORATION = Qt.ItemDataRole.DecorationRole
 _FONT = Qt.ItemDataRole.FontRole
 _ALIGNMENT = Qt.ItemDataRole.TextAlignmentRole
-_TASK_ROLES = frozenset(
+# What the model asks of this module for every cell: the roles a task row answers, and the flags.
+TASK_ROLES = frozenset(
     {_DISPLAY, _TOOLTIP, _FOREGROUND, _ALIGNMENT, TASK_ID_ROLE, TASK_ROLE, STATUS_ROLE, PROGRESS_ROLE}
 )
-_NO_FLAGS = Qt.ItemFlag.NoItemFlags
-_GROUP_FLAGS = Qt.ItemFlag.ItemIsEnabled
-_TASK_FLAGS = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemNeverHasChildren
+NO_FLAGS = Qt.ItemFlag.NoItemFlags
+GROUP_FLAGS = Qt.ItemFlag.ItemIsEnabled
+TASK_FLAGS = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemNeverHasChildren
 _RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 _BAND = QColor(NEEDS_REVIEW_BAND)
 _BAND_TEXT = QColor(NEEDS_REVIEW_TEXT)
@@ -93,7 +94,7 @@ def task_cell(
     progress: Mapping[str, RunProgress],
     claim_note: Callable[[str], str | None],
 ) -> Any:
-    """A task row's answer for one cell and role (``_TASK_ROLES`` only; the model filters)."""
+    """A task row's answer for one cell and role (``TASK_ROLES`` only; the model filters)."""
     if role == _DISPLAY:
         note = claim_note(task.id) if column == COL_STATUS else None
         return display_text(task, column, progress) + (f" · {note}" if note else "")

@@ -52,10 +52,6 @@ from core.events import RunProgress
 from core.tasks.queue import QueueSnapshot, RowUpdate, TaskQueue, group_count, place
 from desktop.models.pending_queue import PendingQueue, QueueReads
 from desktop.models.queue_cells import (
-    _GROUP_FLAGS,
-    _NO_FLAGS,
-    _TASK_FLAGS,
-    _TASK_ROLES,
     COL_ATTEMPTS,
     COL_CATEGORY,
     COL_OUTCOME,
@@ -64,12 +60,16 @@ from desktop.models.queue_cells import (
     COL_TITLE,
     COL_UPDATED,
     COLUMNS,
+    GROUP_FLAGS,
     GROUP_KEY_ROLE,
+    NO_FLAGS,
     PROGRESS_ROLE,
     READ_ONLY_MARK,
     STATUS_ROLE,
+    TASK_FLAGS,
     TASK_ID_ROLE,
     TASK_ROLE,
+    TASK_ROLES,
     group_cell,
     task_cell,
 )
@@ -654,10 +654,10 @@ class TaskQueueModel(QAbstractItemModel):
     def flags(self, index: Index) -> Qt.ItemFlag:
         """Implements ``QAbstractItemModel::flags``: group headers cannot be selected."""
         if not index.isValid():
-            return _NO_FLAGS
+            return NO_FLAGS
         if index.internalId() == _GROUP_ID:
-            return _GROUP_FLAGS
-        return _TASK_FLAGS
+            return GROUP_FLAGS
+        return TASK_FLAGS
 
     def headerData(
         self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
@@ -678,7 +678,7 @@ class TaskQueueModel(QAbstractItemModel):
         if internal == _GROUP_ID:
             group = self._groups[index.row()]
             return group_cell(group.spec, group.count, group.exact, self._icons, index.column(), role)
-        if role not in _TASK_ROLES:  # size hints, fonts, check states...: asked per cell, never set
+        if role not in TASK_ROLES:  # size hints, fonts, check states...: asked per cell, never set
             return None
         gi, row = internal - 1, index.row()
         if gi >= len(self._groups) or row >= len(self._groups[gi].rows):
@@ -686,7 +686,7 @@ class TaskQueueModel(QAbstractItemModel):
         return task_cell(self._groups[gi].rows[row], index.column(), role, self._progress, self.claim_note)
 
     def set_claim(self, task_id: str, claim: ClaimRecord | None, *, announce: bool = True) -> None:
-        """What the desk learnt of a task's claim (desktop/views/claims.py); repaints its row."""
+        """What the desk learnt of a task's claim (desktop/views/queue/claims.py); repaints its row."""
         self._claims.pop(task_id, None)
         if claim is not None:
             self._claims[task_id] = claim
@@ -695,7 +695,7 @@ class TaskQueueModel(QAbstractItemModel):
             self.dataChanged.emit(at, at.siblingAtColumn(len(COLUMNS) - 1))
 
     def set_viewers(self, viewers: dict[str, list[str]]) -> None:
-        """Who has which task on screen (desktop/views/presence.py); repaints the rows that changed."""
+        """Who has which task on screen (desktop/views/team/presence.py); repaints the rows that changed."""
         old = self._viewers
         self._viewers = {t: [n for n in names if n != self.reviewer] for t, names in viewers.items()}
         self._viewers = {t: names for t, names in self._viewers.items() if names}

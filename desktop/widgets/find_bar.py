@@ -10,16 +10,13 @@ literal, so what the count says is what next/previous walk through.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QKeyEvent, QKeySequence
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QToolButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QToolButton, QWidget
 
-if TYPE_CHECKING:
-    from desktop.widgets.text_viewer import TextViewer
-
-__all__ = ["FindBar", "find_spans"]
+__all__ = ["FindBar", "FindTarget", "find_spans"]
 
 MAX_MATCHES = 100_000
 
@@ -49,14 +46,37 @@ def _is(
     return event.key() == key and mods == modifiers
 
 
+class FindTarget(Protocol):
+    """What the bar searches: ``TextViewer`` (named by shape, so the viewer that holds the bar
+    and the bar do not import each other)."""
+
+    @property
+    def edit(self) -> QPlainTextEdit:
+        """The text widget whose keys the bar watches and whose focus it returns to."""
+
+    @property
+    def is_paged(self) -> bool:
+        """A big item shown a page at a time (searched in core, through ``FindBar.remote``)."""
+
+    def text(self) -> str:
+        """The full text searched (loaded or not)."""
+
+    def selected_text(self) -> str:
+        """The selection: what Ctrl+F searches for first."""
+
+    def select_span(self, start_offset: int, end_offset: int) -> None:
+        """Select and show a match."""
+
+
 class FindBar(QWidget):
     """The find bar under a ``TextViewer``; hidden until Ctrl+F."""
 
     sig_moved = Signal(int, int)
     """The current match changed: (its number from 1, the number of matches)."""
 
-    def __init__(self, viewer: TextViewer) -> None:
-        super().__init__(viewer)
+    def __init__(self, viewer: FindTarget, parent: QWidget) -> None:
+        """``parent``: the viewer as a widget (the bar sits in its layout)."""
+        super().__init__(parent)
         self.viewer = viewer
         self.edit = QLineEdit(self)
         self.edit.setPlaceholderText("Find in document")

@@ -201,7 +201,7 @@ class TextViewer(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
         layout.addWidget(self.edit, 1)
-        self.find_bar = FindBar(self)  # Ctrl+F, F3 / Shift+F3, Esc
+        self.find_bar = FindBar(self, self)  # Ctrl+F, F3 / Shift+F3, Esc
         layout.addWidget(self.find_bar)
         self.pager = self._build_pager()
         layout.addWidget(self.pager)

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MAKEFILE = ROOT / "Makefile"
 
 # What the desk imports on its way to the live queue (``desktop.app`` and ``DeskLauncher.open``).
-START_IMPORTS = "desktop.app, core.workspace, core.tasks.recovery, desktop.views.main_window"
+START_IMPORTS = "desktop.app, core.workspace, core.tasks.recovery, desktop.views.window.main_window"
 
 # Records every module of ``root`` that is compiled from source rather than read from bytecode.
 PROBE = """

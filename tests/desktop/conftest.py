@@ -38,7 +38,7 @@ from tests.gates import wait_until as wait_until  # the desk tests import their 
 if TYPE_CHECKING:
     from pytestqt.qtbot import QtBot
 
-    from desktop.views.main_window import MainWindow
+    from desktop.views.window.main_window import MainWindow
 
 T = TypeVar("T")
 
@@ -270,7 +270,8 @@ def desk(
     Tests whose tasks may still be running at the end (test_main_window, test_live_run) keep
     their own fixture that cancels them too.
     """
-    from desktop.views.main_window import DeskServices, MainWindow
+    from desktop.services import DeskServices
+    from desktop.views.window.main_window import MainWindow
 
     services = DeskServices.for_workspace(workspace)
     window = MainWindow(services, ui_state=ui_state)

@@ -20,7 +20,7 @@ from core.store import Store
 from desktop.app import DeskLauncher, boot_window, queue_rows_shown
 from desktop.models.queue_model import COL_SCORE, COL_TITLE, FIRST_PAGE, PendingQueue, TaskQueueModel
 from desktop.ops import CoreOps
-from desktop.views.queue import QueueView
+from desktop.views.queue.view import QueueView
 from tests.desktop.conftest import run, wait_signal
 from tests.gates import wait_until
 

@@ -13,8 +13,8 @@ from core.domain import TaskStatus
 from core.domain.facts import EventKind
 from core.tasks.claims import Claims
 from core.workspace import Workspace
-from desktop.views.bulk import BulkConfirmDialog
-from desktop.views.main_window import MainWindow
+from desktop.views.queue.bulk import BulkConfirmDialog
+from desktop.views.window.main_window import MainWindow
 from tests.core.bulk_seed import seed_reviewable
 from tests.desktop.conftest import run, select, started, wait_signal, wait_until
 

@@ -12,7 +12,7 @@ from core.bundle import export_bundle, open_bundle
 from core.bundle.signing import workspace_signing_key
 from core.tasks.service import TaskService
 from core.workspace import Workspace
-from desktop.views.bundle_window import BundleWindow
+from desktop.views.window.bundle_window import BundleWindow
 from tests.desktop.conftest import run, wait_until
 
 

@@ -9,7 +9,7 @@ from pytestqt.qtbot import QtBot
 from core.calibration import calibrate, calibration_batches
 from core.workspace import Workspace
 from desktop.ops import CoreOps
-from desktop.views.calibration import CalibrationView
+from desktop.views.insight.calibration import CalibrationView
 from tests.core.test_calibration_batch import queue
 from tests.desktop.conftest import run
 

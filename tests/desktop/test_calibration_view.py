@@ -10,7 +10,7 @@ from core.calibration import calibrate
 from core.domain.status import TaskStatus
 from core.workspace import Workspace
 from desktop.ops import CoreOps
-from desktop.views.calibration import CalibrationView
+from desktop.views.insight.calibration import CalibrationView
 from tests.desktop.conftest import run
 
 

@@ -11,7 +11,7 @@ from core.domain.facts import EventKind
 from core.tasks.claims import Claims
 from core.workspace import Workspace
 from desktop.models.queue_model import COL_STATUS
-from desktop.views.main_window import MainWindow
+from desktop.views.window.main_window import MainWindow
 from tests.desktop.conftest import add_task, run, select, started, wait_until
 
 S = TaskStatus

@@ -13,8 +13,8 @@ from pytestqt.qtbot import QtBot
 
 from core.domain.records import AttemptRecord, EventRecord, TaskRecord, ValidationRecord
 from core.tasks.dossier import TaskDossier
-from desktop.views.detail import TaskDetailView
-from desktop.views.validator import ValidatorView
+from desktop.views.task.detail import TaskDetailView
+from desktop.views.task.validator import ValidatorView
 from desktop.widgets.text_viewer import CHUNK_CHARS, LONG_LINE, JsonHighlighter, TextViewer
 
 NOW = datetime(2025, 5, 1, 12, 0, tzinfo=UTC)
@@ -314,7 +314,7 @@ def test_validator_tabs_show_prompt_and_debug(qtbot: QtBot) -> None:
 def test_a_big_debug_record_is_laid_out_a_part_at_a_time(qtbot: QtBot) -> None:
     """A chunked validation of a gigabyte keeps a reply per chunk in its debug: the Debug tab lays
     out (and colours) a first part, the rest on scrolling, so selecting the task stays quick."""
-    from desktop.views.validator import DEBUG_CHUNK_CHARS
+    from desktop.views.task.validator import DEBUG_CHUNK_CHARS
 
     vv = ValidatorView()
     qtbot.addWidget(vv)
@@ -438,7 +438,7 @@ def test_copying_the_raw_response_passes_the_redactor(qtbot: QtBot) -> None:
     """A key echoed in a validator's reply is masked on the clipboard, as in a bundle or report."""
     from PySide6.QtWidgets import QApplication
 
-    from desktop.views.validator import ValidatorView
+    from desktop.views.task.validator import ValidatorView
 
     fake_key = "AKIA" + "Q" * 16
     view = ValidatorView()

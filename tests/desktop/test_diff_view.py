@@ -9,8 +9,8 @@ from pytestqt.qtbot import QtBot
 
 from core.domain.records import AttemptRecord, TaskRecord, ValidationRecord
 from core.tasks.dossier import TaskDossier
-from desktop.views.detail import TaskDetailView
-from desktop.views.diff import DiffView
+from desktop.views.task.detail import TaskDetailView
+from desktop.views.task.diff import DiffView
 
 NOW = datetime(2025, 5, 1, 12, 0, tzinfo=UTC)
 ANSWERS = {

@@ -11,7 +11,7 @@ from core.domain.facts import NodeStatus
 from core.domain.records import TaskRecord
 from core.tasks.dossier import TaskDossier
 from core.team.disagreement import find_disagreements
-from desktop.views.detail import TaskDetailView
+from desktop.views.task.detail import TaskDetailView
 from tests.desktop.test_detail import attempt, packet, task_dict
 
 A = "Mount Everest is 8,849 m tall, per the 2020 survey."

@@ -11,7 +11,7 @@ from pytestqt.qtbot import QtBot
 from core.domain.evidence import TaskEvidencePacket
 from core.evidence.render import render_packet, render_task
 from desktop.models.evidence_model import EvidenceTreeModel
-from desktop.views.evidence import EvidenceView
+from desktop.views.task.evidence import EvidenceView
 
 
 def packet_dict() -> dict[str, Any]:

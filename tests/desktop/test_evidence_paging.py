@@ -19,7 +19,7 @@ from sqlalchemy import text
 from core.domain import TaskStatus
 from core.domain.content import ContentPolicy
 from core.workspace import Workspace
-from desktop.views.main_window import MainWindow
+from desktop.views.window.main_window import MainWindow
 from tests.core.test_search import packet
 from tests.desktop.conftest import add_task, run, select, started, wait_signal, wait_until
 from tests.desktop.test_main_window import desk as desk  # the window fixture

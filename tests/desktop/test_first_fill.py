@@ -37,7 +37,8 @@ class PaintLog(QObject):
 def test_deferred_work_runs_after_the_filled_queue_is_painted(
     qloop: qasync.QEventLoop, qtbot: QtBot, workspace: Workspace, ui_state: QSettings
 ) -> None:
-    from desktop.views.main_window import DeskServices, MainWindow
+    from desktop.services import DeskServices
+    from desktop.views.window.main_window import MainWindow
 
     async def scenario() -> None:
         await add_task(workspace, "What do the tide tables say about Tuesday?")
@@ -70,7 +71,8 @@ def test_deferred_work_runs_after_the_filled_queue_is_painted(
 def test_a_queue_not_on_screen_runs_deferred_work_without_waiting_for_a_paint(
     qloop: qasync.QEventLoop, qtbot: QtBot, workspace: Workspace, ui_state: QSettings
 ) -> None:
-    from desktop.views.main_window import DeskServices, MainWindow
+    from desktop.services import DeskServices
+    from desktop.views.window.main_window import MainWindow
 
     async def scenario() -> None:
         services = DeskServices.for_workspace(workspace)

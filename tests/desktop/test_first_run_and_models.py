@@ -22,7 +22,7 @@ from desktop.app import DeskLauncher, parse_desk_options
 from desktop.dialogs.new_task import NewTaskDialog
 from desktop.dialogs.settings import SettingsDialog
 from desktop.user_config import read_user_config
-from desktop.views.first_run import FirstRunBanner
+from desktop.views.window.first_run import FirstRunBanner
 from tests.desktop.conftest import run, wait_until
 
 REVIEWABLE = ("needs_review", "awaiting_feedback")

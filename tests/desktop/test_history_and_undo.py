@@ -11,10 +11,10 @@ from PySide6.QtWidgets import QApplication
 from core.domain import TaskStatus
 from core.domain.facts import EventKind
 from core.workspace import Workspace
+from desktop.dialogs.note import NoteDialog
 from desktop.dialogs.revise import ReviseDialog
 from desktop.models.queue_model import COL_TITLE
-from desktop.views.history import NoteDialog
-from desktop.views.main_window import MainWindow
+from desktop.views.window.main_window import MainWindow
 from tests.desktop.conftest import add_task, run, select, started, wait_until
 from tests.desktop.test_main_window import desk as desk  # the window fixture
 from tests.desktop.test_main_window import press
@@ -51,7 +51,7 @@ def test_a_revision_whose_provider_fails_stays_in_review_with_the_failure_shown(
         assert desk.detail.attempt_index == 1  # the answer under review, not the empty attempt
         history = [row[2] for row in desk.detail.history_view.rows()]
         assert any("attempt 2 produced no usable answer" in what for what in history)
-        assert desk.act_satisfied.isEnabled()
+        assert desk.acts.satisfied.isEnabled()
         await back_to(desk)
         press(desk, Qt.Key.Key_S)
         await wait_until(lambda: desk.model.group_count("closed") == 1, what="S to close it")
@@ -130,7 +130,7 @@ def test_read_only_tasks_disable_actions_and_say_why(
         )
         await started(desk)
         await select(desk, task.id)
-        for act in (desk.act_satisfied, desk.act_revise, desk.act_abandon):
+        for act in (desk.acts.satisfied, desk.acts.revise, desk.acts.abandon):
             assert not act.isEnabled()
             assert "read-only: imported from case bundle ab12ab12ab12" in act.toolTip()
         assert not desk.review_moves.act_undo.isEnabled() and not desk.review_moves.act_reopen.isEnabled()

@@ -19,9 +19,10 @@ from core.workspace import Workspace
 from desktop.dialogs.new_task import NewTaskDialog
 from desktop.dialogs.revise import ReviseDialog
 from desktop.dialogs.shortcuts import ShortcutSheet
-from desktop.views.detail import TaskDetailView
-from desktop.views.main_window import DeskServices, MainWindow
-from desktop.views.navigation import add_navigation_actions, evidence_ids
+from desktop.services import DeskServices
+from desktop.views.task.detail import TaskDetailView
+from desktop.views.task.navigation import add_navigation_actions, evidence_ids
+from desktop.views.window.main_window import MainWindow
 from tests.desktop.conftest import add_task, run, wait_signal, wait_until
 from tests.desktop.test_detail import make_dossier
 
@@ -112,7 +113,7 @@ def test_type_ahead_never_deselects_the_task(
             QTest.keyClick(tree, key)
             assert window.queue.selected_task_id in (one.id, two.id)
             assert tree.currentIndex().parent().isValid()  # a task row, never a group header
-        assert window.act_satisfied.isEnabled()
+        assert window.acts.satisfied.isEnabled()
         tree.keyboardSearch("z")  # type-ahead by title reaches a task
         assert window.queue.selected_task_id == two.id
 

@@ -34,10 +34,11 @@ NOT_AT_START = (
     "core.bundle.export",
     "desktop.dialogs.new_task",
     "desktop.dialogs.settings",
-    # Features installed after the queue's first fill (desktop.views.window_features).
-    "desktop.views.search",
-    "desktop.views.team_pane",
-    "desktop.views.bulk",
+    # Features installed after the queue's first fill (MainWindow._features).
+    "desktop.views.queue.search",
+    "desktop.views.team.install",
+    "desktop.views.team.pane",
+    "desktop.views.queue.bulk",
 )
 
 # What the desk's launcher leaves for after the queue's first rows: the LLM gateway and the
@@ -103,7 +104,7 @@ def _loaded_by(statement: str) -> list[str]:
 
 @pytest.mark.slow
 def test_importing_the_main_window_loads_no_agent_gateway_or_dialogs() -> None:
-    loaded = set(_loaded_by("import desktop.views.main_window"))
+    loaded = set(_loaded_by("import desktop.views.window.main_window"))
     assert "core.store" in loaded  # the queue's own needs do load: the check itself works
     assert sorted(name for name in NOT_AT_START if name in loaded) == []
 
@@ -129,13 +130,18 @@ def test_the_launcher_fills_the_queue_before_loading_the_gateway_keyring_or_feat
     assert done.returncode == 0, done.stderr[-2000:]
     seen = json.loads(done.stdout.splitlines()[-1])
     at_fill, after = set(seen["fill"]), set(seen["after"])
-    assert "core.store" in at_fill and "desktop.views.queue" in at_fill  # the check itself works
+    assert "core.store" in at_fill and "desktop.views.queue.view" in at_fill  # the check itself works
     assert sorted(name for name in NOT_BEFORE_FIRST_FILL if name in at_fill) == []
     assert seen["features_at_fill"] is False
     # ... and what waited did run: the features are installed, the keyring was read.
     assert seen["features_after"] == [True, True, True]
     assert seen["keys_started"] is True
-    assert {"desktop.views.search", "desktop.views.team_pane", "desktop.views.bulk", "keyring"} <= after
+    assert {
+        "desktop.views.queue.search",
+        "desktop.views.team.install",
+        "desktop.views.queue.bulk",
+        "keyring",
+    } <= after
 
 
 def test_the_workspace_opens_without_the_gateway_or_the_tools() -> None:
@@ -167,7 +173,8 @@ def test_pyside_import_check_reads_files_and_answers_as_before() -> None:
 def test_the_window_is_built_and_started_without_the_task_or_review_service(
     qloop: qasync.QEventLoop, workspace: Workspace, qtbot: QtBot, ui_state: QSettings
 ) -> None:
-    from desktop.views.main_window import DeskServices, MainWindow
+    from desktop.services import DeskServices
+    from desktop.views.window.main_window import MainWindow
     from tests.desktop.conftest import run, wait_until
 
     services = DeskServices.for_workspace(workspace)

@@ -19,7 +19,8 @@ from core.domain.records import TaskRecord
 from core.store.engine import sqlite_path
 from core.workspace import Workspace
 from desktop.presentation import GROUPS
-from desktop.views.main_window import DeskServices, MainWindow
+from desktop.services import DeskServices
+from desktop.views.window.main_window import MainWindow
 from tests.desktop.conftest import add_task, run, wait_signal, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,8 +19,9 @@ from core.config import load_settings
 from core.domain import TaskStatus
 from core.domain.facts import AttemptState
 from core.workspace import Workspace
-from desktop.views.live import GATHERING_NOTE, WORKING_NOTE
-from desktop.views.main_window import DeskServices, MainWindow
+from desktop.services import DeskServices
+from desktop.views.task.live import GATHERING_NOTE, WORKING_NOTE
+from desktop.views.window.main_window import MainWindow
 from tests.desktop.conftest import gates, run, verdict, wait_signal, wait_until
 from tests.gates import GatedGateway
 

@@ -14,7 +14,8 @@ from core.workspace import Workspace
 from desktop.dialogs.confirm import ConfirmDialog
 from desktop.dialogs.new_task import NewTaskDialog
 from desktop.dialogs.revise import ReviseDialog
-from desktop.views.main_window import DeskServices, MainWindow
+from desktop.services import DeskServices
+from desktop.views.window.main_window import MainWindow
 from tests.desktop.conftest import add_task, gates, run, select, started, wait_signal, wait_until
 
 S = TaskStatus
@@ -47,12 +48,12 @@ def test_s_closes_a_task_in_the_database(
         task = await add_task(workspace, "is the answer good?", S.NEEDS_REVIEW)
         await started(desk)
         await select(desk, task.id)
-        assert desk.act_satisfied.isEnabled()
+        assert desk.acts.satisfied.isEnabled()
         press(desk, Qt.Key.Key_S)
         await wait_until(lambda: desk.model.group_count("closed") == 1, what="the task to close")
         assert (await workspace.store.get_task(task.id)).status is S.CLOSED
         # The selection followed the row into Closed, where Satisfied is no longer allowed.
-        await wait_until(lambda: not desk.act_satisfied.isEnabled(), what="actions to refresh")
+        await wait_until(lambda: not desk.acts.satisfied.isEnabled(), what="actions to refresh")
         assert desk.queue.selected_task_id == task.id
 
     run(qloop, scenario())
@@ -113,7 +114,7 @@ def test_buttons_follow_core_and_conflicts_reload(
         closed = await add_task(workspace, "already done", S.CLOSED)
         await started(desk)
         await select(desk, closed.id)
-        assert not desk.act_satisfied.isEnabled() and not desk.act_abandon.isEnabled()
+        assert not desk.acts.satisfied.isEnabled() and not desk.acts.abandon.isEnabled()
         press(desk, Qt.Key.Key_S)  # disabled: nothing may happen
         await select(desk, task.id)
         # Someone else closes it behind our back (no event reaches this desk).
@@ -172,7 +173,7 @@ def test_new_task_runs_live_and_lands_in_its_group(
         )
         assert desk.queue.selected_task_id == task_id  # never reselected by hand
         await wait_until(lambda: not desk.progress_strip.isVisible(), what="the progress strip to go")
-        await wait_until(lambda: desk.act_satisfied.isEnabled(), what="review actions")
+        await wait_until(lambda: desk.acts.satisfied.isEnabled(), what="review actions")
         assert desk.model.group_count("active") == 0
 
     run(qloop, scenario())

@@ -8,8 +8,9 @@ from pytestqt.qtbot import QtBot
 from core.domain import TaskStatus
 from core.tasks.override import overrides_from_events
 from core.workspace import Workspace
-from desktop.views.main_window import MainWindow
-from desktop.views.override import OverrideDialog, record_from_desk
+from desktop.views.task.override import OverrideDialog
+from desktop.views.task.override_action import record_from_desk
+from desktop.views.window.main_window import MainWindow
 from tests.desktop.conftest import add_task, run, select, started, wait_until
 from tests.desktop.test_main_window import desk as desk  # the window fixture
 

@@ -15,7 +15,7 @@ from core.workspace import Workspace
 from desktop.models.queue_model import COL_OUTCOME, TASK_ID_ROLE, TaskQueueModel
 from desktop.ops import CoreOps
 from desktop.presentation import GROUPS, NOT_ENDORSED_COLOUR
-from desktop.views.queue import QueueView
+from desktop.views.queue.view import QueueView
 from tests.desktop.conftest import add_task, run, wait_signal
 
 S = TaskStatus

@@ -19,7 +19,7 @@ from core.workspace import Workspace
 from desktop.models.queue_model import COL_UPDATED, TASK_ID_ROLE, TaskQueueModel
 from desktop.ops import CoreOps
 from desktop.presentation import GROUPS
-from desktop.views.queue import QueueView
+from desktop.views.queue.view import QueueView
 from tests.desktop.conftest import add_task, run, wait_signal
 
 S = TaskStatus

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pytestqt.qtbot import QtBot
 
-from desktop.views.validator import ValidatorView, raw_differences
+from desktop.views.task.validator import ValidatorView, raw_differences
 from tests.desktop.test_detail import validation
 
 DUPLICATED = '{"status":"rejected","score":0.10,"issues":["no source"],"status":"accepted","score":0.90}'

@@ -13,8 +13,9 @@ from pytestqt.qtbot import QtBot
 from core.domain import TaskStatus
 from core.workspace import Workspace
 from desktop.models.queue_model import COL_TITLE
-from desktop.views.main_window import DeskServices, MainWindow
-from desktop.views.queue import TaskRowDelegate
+from desktop.services import DeskServices
+from desktop.views.queue.view import TaskRowDelegate
+from desktop.views.window.main_window import MainWindow
 from tests.desktop.conftest import add_task, run, wait_signal
 
 S = TaskStatus

@@ -16,7 +16,7 @@ from core.tasks.dossier import load_dossier
 from core.tasks.recovery import recover_interrupted
 from core.tasks.service import TaskService
 from core.workspace import Workspace
-from desktop.views.detail import warning_badges
+from desktop.views.task.detail import warning_badges
 from tests.desktop.conftest import run
 
 

@@ -10,7 +10,7 @@ from PySide6.QtTest import QTest
 from core.domain import TaskStatus
 from core.search.index import DocKind
 from core.workspace import Workspace
-from desktop.views.main_window import MainWindow
+from desktop.views.window.main_window import MainWindow
 from tests.core.test_search import packet
 from tests.desktop.conftest import add_task, run, started, wait_signal, wait_until
 from tests.desktop.test_main_window import desk as desk  # the window fixture

@@ -97,7 +97,7 @@ def test_the_task_service_waits_for_the_keys_even_before_the_first_fill(
 ) -> None:
     """An analyst quicker than the fill: the first run reads the keyring itself and has its keys."""
     from core.secrets import KeyringLoad
-    from desktop.views.main_window import DeskServices
+    from desktop.services import DeskServices
 
     services = DeskServices.for_workspace(workspace)
     services.keys = KeyringLoad()

@@ -12,7 +12,7 @@ from core.workspace import Workspace
 from desktop.models.queue_model import COL_STATUS, TaskQueueModel
 from desktop.ops import CoreOps
 from desktop.presentation import STATUS_COLOURS
-from desktop.views.queue import QueueView, StatusBadgeDelegate
+from desktop.views.queue.view import QueueView, StatusBadgeDelegate
 from tests.desktop.conftest import add_task, run
 
 S = TaskStatus

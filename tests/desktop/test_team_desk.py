@@ -26,9 +26,10 @@ from core.tasks.claims import Claims
 from core.workspace import Workspace
 from desktop.models.queue_model import COL_STATUS
 from desktop.presentation import GROUPS
-from desktop.views.batches import COL_PROGRESS, PROGRESS_ROLE
-from desktop.views.main_window import DeskServices, MainWindow
-from desktop.views.schedules import COL_NEXT, COL_VERDICT
+from desktop.services import DeskServices
+from desktop.views.team.batches import COL_PROGRESS, PROGRESS_ROLE
+from desktop.views.team.schedules import COL_NEXT, COL_VERDICT
+from desktop.views.window.main_window import MainWindow
 from tests.desktop.conftest import add_task, run, select, started, wait_signal, wait_until
 
 S = TaskStatus

@@ -25,8 +25,9 @@ from core.tasks.dossier import TaskDossier
 from core.workspace import Workspace
 from desktop.dialogs.confirm import ConfirmDialog
 from desktop.dialogs.revise import ReviseDialog
-from desktop.views.detail import TaskDetailView
-from desktop.views.main_window import DeskServices, MainWindow
+from desktop.services import DeskServices
+from desktop.views.task.detail import TaskDetailView
+from desktop.views.window.main_window import MainWindow
 from desktop.widgets.plain import PlainToolTipDelegate
 from tests.desktop.conftest import add_task, run, wait_signal
 from tests.desktop.test_detail import attempt, packet, task_dict, validation

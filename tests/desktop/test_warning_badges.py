@@ -12,7 +12,7 @@ from pytestqt.qtbot import QtBot
 from core.domain.facts import VerdictWarning, WarningCode
 from core.domain.records import TaskRecord, ValidationRecord
 from core.tasks.dossier import TaskDossier
-from desktop.views.detail import TaskDetailView
+from desktop.views.task.detail import TaskDetailView
 from desktop.widgets.plain import plain_tooltip
 from tests.desktop.test_detail import NOW, attempt, packet, task_dict
 

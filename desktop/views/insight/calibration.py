@@ -1,0 +1,264 @@
+"""The Calibration window: how far the validator agrees with the analysts' final decisions.
+
+The figures come from ``core.calibration`` (the same ones ``evidence-desk calibration`` prints),
+computed by a coroutine the window is handed, run through ``CoreOps`` so the database work never
+blocks painting. pyqtgraph is not installed and QtCharts is not needed for this: the confusion
+matrix is a ``QTableView`` heatmap and the weekly trend a small ``QPainter`` sparkline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtGui import QAction, QColor, QPainter, QPaintEvent, QPen
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.calibration import Calibration, CalibrationFilter
+from core.domain.validation import FailureCategory
+from desktop.models.calibration_matrix import MatrixModel
+from desktop.models.rows_model import RowsModel, text_cell
+from desktop.ops import CoreOps
+
+if TYPE_CHECKING:
+    from desktop.views.host import DeskHost
+
+Source = Callable[[CalibrationFilter], Coroutine[Any, Any, Calibration]]
+Batches = Callable[[], Coroutine[Any, Any, list[tuple[str, str]]]]
+
+
+class Sparkline(QWidget):
+    """Weekly agreement (0..1) as a line; the trend at a glance, the numbers are in the tables."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.values: list[float] = []
+        self.setMinimumHeight(48)
+        self.setAccessibleName("Agreement per week")
+
+    def set_values(self, values: list[float]) -> None:
+        self.values = values
+        self.update()
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        """Implements ``QWidget::paintEvent``."""
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        w, h = self.width() - 8, self.height() - 8
+        if len(self.values) == 1:
+            y = 4 + h * (1 - self.values[0])
+            painter.setBrush(QColor("#2563eb"))
+            painter.drawEllipse(QPointF(4 + w / 2, y), 3, 3)
+        elif self.values:
+            step = w / (len(self.values) - 1)
+            points = [QPointF(4 + i * step, 4 + h * (1 - v)) for i, v in enumerate(self.values)]
+            painter.setPen(QPen(QColor("#2563eb"), 2))
+            painter.drawPolyline(points)
+        painter.end()
+
+
+def _num(x: float | None) -> str:
+    return "–" if x is None else f"{x:.2f}"
+
+
+class CalibrationView(QWidget):
+    """Filters, the matrix heatmap, kappa, agreement tables and the weekly sparkline."""
+
+    sig_loaded = Signal()
+    """New figures are shown (after each refresh)."""
+
+    def __init__(
+        self, ops: CoreOps, source: Source, parent: QWidget | None = None, *, batches: Batches | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Calibration — how far to trust the validator")
+        self._ops = ops
+        self._source = source
+        self._batches = batches
+        self.calibration: Calibration | None = None
+        self.batches_loaded = batches is None
+        self.model_edit = QLineEdit(self)
+        self.model_edit.setPlaceholderText("any validator model")
+        hint = self.model_edit.fontMetrics().horizontalAdvance(self.model_edit.placeholderText())
+        self.model_edit.setMinimumWidth(hint + 24)  # the placeholder is read whole, not "any validator mo…"
+        self.batch_combo = QComboBox(self)
+        self.batch_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.batch_combo.addItem("any batch", None)
+        self.batch_combo.setEnabled(batches is not None)
+        self.category_combo = QComboBox(self)
+        self.category_combo.addItem("any category", None)
+        for c in FailureCategory:
+            self.category_combo.addItem(c.value.replace("_", " "), c.value)
+        self.refresh_button = QPushButton("Refresh", self)
+        self.refresh_button.clicked.connect(self.refresh)
+        self.summary = QLabel("Computing…", self)
+        self.summary.setTextFormat(Qt.TextFormat.PlainText)
+        self.matrix = MatrixModel(self)
+        by_category = ["category", "decided", "agreement", "kappa"]
+        by_model = ["validator model", "decided", "agreement", "kappa"]
+        self.by_category = RowsModel(by_category, text_cell, self, explained=by_category)
+        self.by_model = RowsModel(by_model, text_cell, self, explained=by_model)
+        self.warnings = RowsModel(
+            ["warning", "decided", "overridden", "revised", "share"],
+            text_cell,
+            self,
+            explained=[
+                "the verdict warning",
+                "decided attempts whose verdict carried the warning",
+                "of those, attempts the analyst overrode",
+                "of those, attempts the analyst sent back for revision",
+                "overridden or revised, of those decided",
+            ],
+        )
+        self.sparkline = Sparkline(self)
+        filters = QHBoxLayout()
+        filters.addWidget(QLabel("Validator model", self))
+        filters.addWidget(self.model_edit)
+        filters.addWidget(QLabel("Category", self))
+        filters.addWidget(self.category_combo)
+        filters.addWidget(QLabel("Batch", self))
+        filters.addWidget(self.batch_combo)
+        filters.addWidget(self.refresh_button)
+        filters.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.addLayout(filters)
+        layout.addWidget(self.summary)
+        tables = QHBoxLayout()
+        self.tables: list[QTableView] = []
+        for model in (self.matrix, self.by_category, self.by_model, self.warnings):
+            view = QTableView(self)
+            view.setModel(model)
+            view.setWordWrap(False)
+            self.tables.append(view)
+            header = view.horizontalHeader()
+            if model is self.matrix:
+                header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+                # Every validator status shows without a scroll bar: five rows are the whole point.
+                view.setSizeAdjustPolicy(QTableView.SizeAdjustPolicy.AdjustToContents)
+                view.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+                layout.addWidget(view)  # the heatmap gets the full width
+            else:
+                # Figures take the width of their header; the name column takes the rest (and
+                # elides a long model name, whose full text is its tooltip), so no header is cut.
+                header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+                header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+                view.verticalHeader().hide()
+                tables.addWidget(view)
+        layout.addLayout(tables, 1)
+        layout.addWidget(QLabel("Agreement per week", self))
+        layout.addWidget(self.sparkline)
+
+    def current_filter(self) -> CalibrationFilter:
+        model = self.model_edit.text().strip() or None
+        return CalibrationFilter(
+            validator_model=model,
+            category=self.category_combo.currentData(),
+            batch_id=self.batch_combo.currentData(),
+        )
+
+    def refresh(self) -> None:
+        """Compute the figures for the current filter off the GUI's way; show them when done."""
+        self.refresh_button.setEnabled(False)
+        self.summary.setText("Computing…")
+        if self._batches is not None:  # batches come and go: the chooser is refilled each time
+            self._ops.run(self._batches(), what="Listing batches", on_done=self.set_batches)
+
+        def failed(_exc: BaseException) -> bool:
+            self.refresh_button.setEnabled(True)
+            self.summary.setText("The figures could not be computed.")
+            return False  # CoreOps shows the reason, as for every operation
+
+        self._ops.run(
+            self._source(self.current_filter()), what="Computing calibration", on_done=self.show_calibration,
+            on_error=failed,
+        )  # fmt: skip
+
+    def set_batches(self, batches: list[tuple[str, str]]) -> None:
+        """Fill the chooser with (id, source file) pairs, keeping the chosen batch if it is still there."""
+        chosen = self.batch_combo.currentData()
+        self.batch_combo.blockSignals(True)
+        self.batch_combo.clear()
+        self.batch_combo.addItem("any batch", None)
+        for batch_id, source in batches:
+            self.batch_combo.addItem(f"{batch_id} ({Path(source).name or source})", batch_id)
+            self.batch_combo.setItemData(self.batch_combo.count() - 1, source, Qt.ItemDataRole.ToolTipRole)
+        self.batch_combo.setCurrentIndex(max(0, self.batch_combo.findData(chosen)))
+        self.batch_combo.blockSignals(False)
+        self.batches_loaded = True
+
+    def show_calibration(self, cal: Calibration) -> None:
+        self.calibration = cal
+        self.refresh_button.setEnabled(True)
+        self.summary.setText(
+            f"{cal.n} decided attempts · Cohen's kappa {_num(cal.kappa)} · agreement {_num(cal.agreement)}"
+            " (validator accepted ⇔ analyst satisfied)"
+        )
+        self.matrix.set_matrix(cal.matrix)
+        self.by_category.set_rows(
+            [[k, str(v.n), _num(v.rate), _num(v.kappa)] for k, v in cal.by_category.items()]
+        )
+        self.by_model.set_rows([[k, str(v.n), _num(v.rate), _num(v.kappa)] for k, v in cal.by_model.items()])
+        self.warnings.set_rows(
+            [
+                [
+                    w.code,
+                    str(w.decided),
+                    str(w.overridden),
+                    str(w.revised),
+                    f"{w.override_or_revise_rate:.0%}",
+                ]
+                for w in cal.warnings
+            ]
+        )
+        self.sparkline.set_values([v.rate for v in cal.weekly.values() if v.rate is not None])
+        self.sig_loaded.emit()
+
+
+class CalibrationMenuEntry:
+    """Review → Calibration…: one view per desk, made when first opened, refreshed each time.
+
+    The desk holds this object (``window.calibration``); the view lives here, not on the window.
+    """
+
+    def __init__(self, host: DeskHost) -> None:
+        self.host = host
+        self.view: CalibrationView | None = None
+        self.action = QAction("&Calibration…", host.widget)
+        self.action.setToolTip("How far the validator agrees with analysts' final decisions")
+        self.action.triggered.connect(lambda _checked=False: self.open())
+        host.menu("Review").addAction(self.action)
+
+    def open(self) -> CalibrationView:
+        from core.calibration import calibrate, calibration_batches
+
+        view = self.view
+        if view is None:
+            workspace = self.host.services.workspace
+            view = CalibrationView(
+                self.host.ops,
+                lambda f: calibrate(workspace.store, f),
+                batches=lambda: calibration_batches(workspace.store),
+            )
+            view.setWindowFlag(Qt.WindowType.Window)
+            view.setParent(self.host.widget, Qt.WindowType.Window)
+            view.resize(1000, 520)
+            self.view = view
+        view.show()
+        view.raise_()
+        view.refresh()
+        return view
+
+
+__all__ = ["CalibrationMenuEntry", "CalibrationView", "Sparkline"]
