@@ -163,10 +163,11 @@ LONG_FUNCTIONS: frozenset[str] = frozenset(
     {
         "core/validation/service.py:validate",
         "core/validation/service.py:_judge",
-        "desktop/views/search.py:__init__",
-        "desktop/views/detail.py:__init__",
-        "desktop/views/queue.py:__init__",
-        "desktop/views/main_window.py:__init__",
+        "desktop/views/queue/search.py:__init__",
+        "desktop/views/task/detail.py:__init__",
+        "desktop/views/queue/view.py:__init__",
+        "desktop/views/window/main_window.py:__init__",
+        "desktop/views/window/actions.py:build_actions",
         "desktop/models/evidence_model.py:_fill_packet",
     }
 )

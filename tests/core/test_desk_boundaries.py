@@ -23,10 +23,12 @@ Each rule has snippets proving it fires on every form it names and stays quiet o
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
+
+from tests.imports import PACKAGE_MARK, cycles, import_graph, imports_of, module_name, sources
 
 REPO = Path(__file__).resolve().parents[2]
 DESKTOP = REPO / "desktop"
@@ -43,42 +45,8 @@ HOST_NAMES = frozenset({"host", "window", "win", "w", "desk", "main_window"})
 """The names a feature gives the window it was handed (``self.<name>`` counts too)."""
 
 
-def module_name(path: Path, root: Path = REPO) -> str:
-    parts = list(path.relative_to(root).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
 def desk_modules(root: Path = REPO) -> dict[str, Path]:
     return {module_name(p, root): p for p in sorted((root / "desktop").rglob("*.py"))}
-
-
-def _resolve_from(node: ast.ImportFrom, importer: str, is_package: bool) -> str | None:
-    """The absolute module a ``from`` import reads from (relative imports resolved)."""
-    if node.level == 0:
-        return node.module
-    base = importer.split(".")
-    if not is_package:
-        base = base[:-1]
-    if node.level > 1:
-        base = base[: len(base) - (node.level - 1)]
-    return ".".join([*base, node.module] if node.module else base)
-
-
-def imports_of(
-    source: str, importer: str = "desktop.x", *, is_package: bool = False
-) -> Iterator[tuple[int, str, str | None]]:
-    """Every import anywhere in the source: ``(line, module, name)``, name None for ``import m``."""
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield node.lineno, alias.name, None
-        elif isinstance(node, ast.ImportFrom):
-            module = _resolve_from(node, importer, is_package)
-            if module is not None:
-                for alias in node.names:
-                    yield node.lineno, module, alias.name
 
 
 # ---------------------------------------------------------------------------------------- rule 1
@@ -289,88 +257,12 @@ def test_attribute_rule_allows_harmless_forms(snippet: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------- rule 3
-def import_graph(modules: dict[str, str]) -> dict[str, set[str]]:
-    """Module -> the desk modules it imports (any import statement, anywhere in it).
-
-    ``from a.b import c`` is an edge to ``a.b.c`` when that is a module, else to ``a.b``.
-    ``modules`` maps each module name to its source; names ending in ``__init__`` are packages.
-    """
-    graph: dict[str, set[str]] = {name: set() for name in modules}
-    packages = {name for name, source in modules.items() if source.startswith("#package")}
-    for name, source in modules.items():
-        for _line, module, imported in imports_of(source, name, is_package=name in packages):
-            target = f"{module}.{imported}" if imported and f"{module}.{imported}" in modules else module
-            if target in modules and target != name:
-                graph[name].add(target)
-    return graph
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan, iterative), sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    found: list[list[str]] = []
-    counter = 0
-    for root in sorted(graph):
-        if root in index:
-            continue
-        work: list[tuple[str, Iterator[str]]] = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, edges = work[-1]
-            advanced = False
-            for nxt in edges:
-                if nxt not in index:
-                    index[nxt] = low[nxt] = counter
-                    counter += 1
-                    stack.append(nxt)
-                    on_stack.add(nxt)
-                    work.append((nxt, iter(sorted(graph[nxt]))))
-                    advanced = True
-                    break
-                if nxt in on_stack:
-                    low[node] = min(low[node], index[nxt])
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    found.append(sorted(component))
-    return sorted(found)
-
-
-def desk_sources() -> dict[str, str]:
-    return {
-        name: ("#package\n" if path.name == "__init__.py" else "") + path.read_text(encoding="utf-8")
-        for name, path in desk_modules().items()
-    }
-
-
 def test_the_desk_module_tree_is_found() -> None:
     """The graph holds real edges (a silent empty graph would have no cycles either)."""
-    graph = import_graph(desk_sources())
+    graph = import_graph(sources("desktop"))
     assert "desktop.views.host" in graph["desktop.views.queue.claims"]  # type-only, under TYPE_CHECKING
     assert "desktop.views.queue.claims" in graph[WINDOW_MODULE]
     assert "desktop.views.queue.search" in graph[WINDOW_MODULE]  # installed lazily, in a method
-
-
-def test_no_import_cycles_among_desk_modules() -> None:
-    knots = cycles(import_graph(desk_sources()))
-    assert not knots, "import cycles (type-only ones count):\n" + "\n".join(" <-> ".join(k) for k in knots)
 
 
 def _graph(edges: Iterable[tuple[str, str]]) -> dict[str, set[str]]:
@@ -405,7 +297,7 @@ def _graph(edges: Iterable[tuple[str, str]]) -> dict[str, set[str]]:
         ),
         (  # a package __init__ that imports a module which imports the package by name
             {
-                "desktop.p": "#package\nfrom desktop.p.a import A",
+                "desktop.p": PACKAGE_MARK + "from desktop.p.a import A",
                 "desktop.p.a": "from desktop.p import helper",
             },
             ["desktop.p", "desktop.p.a"],
@@ -421,7 +313,11 @@ def test_cycle_check_catches_every_form(sources: dict[str, str], knot: list[str]
     [
         {"desktop.a": "from desktop.b import B", "desktop.b": "import os"},
         {"desktop.a": "from desktop.b import B", "desktop.b": "x = 'from desktop.a import A'"},
-        {"desktop.p": "#package\n", "desktop.p.a": "from desktop.p.b import B", "desktop.p.b": "import os"},
+        {
+            "desktop.p": PACKAGE_MARK + "",
+            "desktop.p.a": "from desktop.p.b import B",
+            "desktop.p.b": "import os",
+        },
         {"desktop.a": "import desktop.a"},  # a module naming itself is no knot
     ],
 )

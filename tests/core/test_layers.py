@@ -10,13 +10,11 @@ never imports it: ``test_boundaries.py``).
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.imports import cycles, import_graph, sources
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     # foundation: what every layer may use (errors, inputs, settings and the roles' profiles)
@@ -47,86 +45,6 @@ KNOWN_BACK_IMPORTS: frozenset[tuple[str, str]] = frozenset(
 )
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(REPO).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def modules(*roots: str) -> dict[str, Path]:
-    return {module_name(p): p for root in roots for p in sorted((REPO / root).rglob("*.py"))}
-
-
-def import_graph(sources: Mapping[str, str]) -> dict[str, set[str]]:
-    """Module -> the modules of ``sources`` it imports, in any form and anywhere in the file
-    (function bodies and ``if TYPE_CHECKING:`` included). ``from a import b`` names ``a.b`` when
-    that is a module, else ``a``; relative imports are resolved against the importing module."""
-    graph: dict[str, set[str]] = {m: set() for m in sources}
-    for mod, source in sources.items():
-        package = mod.split(".") if _is_package(mod, sources) else mod.split(".")[:-1]
-        for node in ast.walk(ast.parse(source)):
-            targets: list[str] = []
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    anchor = package[: len(package) - (node.level - 1)]
-                    base = ".".join([*anchor, *([base] if base else [])])
-                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in sources else base for a in node.names]
-            for target in targets:
-                while target and target not in sources:  # `import a.b.c` with only a.b ours
-                    target = target.rpartition(".")[0]
-                if target and target != mod:
-                    graph[mod].add(target)
-    return graph
-
-
-def _is_package(mod: str, sources: Mapping[str, str]) -> bool:
-    return any(other.startswith(mod + ".") for other in sources)
-
-
-def cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-    for root in graph:
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph.get(child, ())))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    found.append(sorted(component))
-    return found
-
-
 def room(module: str) -> str:
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else parts[0]
@@ -142,24 +60,20 @@ def back_imports(graph: Mapping[str, Iterable[str]]) -> set[tuple[str, str]]:
     }
 
 
-def _sources(*roots: str) -> dict[str, str]:
-    return {m: p.read_text(encoding="utf-8") for m, p in modules(*roots).items()}
-
-
 def test_every_room_of_core_has_a_layer() -> None:
-    rooms = {room(m) for m in modules("core") if m != "core"}
+    rooms = {room(m) for m in sources("core") if m != "core"}
     assert rooms - LAYER_OF.keys() == set(), "give the new part of core a layer in LAYERS"
     assert LAYER_OF.keys() - rooms == set(), "a layer names a part core no longer has"
 
 
 def test_core_imports_run_downwards_only() -> None:
-    found = back_imports(import_graph(_sources("core")))
+    found = back_imports(import_graph(sources("core")))
     assert found - KNOWN_BACK_IMPORTS == set(), "imports up the layers (see LAYERS)"
     assert KNOWN_BACK_IMPORTS - found == set(), "untied: take it out of KNOWN_BACK_IMPORTS"
 
 
-def test_no_import_circle_in_core() -> None:
-    graph = import_graph(_sources("core"))
+def test_no_import_circle_in_core_or_the_desk() -> None:
+    graph = import_graph(sources("core", "desktop"))
     assert cycles(graph) == []
 
 
