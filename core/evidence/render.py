@@ -376,6 +376,33 @@ def next_evidence_number(packets: list[TaskEvidencePacket]) -> int:
     return b.next_number
 
 
+def task_wide_ids(packets: list[TaskEvidencePacket]) -> bool:
+    """Whether attempts 1..N share one numbering, as the validator of attempt N rendered them.
+
+    A single attempt is its own packet; packets recorded before task-wide ids each number from E1,
+    and their verdicts saw only their own attempt.
+    """
+    return len(packets) > 1 and packets[-1].evidence_id_start is not None
+
+
+def task_items(packets: list[TaskEvidencePacket]) -> list[EvidenceItem]:
+    """The items of attempts 1..N (``packets``, oldest first) numbered as the validator of attempt N
+    saw them: the one rule for which ids evidence carries when it is shown (the desk's tree, the
+    dossier, a citation's target). The answer under review is never one of them."""
+    if not packets:
+        return []
+    if not task_wide_ids(packets):
+        return render_packet(packets[-1], include_final_output=False).items
+    return render_task(packets).items
+
+
+def first_new_id(packets: list[TaskEvidencePacket]) -> str:
+    """The id the attempt under review (the last packet) numbers its items from: where a view of
+    its evidence opens."""
+    start = packets[-1].evidence_id_start if packets else None
+    return f"E{start}" if start else "E1"
+
+
 def render_run(
     run: RunEvidence,
     *,

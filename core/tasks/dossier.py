@@ -16,7 +16,7 @@ from core.domain.facts import AttemptState
 from core.domain.usage import UsageTotals, attempt_usage, task_usage
 from core.evidence.content import item_length, item_range
 from core.evidence.provisional import provisional_packet
-from core.evidence.render import EvidenceItem, next_evidence_number, render_packet, render_task
+from core.evidence.render import EvidenceItem, next_evidence_number, render_packet, task_items
 from core.store import (
     AttemptRecord,
     EventRecord,
@@ -60,14 +60,7 @@ class TaskDossier(BaseModel):
         pre-task-wide-ids packet: its own items without the final output). Big texts stay references."""
         if attempt_index in self._items:
             return self._items[attempt_index]
-        known = [p for p in self.evidence_packets(attempt_index) if p is not None]
-        items: list[EvidenceItem] = []
-        if known:
-            last = known[-1]
-            if len(known) == 1 or last.evidence_id_start is None:
-                items = render_packet(last, include_final_output=False).items
-            else:
-                items = render_task(known).items
+        items = task_items([p for p in self.evidence_packets(attempt_index) if p is not None])
         self._items[attempt_index] = items
         return items
 

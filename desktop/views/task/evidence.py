@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QSplitter, QTreeVi
 
 from core.domain.evidence import TaskEvidencePacket
 from core.errors import EvidenceDeskError
-from core.evidence.render import EvidenceItem
+from core.evidence.render import EvidenceItem, first_new_id
 from desktop.models.evidence_model import EvidenceNode, EvidenceTreeModel
 from desktop.widgets.plain import PlainToolTipDelegate
 from desktop.widgets.text_viewer import TextViewer
@@ -142,8 +142,7 @@ class EvidenceView(QWidget):
             if self.select_evidence(keep):
                 return
         self.viewer.set_text("")
-        first_new = f"E{known[-1].evidence_id_start}" if known[-1].evidence_id_start else "E1"
-        if not self.select_evidence(first_new):
+        if not self.select_evidence(first_new_id(known)):
             self.select_evidence("E1")
 
     def _collapse_transcripts(self, parent: QModelIndex) -> None:
