@@ -5,7 +5,7 @@ whether the run's last text may be read as its answer.
 """
 
 from core.agent.loop import FINALIZATION_INSTRUCTION, NO_ANSWER_MESSAGE, AgentLoop
-from core.agent.outcome import COMPACT_SNAPSHOT_KEYS, RunOutcome, RunProgress
+from core.agent.outcome import COMPACT_SNAPSHOT_KEYS, RunOutcome, RunStep
 
 __all__ = [
     "COMPACT_SNAPSHOT_KEYS",
@@ -13,5 +13,5 @@ __all__ = [
     "NO_ANSWER_MESSAGE",
     "AgentLoop",
     "RunOutcome",
-    "RunProgress",
+    "RunStep",
 ]

@@ -13,7 +13,7 @@ from typing import Any
 
 from core.agent.outcome import (
     RunOutcome,
-    RunProgress,
+    RunStep,
     _chars,
     scrub_secrets,
 )
@@ -46,7 +46,7 @@ NO_ANSWER_MESSAGE = (
 class AgentLoop:
     """One loop per run; parallel team nodes each get their own instance and session."""
 
-    def __init__(self, ctx: RunContext, *, on_progress: Callable[[RunProgress], None] | None = None) -> None:
+    def __init__(self, ctx: RunContext, *, on_progress: Callable[[RunStep], None] | None = None) -> None:
         self.store = ctx.store
         self.gateway = ctx.gateway
         self.tools = ctx.tools
@@ -480,7 +480,7 @@ class AgentLoop:
     def _progress(self, state: _RunState, phase: str, current_tool: str | None = None) -> None:
         if self.on_progress is not None:
             self.on_progress(
-                RunProgress(
+                RunStep(
                     run_id=state.run_id,
                     session_id=state.session_id,
                     iteration=state.iteration,

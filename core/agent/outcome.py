@@ -30,7 +30,10 @@ _SECRET_KEYS = frozenset(
 )
 
 
-class RunProgress(BaseModel):
+class RunStep(BaseModel):
+    """Where one agent run is (its phase, iteration, tool): the loop tells its caller, which turns it
+    into the task-level ``core.events.RunProgress`` notice the desk shows."""
+
     run_id: str
     session_id: str
     iteration: int
@@ -67,4 +70,4 @@ def _chars(obj: Any) -> int:
     return len(json.dumps(obj, ensure_ascii=False, default=str))
 
 
-__all__ = ["COMPACT_SNAPSHOT_KEYS", "RunOutcome", "RunProgress", "scrub_secrets"]
+__all__ = ["COMPACT_SNAPSHOT_KEYS", "RunOutcome", "RunStep", "scrub_secrets"]

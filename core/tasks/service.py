@@ -18,12 +18,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from core.agent import AgentLoop, RunOutcome, RunProgress
+from core.agent import AgentLoop, RunOutcome, RunStep
 from core.domain import FeedbackAction, TaskEvidencePacket, TaskStatus, TeamRunResult, ValidationOutcome
 from core.domain.facts import AttemptState, EventKind, FinishReason, RevisionRequester
 from core.errors import ConfigurationError, RefusedAction, VersionConflict
-from core.events import RunProgress as RunProgressNotice
-from core.events import TaskChange, TaskChanged
+from core.events import RunProgress, TaskChange, TaskChanged
 from core.evidence import session_messages, settled_transcript
 from core.evidence.packet import attempt_packet, earlier_packets
 from core.evidence.render import next_evidence_number
@@ -598,10 +597,10 @@ class TaskService:
             except Exception:  # a missed heartbeat only delays crash detection
                 log.warning("heartbeat for task %s failed", task_id, exc_info=True)
 
-    def _progress_callback(self, task_id: str, attempt: int) -> Callable[[RunProgress], None]:
+    def _progress_callback(self, task_id: str, attempt: int) -> Callable[[RunStep], None]:
         started = datetime.now(UTC)
 
-        def on_progress(p: RunProgress) -> None:
+        def on_progress(p: RunStep) -> None:
             self._publish_progress(
                 task_id,
                 attempt=attempt,
@@ -615,7 +614,7 @@ class TaskService:
         return on_progress
 
     def _publish_progress(self, task_id: str, **data: Any) -> None:
-        self.ws.bus.publish(RunProgressNotice(task_id=task_id, **data))
+        self.ws.bus.publish(RunProgress(task_id=task_id, **data))
 
 
 def _value(v: Any) -> Any:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from core.agent.loop import AgentLoop
-from core.agent.outcome import RunOutcome, RunProgress
+from core.agent.outcome import RunOutcome, RunStep
 from core.domain.evidence import NodeRunResult, RunEvidence, TeamRunResult
 from core.domain.facts import EventKind, FinishReason, NodeStatus
 from core.evidence.builder import build_run_evidence
@@ -87,7 +87,7 @@ def build_node_messages(
 class TeamScheduler:
     """Runs one plan at a time per instance (``cancel_node`` addresses the current run)."""
 
-    def __init__(self, ctx: RunContext, *, on_progress: Callable[[RunProgress], None] | None = None) -> None:
+    def __init__(self, ctx: RunContext, *, on_progress: Callable[[RunStep], None] | None = None) -> None:
         self.ctx = ctx
         self.store = ctx.store
         self.tools = ctx.tools

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from core.agent import RunProgress
+from core.agent import RunStep
 from core.config import Settings
 from core.domain.facts import FinishReason
 from core.events import EventBus
@@ -80,7 +80,7 @@ def _scheduler(
     store: Store,
     settings: Settings,
     gateway: LLMGateway,
-    on_progress: Callable[[RunProgress], None] | None = None,
+    on_progress: Callable[[RunStep], None] | None = None,
 ) -> TeamScheduler:
     ctx = RunContext(store=store, gateway=gateway, tools=_registry(), settings=settings, bus=EventBus())
     return TeamScheduler(ctx, on_progress=on_progress)
@@ -166,7 +166,7 @@ async def test_results_follow_graph_order_not_completion_order(
     finished: list[str | None] = []
     done = {node: asyncio.Event() for node in ("slow", "fast", "mid")}
 
-    def progress(p: RunProgress) -> None:
+    def progress(p: RunStep) -> None:
         if p.phase == "finished" and p.node_id is not None:
             finished.append(p.node_id)
             done[p.node_id].set()
