@@ -127,6 +127,7 @@ class AgentLoop:
             error=outcome.error,
             pending_tool_calls=outcome.pending_tool_calls,
             messages=state.messages,
+            history_len=len(history),
         )
 
     # ------------------------------------------------------------------ steps

@@ -51,6 +51,9 @@ class RunOutcome(BaseModel):
     error: str | None = None
     pending_tool_calls: bool = False  # the last reply asked for tools that were not offered
     messages: list[dict[str, Any]] = Field(default_factory=list)
+    # How many of ``messages`` the run was handed as history: this run recorded only the rest
+    # (its input messages and its turns), so the session's log holds those after what it held.
+    history_len: int = 0
 
     @property
     def usable(self) -> bool:

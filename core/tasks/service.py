@@ -74,6 +74,7 @@ class _AttemptWork:
     """What producing an attempt left for judging it."""
 
     attempt: AttemptRecord
+    history: list[dict[str, Any]]  # the session as the attempt read it, before its runs
     outcome: RunOutcome
     packet: TaskEvidencePacket
     earlier: list[TaskEvidencePacket]
@@ -342,7 +343,7 @@ class TaskService:
             final_output=final_output or None,
             packet=packet.model_dump(mode="json"),
         )
-        return _AttemptWork(attempt, outcome, packet, earlier, final_output, schema_ok)
+        return _AttemptWork(attempt, history, outcome, packet, earlier, final_output, schema_ok)
 
     async def _judge(
         self, task: TaskRecord, work: _AttemptWork, validations_before: int
@@ -351,15 +352,18 @@ class TaskService:
         assert task.main_session_id is not None
         outcome, attempt = work.outcome, work.attempt
         self._publish_progress(task.id, attempt=attempt.index, phase="validating", iteration=0)
-        # The conversation as a replay of the log would give it, from the run's own transcript:
-        # reading the session back would load every tool text again only to point at it.
+        # The conversation as a replay of the log would give it: the session as this attempt read
+        # it, then what the run recorded (a team's synthesis is handed the system prompt as history
+        # without recording it). Reading the session back would load every tool text again only to
+        # point at it.
+        recorded = [*work.history, *outcome.messages[outcome.history_len :]]
         repaired = work.final_output if work.final_output != outcome.output_text else None
         truncated = outcome.finish_reason is FinishReason.TRUNCATED
         report = await self.validation.validate(
             work.packet,
             earlier=work.earlier,
             task_text=task.text,
-            history=settled_transcript(outcome.messages, repaired),
+            history=settled_transcript(recorded, repaired),
             task_id=task.id,
             attempt_id=attempt.id,
             attempt_index=attempt.index,

@@ -115,6 +115,7 @@ async def supply_answer(
         finish_reason=FinishReason.STOP,
         iterations=0,
         messages=[*history, *new_messages, reply],
+        history_len=len(history),
     )
 
 

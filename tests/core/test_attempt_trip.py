@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -154,4 +155,39 @@ async def test_session_messages_is_still_the_replay(make_settings: ScriptFactory
     assert task.main_session_id is not None
     messages = await session_messages(ws.store, task.main_session_id)
     assert [m["role"] for m in messages] == ["system", "user", "assistant"]
+    await ws.close()
+
+
+async def test_a_teams_synthesis_shows_the_validator_the_recorded_conversation(
+    make_settings: ScriptFactory, db_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The synthesis is handed the system prompt as history without recording it: the validator
+    sees what the log holds, not what the synthesis was sent."""
+    team = tmp_path / "team.json"
+    team.write_text(
+        json.dumps(
+            {
+                "mode": "parallel",
+                "nodes": [
+                    {"id": "a", "role": "surveyor", "task": "Find the depth"},
+                    {"id": "b", "role": "surveyor", "task": "Check the depth"},
+                ],
+            }
+        )
+    )
+    agent = [
+        {"model": "agent", "match": "source of truth", "turns": [{"content": "10,935 m, per both nodes."}]},
+        {"model": "agent", "match": "node 'a'", "turns": [{"content": "It is 10,935 m."}]},
+        {"model": "agent", "match": "node 'b'", "turns": [{"content": "About 10,935 m."}]},
+    ]
+    validator = {"model": "validator", "turns": [{"content": verdict("accepted")}]}
+    ws = await workspace(make_settings([*agent, validator], db_url=db_url))
+    service = TaskService(ws)
+    trip = Trip(ws, service, monkeypatch)
+    task = await service.run((await service.create("How deep?", team=str(team))).id)
+    assert task.status is TaskStatus.AWAITING_FEEDBACK
+    assert (trip.session_reads, trip.earlier_reads) == (1, 1)
+    [(given, replayed)] = trip.validations
+    assert given == replayed
+    assert given[-1] == {"role": "assistant", "content": "10,935 m, per both nodes."}
     await ws.close()
