@@ -214,8 +214,11 @@ class FinalizationRequest(EventPayload):
     budget: str | None = None  # the task budget (cost, tokens) that ran out, when not the tool budget
 
 
-class LegacyMessage(EventPayload):
-    """A chat message added outside a model turn; earlier versions wrote these, the transcript replays them."""
+class AddedMessage(EventPayload):
+    """A chat message added outside a model turn, replayed by the transcript in its place.
+
+    Earlier versions wrote one per message; now only a supplied answer (a batch row's) does.
+    """
 
     message: dict[str, Any] = Field(default_factory=dict)
 
@@ -455,7 +458,7 @@ PAYLOAD_MODELS: Mapping[EventKind, type[EventPayload]] = {
     EventKind.TOOL_CALL_STARTED: ToolCallStart,
     EventKind.TOOL_RESULT_RECORDED: ToolResultRecord,
     EventKind.FINALIZATION_REQUESTED: FinalizationRequest,
-    EventKind.MESSAGE_ADDED: LegacyMessage,
+    EventKind.MESSAGE_ADDED: AddedMessage,
     EventKind.RUN_FINISHED: RunEnd,
     EventKind.RUN_INTERRUPTED: RunInterruption,
     EventKind.TASK_STATUS_CHANGED: StatusChange,
@@ -557,6 +560,7 @@ def validation_verdict(record: ValidationRecord) -> ValidationResult:
 
 __all__ = [
     "PAYLOAD_MODELS",
+    "AddedMessage",
     "AnalystDecision",
     "AnalystVerdictRecord",
     "ClaimAssignment",
@@ -565,7 +569,6 @@ __all__ = [
     "EventPayload",
     "EventPayloadError",
     "FinalizationRequest",
-    "LegacyMessage",
     "LlmCallFailure",
     "LlmRequestSnapshot",
     "LlmResponse",

@@ -14,11 +14,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from core.domain import FeedbackAction, TaskStatus
+from core.domain.event_payloads import AnalystDecision
 from core.domain.facts import AttemptState, EventKind, RevisionRequester
 from core.errors import RefusedAction, VersionConflict
 from core.events import TaskChange, TaskChanged
 from core.profiles import roles_for_task
-from core.store import NewEvent, TaskRecord
+from core.store import TaskRecord, new_event
 from core.tasks.dispatch import abort_task_jobs
 from core.tasks.policy import (
     attempt_ending,
@@ -178,21 +179,20 @@ class ReviewService:
         now = datetime.now(UTC)
         assert task.main_session_id is not None
         requested = task.revision_requested_by
-        event = NewEvent(
-            kind=EventKind.ANALYST_FEEDBACK_RECORDED,
-            payload={
-                "reviewer": reviewer,
-                "time": now.isoformat(),
-                "action": action,
-                "prompt": prompt,
-                "note": note,
-                "from": task.status.value,
-                "to": target.value,
-                "trigger": trigger.value,
-                "version_after": task.version + 1,
-                "revision_requested_by_before": requested.value if requested else None,
-                **({"undoes": undoes} if undoes is not None else {}),
-            },
+        event = new_event(
+            AnalystDecision(
+                reviewer=reviewer,
+                time=now,
+                action=action,
+                prompt=prompt,
+                note=note,
+                from_status=task.status,
+                to_status=target,
+                trigger=trigger.value,
+                version_after=task.version + 1,
+                revision_requested_by_before=requested.value if requested else None,
+                undoes=undoes,
+            )
         )
         attempts = await self.store.list_attempts(task.id, resolve=False)
         latest = attempts[-1] if attempts else None

@@ -19,6 +19,14 @@ from typing import Any
 
 from core.agent import AgentLoop, RunOutcome, RunProgress
 from core.domain import FeedbackAction, TaskStatus, TeamRunResult, ValidationOutcome
+from core.domain.event_payloads import (
+    SchemaCheckFailure,
+    SchemaRepair,
+    SchemaUnsatisfied,
+    StatusChange,
+    TeamPlanFallback,
+    encode,
+)
 from core.domain.facts import AttemptState, EventKind, FinishReason, RevisionRequester
 from core.errors import ConfigurationError, RefusedAction, VersionConflict
 from core.events import RunProgress as RunProgressNotice
@@ -26,7 +34,7 @@ from core.events import TaskChange, TaskChanged
 from core.evidence import session_messages
 from core.llm.structured import SchemaFailure, complete_structured
 from core.profiles import roles_for_task
-from core.store import AttemptRecord, NewEvent, TaskRecord
+from core.store import AttemptRecord, TaskRecord, new_event
 from core.tasks.dispatch import defer_if_workers
 from core.tasks.policy import attempt_ending, decide, ensure_writable, interruption, revision_fallback
 from core.tasks.prompts import (
@@ -422,8 +430,7 @@ class TaskService:
         async def record(failure: SchemaFailure) -> None:
             await self.store.append_event(
                 session_id,
-                EventKind.OUTPUT_SCHEMA_VALIDATION_FAILED,
-                {**failure.model_dump(), "purpose": "planner"},
+                *encode(SchemaCheckFailure(**failure.model_dump(), purpose="planner")),
                 task_id=task.id,
             )
 
@@ -436,7 +443,7 @@ class TaskService:
         )
         if plan is None:
             await self.store.append_event(
-                session_id, EventKind.TEAM_PLAN_FALLBACK, {"warnings": warnings}, task_id=task.id
+                session_id, *encode(TeamPlanFallback(warnings=warnings)), task_id=task.id
             )
         return plan, warnings
 
@@ -459,8 +466,7 @@ class TaskService:
         async def record(failure: SchemaFailure) -> None:
             await self.store.append_event(
                 session_id,
-                EventKind.OUTPUT_SCHEMA_VALIDATION_FAILED,
-                {**failure.model_dump(), "purpose": "final-answer"},
+                *encode(SchemaCheckFailure(**failure.model_dump(), purpose="final-answer")),
                 task_id=task.id,
             )
 
@@ -485,21 +491,25 @@ class TaskService:
         if checked.ok:
             await self.store.append_event(
                 session_id,
-                EventKind.OUTPUT_SCHEMA_REPAIRED,
-                {
-                    "retries": checked.retries,
-                    "attempts": checked.attempts,
-                    "tier": checked.tier,
-                    "model": checked.model_used,
-                    "output_text": checked.raw,
-                },
+                *encode(
+                    SchemaRepair(
+                        retries=checked.retries,
+                        attempts=checked.attempts,
+                        tier=checked.tier,
+                        model=checked.model_used,
+                        output_text=checked.raw,
+                    )
+                ),
                 task_id=task.id,
             )
             return True, checked.raw
         await self.store.append_event(
             session_id,
-            EventKind.OUTPUT_SCHEMA_UNSATISFIED,
-            {"status": checked.status, "error": checked.error, "attempts": checked.attempts, "tier": 3},
+            *encode(
+                SchemaUnsatisfied(
+                    status=checked.status, error=checked.error, attempts=checked.attempts, tier=3
+                )
+            ),
             task_id=task.id,
         )
         return False, final_output
@@ -525,17 +535,16 @@ class TaskService:
         target = next_status(task.status, trigger)
         attempt_index = fields.pop("attempt_index", task.attempt_count)
         assert task.main_session_id is not None
-        event = NewEvent(
-            kind=EventKind.TASK_STATUS_CHANGED,
-            payload={
-                "from": task.status.value,
-                "to": target.value,
-                "trigger": trigger.value,
-                "attempt_index": attempt_index,
-                "reason": reason,
-                "validation_outcome": _value(fields.get("validation_outcome", task.validation_outcome)),
-                **({"next_prompt": next_prompt} if next_prompt is not None else {}),
-            },
+        event = new_event(
+            StatusChange(
+                from_status=task.status,
+                to_status=target,
+                trigger=trigger.value,
+                attempt_index=attempt_index,
+                reason=reason,
+                validation_outcome=_value(fields.get("validation_outcome", task.validation_outcome)),
+                next_prompt=next_prompt,
+            )
         )
         attempt_end: tuple[str, dict[str, Any]] | None = None
         if ending is not None:
