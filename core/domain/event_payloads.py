@@ -109,6 +109,11 @@ class TokenUsage(PayloadPart):
     cost_usd: Cost = 0.0
 
 
+# A response or validation whose usage was recorded as null (older rows, a provider that reported
+# none) reads as zero usage; the call itself still counts.
+RecordedUsage = Annotated[TokenUsage, BeforeValidator(lambda v: {} if v is None else v)]
+
+
 class RecordedToolCall(PayloadPart):
     """A tool call as the model asked for it; the transcript replays it to the next model call."""
 
@@ -165,7 +170,7 @@ class LlmResponse(EventPayload):
     content: str | None = None
     tool_calls: list[RecordedToolCall] = Field(default_factory=list)
     finish_reason: str | None = None  # the provider's word ("stop", "length", "tool_calls")
-    usage: TokenUsage = Field(default_factory=TokenUsage)
+    usage: RecordedUsage = Field(default_factory=TokenUsage)
     latency_s: float = 0.0
     model: str | None = None  # the model that answered, which a router may have chosen
 
@@ -319,7 +324,7 @@ class ValidationDebug(PayloadPart):
     coverage: float = 1.0  # share of the gathered evidence the validator saw
     schema_retries: int = 0
     llm_calls: int = 0  # the validator's calls: task spend counts them beside the agent's turns
-    usage: TokenUsage = Field(default_factory=TokenUsage)
+    usage: RecordedUsage = Field(default_factory=TokenUsage)
     model_used: str | None = None
     error: str | None = None
     latency_s: float = 0.0
@@ -554,8 +559,13 @@ def validation_debug(record: ValidationRecord) -> ValidationDebug:
 
 
 def validation_verdict(record: ValidationRecord) -> ValidationResult:
-    """A validation row's verdict (``result``) as the validator's model."""
-    return ValidationResult.model_validate(record.result)
+    """A validation row's verdict (``result``) as the validator's model.
+
+    The row's own status, score and category columns stand in for keys a ``result`` lacks (rows
+    written by hand or by tools that stored only the words).
+    """
+    columns = {"status": record.status, "score": record.score, "category": record.category}
+    return ValidationResult.model_validate({**columns, **record.result})
 
 
 __all__ = [

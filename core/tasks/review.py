@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from core.domain import FeedbackAction, TaskStatus
-from core.domain.event_payloads import AnalystDecision
+from core.domain.event_payloads import AnalystDecision, decode_as
 from core.domain.facts import AttemptState, EventKind, RevisionRequester
 from core.errors import RefusedAction, VersionConflict
 from core.events import TaskChange, TaskChanged
@@ -123,28 +123,28 @@ class ReviewService:
         task = await self._writable(task_id, expected_version)
         events = await self.store.get_task_events(task.id, kinds=[EventKind.ANALYST_FEEDBACK_RECORDED])
         last = events[-1] if events else None
-        if last is None or last.payload.get("action") == UNDO:
+        p = decode_as(last, AnalystDecision) if last is not None else None
+        if last is None or p is None or p.action == UNDO:
             raise RefusedAction(f"task {task.id[:8]} has no decision to undo")
-        p = last.payload
-        if "version_after" not in p:
+        if p.version_after is None or p.from_status is None:
             raise RefusedAction(f"the last decision on task {task.id[:8]} predates undo; reopen it instead")
-        decided_at = datetime.fromisoformat(str(p["time"])) if p.get("time") else last.created_at
-        refusal = undo_refusal(decided_at, int(p["version_after"]), task, datetime.now(UTC))
+        decided_at = p.time or last.created_at
+        refusal = undo_refusal(decided_at, p.version_after, task, datetime.now(UTC))
         if refusal is not None:
             raise RefusedAction(refusal)
-        before = TaskStatus(str(p["from"]))
+        before = p.from_status
         if before.is_execution_active:
-            raise RefusedAction(f"that {p.get('action')} stopped a run, which cannot be restarted by undo")
+            raise RefusedAction(f"that {p.action} stopped a run, which cannot be restarted by undo")
         trigger = undo_trigger(before)
         if not can(task.status, trigger):
             raise IllegalTransition(task.status, trigger)
-        requested = p.get("revision_requested_by_before")
+        requested = p.revision_requested_by_before
         return await self._decide(
             task,
             trigger,
             UNDO,
             note=note,
-            undoes={"event_id": last.id, "action": p.get("action"), "reviewer": p.get("reviewer")},
+            undoes={"event_id": last.id, "action": p.action, "reviewer": p.reviewer},
             revision_requested_by=RevisionRequester(requested) if requested else None,
         )
 

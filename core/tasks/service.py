@@ -20,11 +20,14 @@ from typing import Any
 from core.agent import AgentLoop, RunOutcome, RunProgress
 from core.domain import FeedbackAction, TaskStatus, TeamRunResult, ValidationOutcome
 from core.domain.event_payloads import (
+    AnalystDecision,
     SchemaCheckFailure,
     SchemaRepair,
     SchemaUnsatisfied,
     StatusChange,
     TeamPlanFallback,
+    decode,
+    decode_as,
     encode,
 )
 from core.domain.facts import AttemptState, EventKind, FinishReason, RevisionRequester
@@ -175,11 +178,11 @@ class TaskService:
             task.id, kinds=[EventKind.ANALYST_FEEDBACK_RECORDED, EventKind.TASK_STATUS_CHANGED]
         )
         for event in reversed(events):
-            p = event.payload
-            if event.kind == EventKind.ANALYST_FEEDBACK_RECORDED and p.get("action") == FeedbackAction.REVISE:
-                return analyst_revision_message(str(p.get("prompt") or "")), "analyst_revision"
-            if event.kind == EventKind.TASK_STATUS_CHANGED and p.get("next_prompt"):
-                return str(p["next_prompt"]), "validator_revision"
+            p = decode(event)
+            if isinstance(p, AnalystDecision) and p.action == FeedbackAction.REVISE:
+                return analyst_revision_message(p.prompt or ""), "analyst_revision"
+            if isinstance(p, StatusChange) and p.next_prompt:
+                return p.next_prompt, "validator_revision"
         return validator_revision_message("", []), "validator_revision"
 
     async def _attempt(
@@ -222,7 +225,7 @@ class TaskService:
         origin = TaskStatus.NEEDS_REVIEW  # a validator's retry: the rejected answer awaits review
         if task.revision_requested_by == RevisionRequester.ANALYST:
             asked = await self.store.get_task_events(task.id, kinds=[EventKind.ANALYST_FEEDBACK_RECORDED])
-            origin = TaskStatus(str(asked[-1].payload.get("from"))) if asked else origin
+            origin = (decode_as(asked[-1], AnalystDecision).from_status or origin) if asked else origin
         return revision_fallback(origin, await self.store.list_attempts(task.id, resolve=False))
 
     async def _cancel_attempt(self, attempt: AttemptRecord | None) -> None:

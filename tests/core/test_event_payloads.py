@@ -324,6 +324,8 @@ def test_an_old_payload_missing_new_keys_reads_with_defaults() -> None:
         record(EventKind.LLM_RESPONSE_RECEIVED, {"usage": {"prompt_tokens": None}}), LlmResponse
     )
     assert usage.usage.prompt_tokens == 0 and usage.usage.cost_usd == 0.0
+    null = decode_as(record(EventKind.LLM_RESPONSE_RECEIVED, {"usage": None}), LlmResponse)
+    assert null.usage == TokenUsage()  # recorded as null: zero usage, the call still counts
 
 
 def test_an_unknown_key_survives_a_round_trip() -> None:
