@@ -26,7 +26,8 @@ from core.cli.common import (
 )
 from core.config import Settings
 from core.domain import TaskStatus
-from core.domain.event_payloads import LlmResponse, RunEnd, StatusChange, ValidationSnapshot, decode
+from core.domain.event_codec import decode
+from core.domain.event_payloads import LlmResponse, RunEnd, StatusChange, ValidationSnapshot
 from core.domain.facts import EventKind
 from core.domain.records import TaskRecord
 

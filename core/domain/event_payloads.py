@@ -1,9 +1,9 @@
-"""What each kind of event records: one pydantic model per ``EventKind``, and the one codec.
+"""What each kind of event records: one pydantic model per ``EventKind`` (the codec is ``event_codec``).
 
 Payloads were dicts built at ~24 write sites and read back by key in a dozen modules, so a renamed
 key or a value of the wrong type surfaced (if at all) as a ``None`` far from where it was written.
 Each kind now has a model here; writers build it and ``encode`` it, readers ``decode`` a stored
-record into it. ``PAYLOAD_MODELS`` is the one table from kind to model.
+record into it. ``core.domain.event_codec.PAYLOAD_MODELS`` is the one table from kind to model.
 
 Three rules keep the log readable across versions:
 
@@ -18,18 +18,12 @@ Three rules keep the log readable across versions:
   their keys, and a key a writer used to leave out when it had nothing to say (``next_prompt``,
   ``undoes``, ``budget``...) is still left out when it is ``None`` (``omitted_when_none``). Values are
   dumped in Python mode, so enums reach the JSON column as the same strings as before.
-
-An event of a kind this version does not know (a workspace or bundle from a newer version) decodes
-to ``UnknownPayload`` holding every key, rather than raising: the store accepts any kind, and a
-reader that does not know a kind has nothing to do with it anyway. A known kind whose payload
-cannot be read as its model (a damaged row) raises ``EventPayloadError`` naming the event.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated, Any, ClassVar, TypeVar
+from typing import Annotated, Any, ClassVar
 
 from pydantic import (
     BaseModel,
@@ -38,14 +32,12 @@ from pydantic import (
     Field,
     PlainSerializer,
     SerializerFunctionWrapHandler,
-    ValidationError,
     model_serializer,
 )
 
 from core.domain.content import ContentRef
-from core.domain.facts import EventKind, FinishReasonOrText, VerdictWarning
-from core.domain.records import EventRecord, ValidationRecord
-from core.domain.status import TaskStatus, ValidationStatus
+from core.domain.facts import FinishReasonOrText, VerdictWarning
+from core.domain.status import TaskStatus, ValidationOutcome, ValidationStatus
 from core.domain.validation import FailureCategory, ValidationResult
 
 # Times in payloads were always written as ``datetime.isoformat()`` text; pydantic's own JSON form
@@ -261,7 +253,8 @@ class StatusChange(EventPayload):
     attempt_index: int | None = None
     reason: str = ""
     runner: str | None = None  # the dead worker whose job was queued again (a resume)
-    validation_outcome: str | None = None  # the task's outcome after the move; None: no answer judged
+    # The task's outcome after the move (None: no answer judged); text if a later version adds one.
+    validation_outcome: Annotated[ValidationOutcome | str, Field(union_mode="left_to_right")] | None = None
     next_prompt: str | None = None  # the next attempt's prompt: a queued retry survives a crash
 
 
@@ -454,122 +447,7 @@ class UnknownPayload(EventPayload):
     """A payload of a kind this version does not know (a newer version wrote it): every key kept."""
 
 
-# --------------------------------------------------------------------------- the table and codec
-PAYLOAD_MODELS: Mapping[EventKind, type[EventPayload]] = {
-    EventKind.RUN_STARTED: RunStart,
-    EventKind.LLM_REQUEST_SNAPSHOTTED: LlmRequestSnapshot,
-    EventKind.LLM_RESPONSE_RECEIVED: LlmResponse,
-    EventKind.LLM_CALL_FAILED: LlmCallFailure,
-    EventKind.TOOL_CALL_STARTED: ToolCallStart,
-    EventKind.TOOL_RESULT_RECORDED: ToolResultRecord,
-    EventKind.FINALIZATION_REQUESTED: FinalizationRequest,
-    EventKind.MESSAGE_ADDED: AddedMessage,
-    EventKind.RUN_FINISHED: RunEnd,
-    EventKind.RUN_INTERRUPTED: RunInterruption,
-    EventKind.TASK_STATUS_CHANGED: StatusChange,
-    EventKind.TASK_INTERRUPTED: TaskInterruption,
-    EventKind.TASK_VALIDATION_SNAPSHOTTED: ValidationSnapshot,
-    EventKind.VALIDATION_SKIPPED: ValidationSkip,
-    EventKind.OUTPUT_SCHEMA_VALIDATION_FAILED: SchemaCheckFailure,
-    EventKind.OUTPUT_SCHEMA_REPAIRED: SchemaRepair,
-    EventKind.OUTPUT_SCHEMA_UNSATISFIED: SchemaUnsatisfied,
-    EventKind.TEAM_PLAN_FALLBACK: TeamPlanFallback,
-    EventKind.ANALYST_FEEDBACK_RECORDED: AnalystDecision,
-    EventKind.CLAIM_RELEASED: ClaimRelease,
-    EventKind.CLAIM_TAKEN_OVER: ClaimTakeover,
-    EventKind.CLAIM_ASSIGNED: ClaimAssignment,
-    EventKind.ANALYST_VERDICT_RECORDED: AnalystVerdictRecord,
-    EventKind.ANSWER_SUPPLIED: SuppliedAnswerRecord,
-}
-"""The one table from event kind to the model of its payload."""
-
-_KIND_OF: dict[type[EventPayload], EventKind] = {model: kind for kind, model in PAYLOAD_MODELS.items()}
-
-P = TypeVar("P", bound=EventPayload)
-
-
-class EventPayloadError(ValueError):
-    """A stored payload that does not read as its kind's model, or a model that has no kind."""
-
-
-def kind_of(model: type[EventPayload]) -> EventKind:
-    """The kind whose payload ``model`` is; a model outside the table is a programming error."""
-    try:
-        return _KIND_OF[model]
-    except KeyError:
-        raise EventPayloadError(f"{model.__name__} is not the payload model of any event kind") from None
-
-
-def encode(payload: EventPayload) -> tuple[EventKind, dict[str, Any]]:
-    """The kind and the dict to store for a typed payload (the form ``NewEvent`` takes)."""
-    return kind_of(type(payload)), payload.model_dump(by_alias=True)
-
-
-def decode_payload(kind: str, payload: Mapping[str, Any]) -> EventPayload:
-    """A stored payload as its kind's model; ``UnknownPayload`` for a kind this version does not know."""
-    try:
-        model = PAYLOAD_MODELS[EventKind(kind)]
-    except ValueError:
-        return UnknownPayload.model_validate(dict(payload))
-    try:
-        return model.model_validate(payload)
-    except ValidationError as exc:
-        raise EventPayloadError(f"a {kind} payload does not read as {model.__name__}: {exc}") from exc
-
-
-def decode(record: EventRecord) -> EventPayload:
-    """The typed payload of a stored event, dispatched on its kind (see ``decode_payload``)."""
-    try:
-        return decode_payload(str(record.kind), record.payload)
-    except EventPayloadError as exc:
-        raise EventPayloadError(f"event {record.id} (session {record.session_id[:8]}): {exc}") from exc
-
-
-def decode_as(record: EventRecord, model: type[P]) -> P:
-    """The payload of a record the caller already filtered by kind, typed as that kind's model."""
-    if str(record.kind) != kind_of(model):
-        raise EventPayloadError(f"event {record.id} is {record.kind!r}, not {kind_of(model).value!r}")
-    decoded = decode(record)
-    assert isinstance(decoded, model)
-    return decoded
-
-
-def read_payload(model: type[P], payload: Mapping[str, Any]) -> P:
-    """A stored payload dict known to be of ``model``'s kind (a row selected by kind in SQL)."""
-    decoded = decode_payload(kind_of(model), payload)
-    assert isinstance(decoded, model)
-    return decoded
-
-
-def payload_key(model: type[PayloadPart], field: str) -> str:
-    """The stored JSON key of ``model``'s ``field``, for SQL that reads payloads in the database.
-
-    Raises at import of the module that asks, so renaming a field cannot silently leave a query
-    reading a key nothing writes any more.
-    """
-    info = model.model_fields.get(field)
-    if info is None:
-        raise EventPayloadError(f"{model.__name__} has no field {field!r}")
-    return info.alias or field
-
-
-def validation_debug(record: ValidationRecord) -> ValidationDebug:
-    """A validation row's ``debug`` as its model (rows of every version read: all fields default)."""
-    return ValidationDebug.model_validate(record.debug)
-
-
-def validation_verdict(record: ValidationRecord) -> ValidationResult:
-    """A validation row's verdict (``result``) as the validator's model.
-
-    The row's own status, score and category columns stand in for keys a ``result`` lacks (rows
-    written by hand or by tools that stored only the words).
-    """
-    columns = {"status": record.status, "score": record.score, "category": record.category}
-    return ValidationResult.model_validate({**columns, **record.result})
-
-
 __all__ = [
-    "PAYLOAD_MODELS",
     "AddedMessage",
     "AnalystDecision",
     "AnalystVerdictRecord",
@@ -577,7 +455,6 @@ __all__ = [
     "ClaimRelease",
     "ClaimTakeover",
     "EventPayload",
-    "EventPayloadError",
     "FinalizationRequest",
     "LlmCallFailure",
     "LlmRequestSnapshot",
@@ -602,13 +479,4 @@ __all__ = [
     "ValidationDebug",
     "ValidationSkip",
     "ValidationSnapshot",
-    "decode",
-    "decode_as",
-    "decode_payload",
-    "encode",
-    "kind_of",
-    "payload_key",
-    "read_payload",
-    "validation_debug",
-    "validation_verdict",
 ]

@@ -11,14 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from core.domain.event_payloads import (
-    LlmResponse,
-    RunStart,
-    TokenUsage,
-    ValidationSnapshot,
-    decode_as,
-    validation_debug,
-)
+from core.domain.event_codec import decode_as, validation_debug
+from core.domain.event_payloads import LlmResponse, RunStart, TokenUsage, ValidationSnapshot
 from core.domain.facts import EventKind
 from core.domain.records import AttemptRecord, EventRecord, ValidationRecord
 

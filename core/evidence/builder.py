@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from core.domain.event_codec import decode, decode_as
 from core.domain.event_payloads import (
     AddedMessage,
     FinalizationRequest,
@@ -19,8 +20,6 @@ from core.domain.event_payloads import (
     RunStart,
     SchemaRepair,
     ToolResultRecord,
-    decode,
-    decode_as,
 )
 from core.domain.evidence import RunEvidence, ToolEvidence
 from core.domain.facts import EventKind, FinishReason

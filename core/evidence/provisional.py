@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.domain.event_payloads import RunStart, decode_as
+from core.domain.event_codec import decode_as
+from core.domain.event_payloads import RunStart
 from core.domain.evidence import RunEvidence, TaskEvidencePacket
 from core.domain.facts import AttemptState, EventKind
 from core.domain.records import AttemptRecord, EventRecord

@@ -16,7 +16,8 @@ from typing import Any
 
 from sqlalchemy import Date, and_, cast, func, select
 
-from core.domain.event_payloads import AnalystVerdictRecord, ValidationDebug, payload_key
+from core.domain.event_codec import payload_key
+from core.domain.event_payloads import AnalystVerdictRecord, ValidationDebug
 from core.domain.facts import EventKind
 from core.domain.status import FeedbackAction
 from core.store.base import StoreBase

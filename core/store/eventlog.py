@@ -29,14 +29,8 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.domain.content import DEFAULT_POLICY, ContentPolicy, ContentRef
-from core.domain.event_payloads import (
-    EventPayload,
-    LlmResponse,
-    TokenUsage,
-    ValidationDebug,
-    encode,
-    payload_key,
-)
+from core.domain.event_codec import encode, payload_key
+from core.domain.event_payloads import EventPayload, LlmResponse, TokenUsage, ValidationDebug
 from core.domain.facts import EventKind
 from core.domain.records import EventRecord
 from core.domain.usage import UsageTotals

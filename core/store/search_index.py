@@ -14,7 +14,8 @@ from typing import Any
 from sqlalchemy import and_, delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from core.domain.event_payloads import AnalystVerdictRecord, read_payload
+from core.domain.event_codec import read_payload
+from core.domain.event_payloads import AnalystVerdictRecord
 from core.domain.facts import EventKind
 from core.errors import StoreError
 from core.search.index import (

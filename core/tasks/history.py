@@ -14,7 +14,8 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict
 
 from core.domain import TaskStatus
-from core.domain.event_payloads import AnalystDecision, StatusChange, decode_as
+from core.domain.event_codec import decode_as
+from core.domain.event_payloads import AnalystDecision, StatusChange
 from core.domain.facts import EventKind
 from core.tasks.dossier import TaskDossier
 

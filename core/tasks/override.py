@@ -12,7 +12,8 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
-from core.domain.event_payloads import AnalystVerdictRecord, decode_as, encode
+from core.domain.event_codec import decode_as, encode
+from core.domain.event_payloads import AnalystVerdictRecord
 from core.domain.facts import EventKind
 from core.domain.status import ValidationStatus
 from core.domain.validation import FailureCategory

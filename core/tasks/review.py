@@ -14,7 +14,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from core.domain import FeedbackAction, TaskStatus
-from core.domain.event_payloads import AnalystDecision, decode_as
+from core.domain.event_codec import decode_as
+from core.domain.event_payloads import AnalystDecision
 from core.domain.facts import AttemptState, EventKind, RevisionRequester
 from core.errors import RefusedAction, VersionConflict
 from core.events import TaskChange, TaskChanged

@@ -19,17 +19,8 @@ from typing import Any
 
 from core.agent import AgentLoop, RunOutcome, RunProgress
 from core.domain import FeedbackAction, TaskStatus, TeamRunResult, ValidationOutcome
-from core.domain.event_payloads import (
-    AnalystDecision,
-    SchemaCheckFailure,
-    SchemaRepair,
-    SchemaUnsatisfied,
-    StatusChange,
-    TeamPlanFallback,
-    decode,
-    decode_as,
-    encode,
-)
+from core.domain import event_payloads as payloads
+from core.domain.event_codec import decode, decode_as, encode
 from core.domain.facts import AttemptState, EventKind, FinishReason, RevisionRequester
 from core.errors import ConfigurationError, RefusedAction, VersionConflict
 from core.events import RunProgress as RunProgressNotice
@@ -179,9 +170,9 @@ class TaskService:
         )
         for event in reversed(events):
             p = decode(event)
-            if isinstance(p, AnalystDecision) and p.action == FeedbackAction.REVISE:
+            if isinstance(p, payloads.AnalystDecision) and p.action == FeedbackAction.REVISE:
                 return analyst_revision_message(p.prompt or ""), "analyst_revision"
-            if isinstance(p, StatusChange) and p.next_prompt:
+            if isinstance(p, payloads.StatusChange) and p.next_prompt:
                 return p.next_prompt, "validator_revision"
         return validator_revision_message("", []), "validator_revision"
 
@@ -225,7 +216,9 @@ class TaskService:
         origin = TaskStatus.NEEDS_REVIEW  # a validator's retry: the rejected answer awaits review
         if task.revision_requested_by == RevisionRequester.ANALYST:
             asked = await self.store.get_task_events(task.id, kinds=[EventKind.ANALYST_FEEDBACK_RECORDED])
-            origin = (decode_as(asked[-1], AnalystDecision).from_status or origin) if asked else origin
+            origin = (
+                (decode_as(asked[-1], payloads.AnalystDecision).from_status or origin) if asked else origin
+            )
         return revision_fallback(origin, await self.store.list_attempts(task.id, resolve=False))
 
     async def _cancel_attempt(self, attempt: AttemptRecord | None) -> None:
@@ -433,7 +426,7 @@ class TaskService:
         async def record(failure: SchemaFailure) -> None:
             await self.store.append_event(
                 session_id,
-                *encode(SchemaCheckFailure(**failure.model_dump(), purpose="planner")),
+                *encode(payloads.SchemaCheckFailure(**failure.model_dump(), purpose="planner")),
                 task_id=task.id,
             )
 
@@ -446,7 +439,7 @@ class TaskService:
         )
         if plan is None:
             await self.store.append_event(
-                session_id, *encode(TeamPlanFallback(warnings=warnings)), task_id=task.id
+                session_id, *encode(payloads.TeamPlanFallback(warnings=warnings)), task_id=task.id
             )
         return plan, warnings
 
@@ -469,7 +462,7 @@ class TaskService:
         async def record(failure: SchemaFailure) -> None:
             await self.store.append_event(
                 session_id,
-                *encode(SchemaCheckFailure(**failure.model_dump(), purpose="final-answer")),
+                *encode(payloads.SchemaCheckFailure(**failure.model_dump(), purpose="final-answer")),
                 task_id=task.id,
             )
 
@@ -495,7 +488,7 @@ class TaskService:
             await self.store.append_event(
                 session_id,
                 *encode(
-                    SchemaRepair(
+                    payloads.SchemaRepair(
                         retries=checked.retries,
                         attempts=checked.attempts,
                         tier=checked.tier,
@@ -509,7 +502,7 @@ class TaskService:
         await self.store.append_event(
             session_id,
             *encode(
-                SchemaUnsatisfied(
+                payloads.SchemaUnsatisfied(
                     status=checked.status, error=checked.error, attempts=checked.attempts, tier=3
                 )
             ),
@@ -539,13 +532,13 @@ class TaskService:
         attempt_index = fields.pop("attempt_index", task.attempt_count)
         assert task.main_session_id is not None
         event = new_event(
-            StatusChange(
+            payloads.StatusChange(
                 from_status=task.status,
                 to_status=target,
                 trigger=trigger.value,
                 attempt_index=attempt_index,
                 reason=reason,
-                validation_outcome=_value(fields.get("validation_outcome", task.validation_outcome)),
+                validation_outcome=fields.get("validation_outcome", task.validation_outcome),
                 next_prompt=next_prompt,
             )
         )
@@ -601,10 +594,6 @@ class TaskService:
 
     def _publish_progress(self, task_id: str, **data: Any) -> None:
         self.ws.bus.publish(RunProgressNotice(task_id=task_id, **data))
-
-
-def _value(v: Any) -> Any:
-    return v.value if hasattr(v, "value") else v
 
 
 __all__ = ["RunAbandoned", "TaskService", "check_output_schema"]

@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.agent import RunOutcome
+from core.domain.event_codec import decode_as
 from core.domain.event_payloads import (
     AddedMessage,
     AnalystDecision,
@@ -32,7 +33,6 @@ from core.domain.event_payloads import (
     RunStart,
     SuppliedAnswerRecord,
     SuppliedProvenance,
-    decode_as,
 )
 from core.domain.facts import EventKind, FinishReason
 from core.domain.status import FeedbackAction

@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from core.domain.event_payloads import validation_verdict
+from core.domain.event_codec import validation_verdict
 from core.domain.evidence import RunEvidence, TaskEvidencePacket
 from core.domain.records import FeedbackRecord, ValidationRecord
 from core.domain.status import FeedbackAction

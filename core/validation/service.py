@@ -27,7 +27,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from core.config import ValidationMode
-from core.domain.event_payloads import SchemaCheckFailure, ValidationDebug, ValidationSnapshot, encode
+from core.domain.event_codec import encode
+from core.domain.event_payloads import SchemaCheckFailure, ValidationDebug, ValidationSnapshot
 from core.domain.evidence import TaskEvidencePacket
 from core.domain.facts import VerdictWarning, WarningCode
 from core.domain.status import ValidationStatus

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.domain.event_payloads import RunInterruption, StatusChange, encode
+from core.domain.event_codec import encode
+from core.domain.event_payloads import RunInterruption, StatusChange
 from core.domain.facts import AttemptState, FinishReason, RevisionRequester
 from core.domain.records import TaskRecord
 from core.errors import VersionConflict

@@ -18,7 +18,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
-from core.domain.event_payloads import StatusChange, decode_as
+from core.domain.event_codec import decode_as
+from core.domain.event_payloads import StatusChange
 from core.domain.facts import EventKind, RevisionRequester
 from core.domain.status import TaskStatus
 from core.errors import RefusedAction

@@ -16,21 +16,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from core.domain.event_payloads import (
+from core.domain.event_codec import (
     PAYLOAD_MODELS,
-    AnalystDecision,
-    AnalystVerdictRecord,
-    ClaimRelease,
-    EventPayload,
     EventPayloadError,
-    LlmResponse,
-    RunEnd,
-    RunStart,
-    StatusChange,
-    TokenUsage,
-    UnknownPayload,
-    ValidationDebug,
-    ValidationSnapshot,
     decode,
     decode_as,
     decode_payload,
@@ -39,6 +27,20 @@ from core.domain.event_payloads import (
     payload_key,
     validation_debug,
     validation_verdict,
+)
+from core.domain.event_payloads import (
+    AnalystDecision,
+    AnalystVerdictRecord,
+    ClaimRelease,
+    EventPayload,
+    LlmResponse,
+    RunEnd,
+    RunStart,
+    StatusChange,
+    TokenUsage,
+    UnknownPayload,
+    ValidationDebug,
+    ValidationSnapshot,
 )
 from core.domain.facts import EventKind, FinishReason
 from core.domain.records import EventRecord, ValidationRecord
