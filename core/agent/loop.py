@@ -17,14 +17,25 @@ from core.agent.outcome import (
     _chars,
     scrub_secrets,
 )
-from core.domain.facts import EventKind, FinishReason
+from core.domain.event_payloads import (
+    EventPayload,
+    FinalizationRequest,
+    LlmCallFailure,
+    LlmRequestSnapshot,
+    LlmResponse,
+    RunEnd,
+    RunStart,
+    ToolCallStart,
+    ToolResultRecord,
+)
+from core.domain.facts import FinishReason
 from core.domain.usage import UsageTotals
 from core.events import EvidenceRecorded, TranscriptDelta
 from core.llm import LLMResponse
 from core.llm.errors import LLMBadRequest, LLMError
 from core.llm.gateway import provider_family
 from core.runtime import RunContext
-from core.store import NewEvent
+from core.store import NewEvent, new_event
 from core.tools.registry import ToolResult
 
 FINALIZATION_INSTRUCTION = (
@@ -78,19 +89,18 @@ class AgentLoop:
         budget = self.settings.max_tool_iterations if max_tool_iterations is None else max_tool_iterations
         schemas = self.tools.schemas() if include_tools and budget > 0 else []
         spent = await self._spent_before(task_id)
-        started = NewEvent(
-            kind=EventKind.RUN_STARTED,
-            payload={
-                "model": model,
-                "run_kind": run_kind,
-                "node_id": node_id,
-                "attempt_id": attempt_id,
-                "max_tool_iterations": budget,
-                "include_tools": include_tools,
-                "tool_names": [s["function"]["name"] for s in schemas],
-                "input_messages": list(new_messages),
-                "history_length": len(history),
-            },
+        started = new_event(
+            RunStart(
+                model=model,
+                run_kind=run_kind,
+                node_id=node_id,
+                attempt_id=attempt_id,
+                max_tool_iterations=budget,
+                include_tools=include_tools,
+                tool_names=[s["function"]["name"] for s in schemas],
+                input_messages=list(new_messages),
+                history_length=len(history),
+            )
         )
         run = await self.store.start_run(
             session_id=session_id,
@@ -187,16 +197,15 @@ class AgentLoop:
                 state,
                 [
                     snapshot,
-                    NewEvent(
-                        kind=EventKind.LLM_CALL_FAILED,
-                        payload={
-                            "iteration": state.iteration,
-                            "kind": "truncated",
-                            "error": f"the reply was cut off at max_tokens={max_tokens} (finish_reason=length); "
+                    new_event(
+                        LlmCallFailure(
+                            iteration=state.iteration,
+                            kind="truncated",
+                            error=f"the reply was cut off at max_tokens={max_tokens} (finish_reason=length); "
                             f"retrying the turn once with max_tokens={larger}",
-                            "usage": response.usage.model_dump(),
-                            "retry_max_tokens": larger,
-                        },
+                            usage=response.usage.model_dump(),
+                            retry_max_tokens=larger,
+                        )
                     ),
                 ],
             )
@@ -210,29 +219,24 @@ class AgentLoop:
             ]
         state.add(assistant)
         state.last_content = response.content or state.last_content
-        received = NewEvent(
-            kind=EventKind.LLM_RESPONSE_RECEIVED,
-            payload={
-                "iteration": state.iteration,
-                "content": response.content,
-                "tool_calls": [c.model_dump() for c in response.tool_calls],
-                "finish_reason": response.finish_reason,
-                "usage": response.usage.model_dump(),
-                "latency_s": round(response.latency_s, 6),
-                "model": response.model,
-            },
+        received = new_event(
+            LlmResponse(
+                iteration=state.iteration,
+                content=response.content,
+                tool_calls=[c.model_dump() for c in response.tool_calls],
+                finish_reason=response.finish_reason,
+                usage=response.usage.model_dump(),
+                latency_s=round(response.latency_s, 6),
+                model=response.model,
+            )
         )
         events = [snapshot, received]
         if response.tool_calls and tools:
             events += [
-                NewEvent(
-                    kind=EventKind.TOOL_CALL_STARTED,
-                    payload={
-                        "iteration": state.iteration,
-                        "tool_name": c.name,
-                        "tool_call_id": c.id,
-                        "arguments": c.arguments,
-                    },
+                new_event(
+                    ToolCallStart(
+                        iteration=state.iteration, tool_name=c.name, tool_call_id=c.id, arguments=c.arguments
+                    )
                 )
                 for c in response.tool_calls
             ]
@@ -266,10 +270,7 @@ class AgentLoop:
                 state,
                 [
                     snapshot,
-                    NewEvent(
-                        kind=EventKind.LLM_CALL_FAILED,
-                        payload={"iteration": state.iteration, "kind": exc.kind, "error": str(exc)},
-                    ),
+                    new_event(LlmCallFailure(iteration=state.iteration, kind=exc.kind, error=str(exc))),
                 ],
             )
             raise
@@ -300,28 +301,26 @@ class AgentLoop:
         max_tokens: int | None,
         temperature: float | None,
     ) -> NewEvent:
-        payload: dict[str, Any] = {
-            "iteration": state.iteration,
-            "provider": provider_family(model),
-            "model": model,
-            "message_count": len(state.messages),
-            "tool_names": [t["function"]["name"] for t in tools],
-            "message_chars": state.message_chars,
-            "tool_schema_chars": state.tool_schema_chars(tools),
-            "max_tokens": max_tokens,
-            "temperature": temperature,
-            "thinking": False,
-        }
-        if not self.settings.debug_full_request_snapshots:
-            return NewEvent(kind=EventKind.LLM_REQUEST_SNAPSHOTTED, payload=payload)
-        full = scrub_secrets({"messages": state.messages, "tools": tools, "tool_choice": tool_choice})
+        full = self.settings.debug_full_request_snapshots
+        snapshot = LlmRequestSnapshot(
+            iteration=state.iteration,
+            provider=provider_family(model),
+            model=model,
+            message_count=len(state.messages),
+            tool_names=[t["function"]["name"] for t in tools],
+            message_chars=state.message_chars,
+            tool_schema_chars=state.tool_schema_chars(tools),
+            max_tokens=max_tokens,
+            temperature=temperature,
+            thinking=False,
+            full_request=True if full else None,
+        )
+        if not full:
+            return new_event(snapshot)
+        request = scrub_secrets({"messages": state.messages, "tools": tools, "tool_choice": tool_choice})
         # The full request is stored once, in ``content``; duplicating it in the payload is what
         # made request logs balloon before compact snapshots existed.
-        return NewEvent(
-            kind=EventKind.LLM_REQUEST_SNAPSHOTTED,
-            payload={**payload, "full_request": True},
-            content=json.dumps(full, ensure_ascii=False, default=str),
-        )
+        return new_event(snapshot, content=json.dumps(request, ensure_ascii=False, default=str))
 
     async def _call_tools(self, state: _RunState, response: LLMResponse) -> None:
         """Run the turn's calls concurrently; append results to the transcript in call order."""
@@ -333,18 +332,17 @@ class AgentLoop:
         for call, result in zip(response.tool_calls, results, strict=True):
             state.add({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": result.content})
             events.append(
-                NewEvent(
-                    kind=EventKind.TOOL_RESULT_RECORDED,
-                    payload={
-                        "iteration": state.iteration,
-                        "tool_name": call.name,
-                        "tool_call_id": call.id,
-                        "is_error": result.is_error,
-                        "url": result.url,
-                        "title": result.title,
-                        "content_chars": len(result.content),
-                        "data": result.data,
-                    },
+                new_event(
+                    ToolResultRecord(
+                        iteration=state.iteration,
+                        tool_name=call.name,
+                        tool_call_id=call.id,
+                        is_error=result.is_error,
+                        url=result.url,
+                        title=result.title,
+                        content_chars=len(result.content),
+                        data=result.data,
+                    ),
                     content=result.content,
                 )
             )
@@ -374,10 +372,9 @@ class AgentLoop:
         )
         instruction = {"role": "user", "content": text}
         state.add(instruction)
-        payload: dict[str, Any] = {"iteration": state.iteration, "message": instruction}
-        if spent_budget is not None:
-            payload["budget"] = spent_budget
-        await self._append(state, EventKind.FINALIZATION_REQUESTED, payload)
+        await self._append(
+            state, FinalizationRequest(iteration=state.iteration, message=instruction, budget=spent_budget)
+        )
         state.iteration += 1
         try:
             try:
@@ -408,16 +405,15 @@ class AgentLoop:
 
     async def _finish(self, state: _RunState, finish: _Finish) -> None:
         warnings = _warnings_for(finish)
-        finished = NewEvent(
-            kind=EventKind.RUN_FINISHED,
-            payload={
-                "finish_reason": finish.finish_reason,
-                "output_text": finish.output_text,
-                "error": finish.error,
-                "pending_tool_calls": finish.pending_tool_calls,
-                "iterations": state.iteration,
-                "warnings": warnings,
-            },
+        finished = new_event(
+            RunEnd(
+                finish_reason=finish.finish_reason,
+                output_text=finish.output_text,
+                error=finish.error,
+                pending_tool_calls=finish.pending_tool_calls,
+                iterations=state.iteration,
+                warnings=warnings,
+            )
         )
         await self.store.end_run(
             state.run_id,
@@ -430,10 +426,8 @@ class AgentLoop:
         self._progress(state, "finished")
 
     # ------------------------------------------------------------------ plumbing
-    async def _append(
-        self, state: _RunState, kind: EventKind, payload: dict[str, Any], content: str | None = None
-    ) -> None:
-        await self._append_many(state, [NewEvent(kind=kind, payload=payload, content=content)])
+    async def _append(self, state: _RunState, payload: EventPayload, content: str | None = None) -> None:
+        await self._append_many(state, [new_event(payload, content=content)])
 
     async def _append_many(self, state: _RunState, events: list[NewEvent]) -> None:
         await self.store.commit_events(state.session_id, events, run_id=state.run_id, task_id=state.task_id)

@@ -18,7 +18,10 @@ from collections import defaultdict
 from typing import Any, Protocol
 
 from core.bundle.format import events_entry, jsonl_lines, task_entry
+from core.domain.event_codec import payload_key
+from core.domain.event_payloads import AnalystDecision, StatusChange, TaskInterruption, ValidationSnapshot
 from core.domain.facts import EventKind
+from core.domain.validation import ValidationResult
 
 __all__ = ["check_snapshots"]
 
@@ -30,6 +33,16 @@ STATUS_KINDS = {
 SNAPSHOT = EventKind.TASK_VALIDATION_SNAPSHOTTED.value
 # The only events these checks read: a streaming verifier keeps these and drops the rest.
 KEPT_KINDS = frozenset({*STATUS_KINDS, SNAPSHOT})
+# A bundle is checked as the JSON it holds (which keys are present matters, so payloads are not
+# decoded into models with defaults), but the keys come from the models that write them.
+_TO = payload_key(StatusChange, "to_status")
+assert _TO == payload_key(TaskInterruption, "to_status") == payload_key(AnalystDecision, "to_status")
+_OUTCOME = payload_key(StatusChange, "validation_outcome")
+_RESULT = payload_key(ValidationSnapshot, "result")
+_STATUS = payload_key(ValidationSnapshot, "status")
+_SKIPPED = payload_key(ValidationSnapshot, "skipped")
+_SCORE = "score"
+assert _SCORE in ValidationResult.model_fields
 
 
 class _Report(Protocol):
@@ -77,28 +90,28 @@ def _where(event: dict[str, Any]) -> str:
 
 
 def _verdict(payload: dict[str, Any]) -> tuple[Any, Any]:
-    result = payload.get("result")
-    return payload.get("status"), result.get("score") if isinstance(result, dict) else None
+    result = payload.get(_RESULT)
+    return payload.get(_STATUS), result.get(_SCORE) if isinstance(result, dict) else None
 
 
 def _check_status(entry: str, task: dict[str, Any], events: list[dict[str, Any]], report: _Report) -> None:
-    moves = [e for e in events if e.get("kind") in STATUS_KINDS and "to" in e["payload"]]
+    moves = [e for e in events if e.get("kind") in STATUS_KINDS and _TO in e["payload"]]
     if not moves:
         return
     last = moves[-1]
-    if task.get("status") != last["payload"]["to"]:
+    if task.get("status") != last["payload"][_TO]:
         report.add(
             f"{entry}: status {task.get('status')!r} contradicts the chained log, whose last status event "
-            f"({_where(last)}) moved the task to {last['payload']['to']!r} (task snapshot changed)",
+            f"({_where(last)}) moved the task to {last['payload'][_TO]!r} (task snapshot changed)",
             0,
         )
-    decided = [i for i, e in enumerate(moves) if "validation_outcome" in e["payload"]]
+    decided = [i for i, e in enumerate(moves) if _OUTCOME in e["payload"]]
     interrupted_after = decided and any(
         e.get("kind") == EventKind.TASK_INTERRUPTED.value for e in moves[decided[-1] + 1 :]
     )
     if decided and not interrupted_after:
         event = moves[decided[-1]]
-        expected = event["payload"]["validation_outcome"]
+        expected = event["payload"][_OUTCOME]
         if task.get("validation_outcome") != expected:
             report.add(
                 f"{entry}: validation outcome {task.get('validation_outcome')!r} contradicts the chained log, "
@@ -114,7 +127,7 @@ def _check_verdicts(
     contents: dict[str, bytes],
     report: _Report,
 ) -> None:
-    judged = [s["payload"] for s in snapshots if not s["payload"].get("skipped")]
+    judged = [s["payload"] for s in snapshots if not s["payload"].get(_SKIPPED)]
     verdicts = {_verdict(p) for p in judged} | {(None, None)}
     latest = (task.get("latest_validation_status"), task.get("latest_score"))
     if latest not in verdicts:

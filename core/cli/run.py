@@ -26,6 +26,8 @@ from core.cli.common import (
 )
 from core.config import Settings
 from core.domain import TaskStatus
+from core.domain.event_codec import decode
+from core.domain.event_payloads import LlmResponse, RunEnd, StatusChange, ValidationSnapshot
 from core.domain.facts import EventKind
 from core.domain.records import TaskRecord
 
@@ -119,15 +121,14 @@ async def run_outcome(store: Store, task: TaskRecord) -> dict[str, Any]:
     run_error: str | None = None
     reason: str | None = None
     for event in events:
-        payload = event.payload or {}
-        if event.kind in (EventKind.LLM_RESPONSE_RECEIVED, EventKind.TASK_VALIDATION_SNAPSHOTTED):
-            usage = payload.get("usage") or {}
-            prompt += int(usage.get("prompt_tokens") or 0)
-            completion += int(usage.get("completion_tokens") or 0)
-        elif event.kind == EventKind.RUN_FINISHED:
-            run_error = payload.get("error") or None
-        elif event.kind == EventKind.TASK_STATUS_CHANGED:
-            reason = payload.get("reason") or reason
+        payload = decode(event)
+        if isinstance(payload, (LlmResponse, ValidationSnapshot)):
+            prompt += payload.usage.prompt_tokens
+            completion += payload.usage.completion_tokens
+        elif isinstance(payload, RunEnd):
+            run_error = payload.error or None
+        elif isinstance(payload, StatusChange):
+            reason = payload.reason or reason
     error = None
     if task.status is TaskStatus.FAILED:
         error = run_error or reason or "the task failed"

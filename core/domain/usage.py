@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from core.domain.event_codec import decode_as, validation_debug
+from core.domain.event_payloads import LlmResponse, RunStart, TokenUsage, ValidationSnapshot
 from core.domain.facts import EventKind
 from core.domain.records import AttemptRecord, EventRecord, ValidationRecord
 
@@ -37,6 +39,13 @@ class UsageTotals(BaseModel):
         self.completion_tokens += int(usage.get("completion_tokens") or 0)
         self.cost_usd += float(usage.get("cost_usd") or 0.0)
 
+    def add_usage(self, usage: TokenUsage, calls: int = 1) -> None:
+        """Add one recorded usage (a response event's, a validation's) and the calls it paid for."""
+        self.calls += calls
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+        self.cost_usd += usage.cost_usd
+
     def plus(self, other: UsageTotals) -> UsageTotals:
         return UsageTotals(
             calls=self.calls + other.calls,
@@ -58,16 +67,14 @@ def events_usage(events: Iterable[EventRecord]) -> UsageTotals:
     totals = UsageTotals()
     for ev in events:
         if ev.kind == EventKind.LLM_RESPONSE_RECEIVED:
-            usage = ev.payload.get("usage")
-            totals.add(usage if isinstance(usage, dict) else None)
+            totals.add_usage(decode_as(ev, LlmResponse).usage)
     return totals
 
 
 def validation_usage(validation: ValidationRecord) -> UsageTotals:
-    usage = validation.debug.get("usage")
-    calls = validation.debug.get("llm_calls")
+    debug = validation_debug(validation)
     totals = UsageTotals()
-    totals.add(usage if isinstance(usage, dict) else None, calls=calls if isinstance(calls, int) else 0)
+    totals.add_usage(debug.usage, calls=debug.llm_calls)
     return totals
 
 
@@ -78,8 +85,8 @@ def attempt_usage(
     run_attempt: dict[str, str] = {}
     for ev in events:
         if ev.kind == EventKind.RUN_STARTED and ev.run_id is not None:
-            attempt_id = ev.payload.get("attempt_id")
-            if isinstance(attempt_id, str):
+            attempt_id = decode_as(ev, RunStart).attempt_id
+            if attempt_id is not None:
                 run_attempt[ev.run_id] = attempt_id
     by_id = {a.id: a.index for a in attempts}
     totals = {a.index: UsageTotals() for a in attempts}
@@ -88,8 +95,7 @@ def attempt_usage(
             continue
         index = by_id.get(run_attempt.get(ev.run_id, ""))
         if index is not None:
-            usage = ev.payload.get("usage")
-            totals[index].add(usage if isinstance(usage, dict) else None)
+            totals[index].add_usage(decode_as(ev, LlmResponse).usage)
     for v in validations:
         if v.attempt_index in totals:
             totals[v.attempt_index] = totals[v.attempt_index].plus(validation_usage(v))
@@ -105,14 +111,10 @@ def recorded_spend(events: Iterable[EventRecord]) -> UsageTotals:
     totals = UsageTotals()
     for ev in events:
         if ev.kind == EventKind.LLM_RESPONSE_RECEIVED:
-            usage = ev.payload.get("usage")
-            totals.add(usage if isinstance(usage, dict) else None)
+            totals.add_usage(decode_as(ev, LlmResponse).usage)
         elif ev.kind == EventKind.TASK_VALIDATION_SNAPSHOTTED:
-            usage = ev.payload.get("usage")
-            calls = ev.payload.get("llm_calls")
-            totals.add(
-                usage if isinstance(usage, dict) else None, calls=calls if isinstance(calls, int) else 0
-            )
+            snapshot = decode_as(ev, ValidationSnapshot)
+            totals.add_usage(snapshot.usage, calls=snapshot.llm_calls)
     return totals
 
 

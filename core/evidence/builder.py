@@ -10,6 +10,17 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from core.domain.event_codec import decode, decode_as
+from core.domain.event_payloads import (
+    AddedMessage,
+    FinalizationRequest,
+    LlmResponse,
+    RunEnd,
+    RunInterruption,
+    RunStart,
+    SchemaRepair,
+    ToolResultRecord,
+)
 from core.domain.evidence import RunEvidence, ToolEvidence
 from core.domain.facts import EventKind, FinishReason
 from core.store import EventRecord, Store
@@ -19,36 +30,33 @@ def transcript_from_events(events: Sequence[EventRecord]) -> list[dict[str, Any]
     """The chat messages these events describe, in order, ready to send to a model again."""
     messages: list[dict[str, Any]] = []
     for ev in events:
-        p = ev.payload
-        if ev.kind == EventKind.RUN_STARTED:
-            messages.extend(p.get("input_messages") or [])
-        elif ev.kind == EventKind.LLM_RESPONSE_RECEIVED:
-            msg: dict[str, Any] = {"role": "assistant", "content": p.get("content")}
-            calls = p.get("tool_calls") or []
-            if calls:
+        if ev.kind not in _TRANSCRIPT_KINDS:
+            continue  # snapshots and the task's moves say nothing to the model: not decoded
+        p = decode(ev)
+        if isinstance(p, RunStart):
+            messages.extend(p.input_messages)
+        elif isinstance(p, LlmResponse):
+            msg: dict[str, Any] = {"role": "assistant", "content": p.content}
+            if p.tool_calls:
                 msg["tool_calls"] = [
-                    {
-                        "id": c["id"],
-                        "type": "function",
-                        "function": {"name": c["name"], "arguments": c["arguments"]},
-                    }
-                    for c in calls
+                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                    for c in p.tool_calls
                 ]
             messages.append(msg)
-        elif ev.kind == EventKind.TOOL_RESULT_RECORDED:
-            message = {
+        elif isinstance(p, ToolResultRecord):
+            message: dict[str, Any] = {
                 "role": "tool",
-                "tool_call_id": p.get("tool_call_id"),
-                "name": p.get("tool_name"),
+                "tool_call_id": p.tool_call_id,
+                "name": p.tool_name,
                 "content": ev.content or "",
             }
-            if ev.content is None and isinstance(p.get("content_ref"), dict):
-                message["content_ref"] = p["content_ref"]  # read unresolved: the text is in chunks
+            if ev.content is None and p.content_ref is not None:
+                message["content_ref"] = p.content_ref.model_dump()  # read unresolved: the text is in chunks
             messages.append(message)
-        elif ev.kind in (EventKind.FINALIZATION_REQUESTED, EventKind.MESSAGE_ADDED):
-            messages.append(p["message"])
-        elif ev.kind == EventKind.OUTPUT_SCHEMA_REPAIRED and isinstance(p.get("output_text"), str):
-            _replace_last_answer(messages, p["output_text"])
+        elif isinstance(p, (FinalizationRequest, AddedMessage)):
+            messages.append(p.message)
+        elif isinstance(p, SchemaRepair) and p.output_text is not None:
+            _replace_last_answer(messages, p.output_text)
     return _drop_dangling_tool_calls(messages)
 
 
@@ -65,6 +73,18 @@ def settled_transcript(
     if repaired is not None:
         _replace_last_answer(out, repaired)
     return _drop_dangling_tool_calls(out)
+
+
+_TRANSCRIPT_KINDS = frozenset(
+    {
+        EventKind.RUN_STARTED,
+        EventKind.LLM_RESPONSE_RECEIVED,
+        EventKind.TOOL_RESULT_RECORDED,
+        EventKind.FINALIZATION_REQUESTED,
+        EventKind.MESSAGE_ADDED,
+        EventKind.OUTPUT_SCHEMA_REPAIRED,
+    }
+)
 
 
 def _replace_last_answer(messages: list[dict[str, Any]], accepted: str) -> None:
@@ -113,33 +133,34 @@ def run_evidence_from_events(run_id: str, session_id: str, events: Sequence[Even
             started_at = ev.created_at
         elif ev.kind == EventKind.LLM_RESPONSE_RECEIVED:
             llm_calls += 1
-            usage = ev.payload.get("usage") or {}
-            prompt_tokens += int(usage.get("prompt_tokens") or 0)
-            completion_tokens += int(usage.get("completion_tokens") or 0)
+            usage = decode_as(ev, LlmResponse).usage
+            prompt_tokens += usage.prompt_tokens
+            completion_tokens += usage.completion_tokens
         elif ev.kind == EventKind.TOOL_RESULT_RECORDED:
-            p = ev.payload
+            result = decode_as(ev, ToolResultRecord)
             tool_results.append(
                 ToolEvidence(
-                    tool_name=str(p.get("tool_name", "")),
-                    tool_call_id=p.get("tool_call_id"),
+                    tool_name=result.tool_name,
+                    tool_call_id=result.tool_call_id,
                     content=ev.content or "",
-                    content_ref=p.get("content_ref") if ev.content is None else None,
-                    event_payload=p,
-                    url=p.get("url"),
-                    title=p.get("title"),
+                    content_ref=result.content_ref if ev.content is None else None,
+                    event_payload=ev.payload,  # as stored: the packet keeps the audit's exact record
+                    url=result.url,
+                    title=result.title,
                     created_at=ev.created_at,
-                    is_error=bool(p.get("is_error", False)),
+                    is_error=result.is_error,
                 )
             )
         elif ev.kind == EventKind.RUN_FINISHED:
+            end = decode_as(ev, RunEnd)
             finished = True
             finished_at = ev.created_at
-            finish_reason = str(ev.payload.get("finish_reason", ""))
-            output_text = str(ev.payload.get("output_text") or "")
-            warnings.extend(ev.payload.get("warnings") or [])
+            finish_reason = str(end.finish_reason)
+            output_text = end.output_text
+            warnings.extend(end.warnings)
         elif ev.kind == EventKind.RUN_INTERRUPTED:
             interrupted = True
-            warnings.append(str(ev.payload.get("message", "the run was interrupted")))
+            warnings.append(decode_as(ev, RunInterruption).message)
     if not finished:
         finish_reason = finish_reason or FinishReason.INTERRUPTED
         if not interrupted:

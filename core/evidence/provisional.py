@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from core.domain.event_codec import decode_as
+from core.domain.event_payloads import RunStart
 from core.domain.evidence import RunEvidence, TaskEvidencePacket
 from core.domain.facts import AttemptState, EventKind
 from core.domain.records import AttemptRecord, EventRecord
@@ -26,8 +28,10 @@ def _runs_of(
     for ev in events:
         if ev.run_id is None:
             continue
-        if ev.kind == EventKind.RUN_STARTED and ev.payload.get("attempt_id") == attempt.id:
-            runs[ev.run_id] = (ev.payload.get("node_id") is not None, [])
+        if ev.kind == EventKind.RUN_STARTED:
+            start = decode_as(ev, RunStart)
+            if start.attempt_id == attempt.id:
+                runs[ev.run_id] = (start.node_id is not None, [])
         if ev.run_id in runs:
             runs[ev.run_id][1].append(ev)
     return runs

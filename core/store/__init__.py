@@ -10,7 +10,16 @@ from core.domain.records import (
     ValidationRecord,
 )
 from core.store.recovery_sql import InterruptedRun, TaskRecovery
-from core.store.store import ImportResult, NewEvent, Store, TaskImport, new_id, normalise_url, sqlite_path
+from core.store.store import (
+    ImportResult,
+    NewEvent,
+    Store,
+    TaskImport,
+    new_event,
+    new_id,
+    normalise_url,
+    sqlite_path,
+)
 
 __all__ = [
     "AttemptRecord",
@@ -26,6 +35,7 @@ __all__ = [
     "TaskRecord",
     "TaskRecovery",
     "ValidationRecord",
+    "new_event",
     "new_id",
     "normalise_url",
     "sqlite_path",

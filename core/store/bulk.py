@@ -30,6 +30,7 @@ from core.errors import StoreError
 from core.store.base import StoreBase
 from core.store.chunks import offload_tree, put_content
 from core.store.engine import db_message
+from core.store.eventlog import CONTENT_REF
 from core.store.models import (
     AttemptRow,
     Base,
@@ -112,7 +113,7 @@ def _offload_rows(
     for event in rows[EventRow]:
         if policy.offloads(event.get("content")):
             ref = put_content(conn, event["content"], event.get("task_id") or event["session_id"], policy)
-            event["payload"] = {**event["payload"], "content_ref": ref.model_dump()}
+            event["payload"] = {**event["payload"], CONTENT_REF: ref.model_dump()}
             event["content"] = None
 
 

@@ -16,10 +16,17 @@ from typing import Any
 
 from sqlalchemy import Date, and_, cast, func, select
 
+from core.domain.event_codec import payload_key
+from core.domain.event_payloads import AnalystVerdictRecord, ValidationDebug
 from core.domain.facts import EventKind
 from core.domain.status import FeedbackAction
 from core.store.base import StoreBase
 from core.store.models import BatchRow, EventRow, FeedbackRow, TaskRow, ValidationRow
+
+# JSON keys read inside the database, named by the models that write them (a rename fails at import).
+_VALIDATOR_MODEL = payload_key(ValidationDebug, "validator_model")
+_WARNINGS = payload_key(ValidationDebug, "warnings")
+_OVERRIDE_ATTEMPT = payload_key(AnalystVerdictRecord, "attempt_id")
 
 _CHUNK = 500
 
@@ -45,8 +52,8 @@ def _verdict_columns() -> tuple[Any, ...]:
     return (
         ValidationRow.status,
         ValidationRow.category,
-        debug["validator_model"].as_string(),
-        debug["warnings"].as_string(),
+        debug[_VALIDATOR_MODEL].as_string(),
+        debug[_WARNINGS].as_string(),
         ValidationRow.created_at,
     )
 
@@ -79,7 +86,7 @@ class DecisionGroup:
 
 
 def _override_attempts() -> Any:
-    attempt = EventRow.payload["attempt_id"].as_string()
+    attempt = EventRow.payload[_OVERRIDE_ATTEMPT].as_string()
     # No NULL may reach ``NOT IN``: one would make it match nothing.
     return select(attempt).where(
         EventRow.kind == EventKind.ANALYST_VERDICT_RECORDED.value, attempt.is_not(None)
@@ -196,7 +203,7 @@ async def override_rows(
     batch_id: str | None = None,
 ) -> list[OverrideRow]:
     """Every recorded analyst verdict (override), oldest first."""
-    attempt = EventRow.payload["attempt_id"].as_string()
+    attempt = EventRow.payload[_OVERRIDE_ATTEMPT].as_string()
     q = select(EventRow.task_id, attempt, EventRow.created_at).where(
         EventRow.kind == EventKind.ANALYST_VERDICT_RECORDED.value
     )

@@ -29,6 +29,8 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.domain.content import DEFAULT_POLICY, ContentPolicy, ContentRef
+from core.domain.event_codec import encode, payload_key
+from core.domain.event_payloads import EventPayload, LlmResponse, TokenUsage, ValidationDebug
 from core.domain.facts import EventKind
 from core.domain.records import EventRecord
 from core.domain.usage import UsageTotals
@@ -51,11 +53,28 @@ most this window of events, which crash recovery already handles (the run has no
 
 
 class NewEvent(BaseModel):
-    """An event not yet stored; the store assigns id, seq and time."""
+    """An event not yet stored; the store assigns id, seq and time. Writers build it with ``new_event``."""
 
     kind: str
     payload: dict[str, Any]
     content: str | None = None
+
+
+def new_event(payload: EventPayload, *, content: str | None = None) -> NewEvent:
+    """The event recording a typed payload: its kind comes from the payload's model (one table)."""
+    kind, data = encode(payload)
+    return NewEvent(kind=kind, payload=data, content=content)
+
+
+# Payload keys the SQL below reads inside the database, taken from the models: renaming a field
+# fails here, at import, instead of leaving a query summing a key nothing writes.
+CONTENT_REF = payload_key(EventPayload, "content_ref")
+_USAGE = payload_key(LlmResponse, "usage")
+_LLM_CALLS = payload_key(ValidationDebug, "llm_calls")
+_PROMPT_TOKENS = payload_key(TokenUsage, "prompt_tokens")
+_COMPLETION_TOKENS = payload_key(TokenUsage, "completion_tokens")
+_COST_USD = payload_key(TokenUsage, "cost_usd")
+assert payload_key(ValidationDebug, "usage") == _USAGE  # task_spend reads both kinds' usage alike
 
 
 _BUMP_SEQ = (
@@ -96,7 +115,7 @@ def _stored_form(
         return ev.payload, ev.content
     assert ev.content is not None
     ref = put_content(conn, ev.content, owner, policy)
-    return {**ev.payload, "content_ref": ref.model_dump()}, None
+    return {**ev.payload, CONTENT_REF: ref.model_dump()}, None
 
 
 def insert_events(
@@ -448,7 +467,7 @@ class EventLog(ChunkRepository):
     async def get_run_event_records(
         self, session_id: str, run_id: str, *, resolve: bool = True
     ) -> list[EventRecord]:
-        """A run's events; ``resolve=False`` leaves chunked contents as ``payload["content_ref"]``."""
+        """A run's events; ``resolve=False`` leaves chunked contents as the payload's ``content_ref``."""
         q = (
             select(EventRow)
             .where(EventRow.session_id == session_id, EventRow.run_id == run_id)
@@ -493,15 +512,15 @@ class EventLog(ChunkRepository):
         task with a gigabyte of tool results never reads them (nor their events) to learn its spend.
         """
         response = EventRow.kind == EventKind.LLM_RESPONSE_RECEIVED
-        usage = EventRow.payload["usage"]
+        usage = EventRow.payload[_USAGE]
         # Read as floats: PostgreSQL refuses to cast "12.0" to an integer, and a count is exact as a float.
         q = select(
             func.sum(
-                case((response, 1.0), else_=func.coalesce(EventRow.payload["llm_calls"].as_float(), 0.0))
+                case((response, 1.0), else_=func.coalesce(EventRow.payload[_LLM_CALLS].as_float(), 0.0))
             ),
-            func.sum(func.coalesce(usage["prompt_tokens"].as_float(), 0.0)),
-            func.sum(func.coalesce(usage["completion_tokens"].as_float(), 0.0)),
-            func.sum(func.coalesce(usage["cost_usd"].as_float(), 0.0)),
+            func.sum(func.coalesce(usage[_PROMPT_TOKENS].as_float(), 0.0)),
+            func.sum(func.coalesce(usage[_COMPLETION_TOKENS].as_float(), 0.0)),
+            func.sum(func.coalesce(usage[_COST_USD].as_float(), 0.0)),
         ).where(
             EventRow.task_id == task_id,
             EventRow.kind.in_([EventKind.LLM_RESPONSE_RECEIVED, EventKind.TASK_VALIDATION_SNAPSHOTTED]),
@@ -522,7 +541,7 @@ class EventLog(ChunkRepository):
             return records
         out: list[EventRecord] = []
         for record in records:
-            ref = record.payload.get("content_ref")
+            ref = record.payload.get(CONTENT_REF)
             if record.content is None and isinstance(ref, dict):
                 text = await self.read_content(ContentRef.model_validate(ref))
                 record = record.model_copy(update={"content": text})

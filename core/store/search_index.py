@@ -14,6 +14,8 @@ from typing import Any
 from sqlalchemy import and_, delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from core.domain.event_codec import read_payload
+from core.domain.event_payloads import AnalystVerdictRecord
 from core.domain.facts import EventKind
 from core.errors import StoreError
 from core.search.index import (
@@ -246,10 +248,10 @@ async def index_tasks(conn: AsyncConnection, task_ids: Iterable[str]) -> None:
             )
         )
         for task_id, event_id, payload, when in overrides.all():
-            note = str(payload.get("note") or "")
+            verdict = read_payload(AnalystVerdictRecord, payload)
             docs.extend(
                 passages(
-                    task_id, payload.get("attempt_index"), DocKind.NOTE, f"verdict {event_id}", note, when
+                    task_id, verdict.attempt_index, DocKind.NOTE, f"verdict {event_id}", verdict.note, when
                 )
             )
         if docs:

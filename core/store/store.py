@@ -18,7 +18,7 @@ from core.store.bulk import BulkImport, ImportResult, TaskImport
 from core.store.chunks import ChunkRepository
 from core.store.claims import ClaimRepository
 from core.store.engine import MIGRATIONS_DIR, SCHEMA_HEAD, normalise_url, sqlite_path
-from core.store.eventlog import NewEvent
+from core.store.eventlog import NewEvent, new_event
 from core.store.recovery_sql import RecoveryRepository
 from core.store.reviews import ReviewRepository
 from core.store.search_index import SearchIndexRepository
@@ -95,6 +95,7 @@ __all__ = [
     "OperationalError",
     "Store",
     "TaskImport",
+    "new_event",
     "new_id",
     "normalise_url",
     "sqlite_path",

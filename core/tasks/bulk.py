@@ -24,10 +24,10 @@ from enum import StrEnum
 
 from core.domain import FeedbackAction
 from core.domain.claims import ClaimRecord
-from core.domain.facts import EventKind
+from core.domain.event_payloads import ClaimAssignment
 from core.domain.records import TaskRecord
 from core.errors import EvidenceDeskError, RefusedAction
-from core.store import NewEvent
+from core.store import new_event
 from core.tasks.claims import Claims
 from core.tasks.review import ReviewService, allowed_actions, read_only_reason
 from core.tasks.state_machine import IllegalTransition
@@ -173,15 +173,8 @@ async def _assign(claims: Claims, task: TaskRecord, assignee: str, by: str) -> N
     now = claims.now()
     await claims.store.put_claim(task.id, assignee, now=now, expires_at=now + ASSIGN_LEASE, force=True)
     assert task.main_session_id is not None
-    payload = {
-        "reviewer": assignee,
-        "by": by,
-        "time": now.isoformat(),
-        "expires_at": (now + ASSIGN_LEASE).isoformat(),
-    }
-    await claims.store.append_events(
-        task.main_session_id, [NewEvent(kind=EventKind.CLAIM_ASSIGNED, payload=payload)], task_id=task.id
-    )
+    assignment = ClaimAssignment(reviewer=assignee, by=by, time=now, expires_at=now + ASSIGN_LEASE)
+    await claims.store.append_events(task.main_session_id, [new_event(assignment)], task_id=task.id)
 
 
 async def iter_bulk(

@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 from core.domain.claims import ClaimRecord
-from core.domain.facts import EventKind
+from core.domain.event_payloads import ClaimRelease, ClaimTakeover
 from core.domain.queue import QueueFilter
 from core.domain.records import TaskRecord
 from core.domain.status import TaskStatus
 from core.errors import RefusedAction
-from core.store import NewEvent, Store
+from core.store import Store, new_event
 
 DEFAULT_LEASE = timedelta(minutes=5)
 RENEW_EVERY = timedelta(minutes=1)  # how often a desk renews the lease of the task it shows
@@ -71,9 +71,7 @@ class Claims:
         """
         task = await self.store.get_task(task_id)
         now = self.now()
-        event = NewEvent(
-            kind=EventKind.CLAIM_RELEASED, payload={"reviewer": reviewer, "time": now.isoformat()}
-        )
+        event = new_event(ClaimRelease(reviewer=reviewer, time=now))
         return await self.store.delete_claim(task.id, reviewer, event=event if record else None)
 
     async def take_over(
@@ -89,14 +87,13 @@ class Claims:
         task = await self.store.get_task(task_id)
         now = self.now()
         holder = await self.store.get_claim(task.id, now)
-        event = NewEvent(
-            kind=EventKind.CLAIM_TAKEN_OVER,
-            payload={
-                "reviewer": reviewer,
-                "from_reviewer": holder.reviewer if holder else None,
-                "from_expires_at": holder.expires_at.isoformat() if holder else None,
-                "time": now.isoformat(),
-            },
+        event = new_event(
+            ClaimTakeover(
+                reviewer=reviewer,
+                from_reviewer=holder.reviewer if holder else None,
+                from_expires_at=holder.expires_at if holder else None,
+                time=now,
+            )
         )
         claim, _ = await self.store.put_claim(
             task.id, reviewer, now=now, expires_at=now + lease, force=True, event=event

@@ -13,6 +13,9 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from core.domain import TaskStatus
+from core.domain.event_codec import decode_as
+from core.domain.event_payloads import AnalystDecision, StatusChange
 from core.domain.facts import EventKind
 from core.tasks.dossier import TaskDossier
 
@@ -72,39 +75,46 @@ def case_history(dossier: TaskDossier) -> list[HistoryEntry]:
             )
         )
     for e in dossier.events:
-        p = e.payload
         if e.kind == EventKind.ANALYST_FEEDBACK_RECORDED:
-            action = str(p.get("action"))
-            undone = p.get("undoes") if isinstance(p.get("undoes"), dict) else None
-            what = f"undo of {undone.get('action')}" if undone else action
+            d = decode_as(e, AnalystDecision)
+            what = f"undo of {d.undoes.get('action')}" if d.undoes else d.action
             entries.append(
                 HistoryEntry(
                     time=e.created_at,
                     kind=EntryKind.DECISION,
-                    actor=str(p.get("reviewer") or "analyst"),
-                    summary=f"{what}: {p.get('from')} → {p.get('to')}",
-                    note=p.get("note") or None,
-                    prompt=p.get("prompt") or None,
-                    from_status=p.get("from"),
-                    to_status=p.get("to"),
+                    actor=d.reviewer or "analyst",
+                    summary=f"{what}: {_status(d.from_status)} → {_status(d.to_status)}",
+                    note=d.note or None,
+                    prompt=d.prompt or None,
+                    from_status=_status_or_none(d.from_status),
+                    to_status=_status_or_none(d.to_status),
                 )
             )
         elif e.kind == EventKind.TASK_STATUS_CHANGED:
-            reason = str(p.get("reason") or "")
+            m = decode_as(e, StatusChange)
             entries.append(
                 HistoryEntry(
                     time=e.created_at,
                     kind=EntryKind.STATUS,
                     actor="system",
-                    summary=f"{p.get('from')} → {p.get('to')}" + (f": {reason}" if reason else ""),
-                    prompt=p.get("next_prompt") or None,
-                    from_status=p.get("from"),
-                    to_status=p.get("to"),
-                    attempt_index=p.get("attempt_index"),
+                    summary=f"{_status(m.from_status)} → {_status(m.to_status)}"
+                    + (f": {m.reason}" if m.reason else ""),
+                    prompt=m.next_prompt or None,
+                    from_status=_status_or_none(m.from_status),
+                    to_status=_status_or_none(m.to_status),
+                    attempt_index=m.attempt_index,
                 )
             )
     # A stable sort by time: same-instant entries keep kind order, so an attempt precedes its verdict.
     return sorted(entries, key=lambda h: (h.time, _ORDER.get(h.kind, 4)))
+
+
+def _status(status: TaskStatus | None) -> str:
+    return "None" if status is None else status.value  # as the entries always read for a missing one
+
+
+def _status_or_none(status: TaskStatus | None) -> str | None:
+    return None if status is None else status.value
 
 
 def decisions(history: list[HistoryEntry]) -> list[HistoryEntry]:

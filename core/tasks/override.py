@@ -12,6 +12,8 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
+from core.domain.event_codec import decode_as, encode
+from core.domain.event_payloads import AnalystVerdictRecord
 from core.domain.facts import EventKind
 from core.domain.status import ValidationStatus
 from core.domain.validation import FailureCategory
@@ -74,8 +76,7 @@ async def record_override(
     )
     event = await store.append_event(
         task.main_session_id,
-        EventKind.ANALYST_VERDICT_RECORDED,
-        verdict.model_dump(mode="json", exclude={"created_at"}),
+        *encode(AnalystVerdictRecord(**verdict.model_dump(exclude={"created_at"}))),
         task_id=task.id,
     )
     await index_override(store, task.id, attempt.index, event.id, note)
@@ -87,7 +88,8 @@ def overrides_from_events(events: list[EventRecord]) -> dict[int, AnalystVerdict
     found: dict[int, AnalystVerdict] = {}
     for e in events:
         if e.kind == EventKind.ANALYST_VERDICT_RECORDED:
-            v = AnalystVerdict.model_validate({**e.payload, "created_at": e.created_at})
+            recorded = decode_as(e, AnalystVerdictRecord)
+            v = AnalystVerdict.model_validate({**recorded.model_dump(), "created_at": e.created_at})
             found[v.attempt_index] = v
     return found
 

@@ -12,11 +12,12 @@ import os
 import socket
 from datetime import UTC, datetime, timedelta
 
-from core.domain.facts import AttemptState, EventKind
+from core.domain.event_payloads import RunInterruption, TaskInterruption
+from core.domain.facts import AttemptState
 from core.domain.records import AttemptRecord, RunRecord, TaskRecord
 from core.domain.status import TaskStatus
 from core.events import TasksChanged
-from core.store import InterruptedRun, NewEvent, TaskRecovery
+from core.store import InterruptedRun, TaskRecovery, new_event
 from core.tasks.policy import attempt_ending, interruption, is_writable, revision_fallback
 from core.tasks.state_machine import Trigger, next_status
 from core.workspace import Workspace
@@ -82,19 +83,17 @@ def _recovery(task: TaskRecord, attempts: list[AttemptRecord], running: list[Run
         earlier = [a for a in attempts if attempt is None or a.index < attempt.index]
         trigger, outcome = revision_fallback(TaskStatus.NEEDS_REVIEW, earlier) or (trigger, outcome)
     target = next_status(task.status, trigger)
-    event = NewEvent(
-        kind=EventKind.TASK_INTERRUPTED,
-        payload={
-            "from": task.status.value,
-            "to": target.value,
-            "runner": task.runner,
-            "attempt_index": attempt.index if attempt is not None else task.attempt_count,
-            "message": "the process running this task stopped; recovered at start-up",
-        },
+    event = new_event(
+        TaskInterruption(
+            from_status=task.status,
+            to_status=target,
+            runner=task.runner,
+            attempt_index=attempt.index if attempt is not None else task.attempt_count,
+            message="the process running this task stopped; recovered at start-up",
+        )
     )
-    run_event = NewEvent(
-        kind=EventKind.RUN_INTERRUPTED,
-        payload={"message": "the process running this run stopped before it finished", "runner": task.runner},
+    run_event = new_event(
+        RunInterruption(message="the process running this run stopped before it finished", runner=task.runner)
     )
     return TaskRecovery(
         task_id=task.id,

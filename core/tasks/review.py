@@ -14,11 +14,13 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from core.domain import FeedbackAction, TaskStatus
+from core.domain.event_codec import decode_as
+from core.domain.event_payloads import AnalystDecision
 from core.domain.facts import AttemptState, EventKind, RevisionRequester
 from core.errors import RefusedAction, VersionConflict
 from core.events import TaskChange, TaskChanged
 from core.profiles import roles_for_task
-from core.store import NewEvent, TaskRecord
+from core.store import TaskRecord, new_event
 from core.tasks.dispatch import abort_task_jobs
 from core.tasks.policy import (
     attempt_ending,
@@ -122,28 +124,28 @@ class ReviewService:
         task = await self._writable(task_id, expected_version)
         events = await self.store.get_task_events(task.id, kinds=[EventKind.ANALYST_FEEDBACK_RECORDED])
         last = events[-1] if events else None
-        if last is None or last.payload.get("action") == UNDO:
+        p = decode_as(last, AnalystDecision) if last is not None else None
+        if last is None or p is None or p.action == UNDO:
             raise RefusedAction(f"task {task.id[:8]} has no decision to undo")
-        p = last.payload
-        if "version_after" not in p:
+        if p.version_after is None or p.from_status is None:
             raise RefusedAction(f"the last decision on task {task.id[:8]} predates undo; reopen it instead")
-        decided_at = datetime.fromisoformat(str(p["time"])) if p.get("time") else last.created_at
-        refusal = undo_refusal(decided_at, int(p["version_after"]), task, datetime.now(UTC))
+        decided_at = p.time or last.created_at
+        refusal = undo_refusal(decided_at, p.version_after, task, datetime.now(UTC))
         if refusal is not None:
             raise RefusedAction(refusal)
-        before = TaskStatus(str(p["from"]))
+        before = p.from_status
         if before.is_execution_active:
-            raise RefusedAction(f"that {p.get('action')} stopped a run, which cannot be restarted by undo")
+            raise RefusedAction(f"that {p.action} stopped a run, which cannot be restarted by undo")
         trigger = undo_trigger(before)
         if not can(task.status, trigger):
             raise IllegalTransition(task.status, trigger)
-        requested = p.get("revision_requested_by_before")
+        requested = p.revision_requested_by_before
         return await self._decide(
             task,
             trigger,
             UNDO,
             note=note,
-            undoes={"event_id": last.id, "action": p.get("action"), "reviewer": p.get("reviewer")},
+            undoes={"event_id": last.id, "action": p.action, "reviewer": p.reviewer},
             revision_requested_by=RevisionRequester(requested) if requested else None,
         )
 
@@ -178,21 +180,20 @@ class ReviewService:
         now = datetime.now(UTC)
         assert task.main_session_id is not None
         requested = task.revision_requested_by
-        event = NewEvent(
-            kind=EventKind.ANALYST_FEEDBACK_RECORDED,
-            payload={
-                "reviewer": reviewer,
-                "time": now.isoformat(),
-                "action": action,
-                "prompt": prompt,
-                "note": note,
-                "from": task.status.value,
-                "to": target.value,
-                "trigger": trigger.value,
-                "version_after": task.version + 1,
-                "revision_requested_by_before": requested.value if requested else None,
-                **({"undoes": undoes} if undoes is not None else {}),
-            },
+        event = new_event(
+            AnalystDecision(
+                reviewer=reviewer,
+                time=now,
+                action=action,
+                prompt=prompt,
+                note=note,
+                from_status=task.status,
+                to_status=target,
+                trigger=trigger.value,
+                version_after=task.version + 1,
+                revision_requested_by_before=requested.value if requested else None,
+                undoes=undoes,
+            )
         )
         attempts = await self.store.list_attempts(task.id, resolve=False)
         latest = attempts[-1] if attempts else None

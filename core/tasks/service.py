@@ -20,6 +20,8 @@ from typing import Any
 
 from core.agent import AgentLoop, RunOutcome, RunStep
 from core.domain import FeedbackAction, TaskEvidencePacket, TaskStatus, TeamRunResult, ValidationOutcome
+from core.domain import event_payloads as payloads
+from core.domain.event_codec import decode, decode_as, encode
 from core.domain.facts import AttemptState, EventKind, FinishReason, RevisionRequester
 from core.errors import ConfigurationError, RefusedAction, VersionConflict
 from core.events import RunProgress, TaskChange, TaskChanged
@@ -28,7 +30,7 @@ from core.evidence.packet import attempt_packet, earlier_packets
 from core.evidence.render import next_evidence_number
 from core.llm.structured import SchemaFailure, complete_structured
 from core.profiles import roles_for_task
-from core.store import AttemptRecord, NewEvent, TaskRecord
+from core.store import AttemptRecord, TaskRecord, new_event
 from core.tasks.dispatch import defer_if_workers
 from core.tasks.policy import (
     attempt_ending,
@@ -189,11 +191,11 @@ class TaskService:
             task.id, kinds=[EventKind.ANALYST_FEEDBACK_RECORDED, EventKind.TASK_STATUS_CHANGED]
         )
         for event in reversed(events):
-            p = event.payload
-            if event.kind == EventKind.ANALYST_FEEDBACK_RECORDED and p.get("action") == FeedbackAction.REVISE:
-                return analyst_revision_message(str(p.get("prompt") or "")), "analyst_revision"
-            if event.kind == EventKind.TASK_STATUS_CHANGED and p.get("next_prompt"):
-                return str(p["next_prompt"]), "validator_revision"
+            p = decode(event)
+            if isinstance(p, payloads.AnalystDecision) and p.action == FeedbackAction.REVISE:
+                return analyst_revision_message(p.prompt or ""), "analyst_revision"
+            if isinstance(p, payloads.StatusChange) and p.next_prompt:
+                return p.next_prompt, "validator_revision"
         return validator_revision_message("", []), "validator_revision"
 
     async def _attempt(
@@ -236,7 +238,9 @@ class TaskService:
         origin = TaskStatus.NEEDS_REVIEW  # a validator's retry: the rejected answer awaits review
         if task.revision_requested_by == RevisionRequester.ANALYST:
             asked = await self.store.get_task_events(task.id, kinds=[EventKind.ANALYST_FEEDBACK_RECORDED])
-            origin = TaskStatus(str(asked[-1].payload.get("from"))) if asked else origin
+            origin = (
+                (decode_as(asked[-1], payloads.AnalystDecision).from_status or origin) if asked else origin
+            )
         return revision_fallback(origin, await self.store.list_attempts(task.id, resolve=False))
 
     async def _cancel_attempt(self, attempt: AttemptRecord | None) -> None:
@@ -452,8 +456,7 @@ class TaskService:
         async def record(failure: SchemaFailure) -> None:
             await self.store.append_event(
                 session_id,
-                EventKind.OUTPUT_SCHEMA_VALIDATION_FAILED,
-                {**failure.model_dump(), "purpose": "planner"},
+                *encode(payloads.SchemaCheckFailure(**failure.model_dump(), purpose="planner")),
                 task_id=task.id,
             )
 
@@ -466,7 +469,7 @@ class TaskService:
         )
         if plan is None:
             await self.store.append_event(
-                session_id, EventKind.TEAM_PLAN_FALLBACK, {"warnings": warnings}, task_id=task.id
+                session_id, *encode(payloads.TeamPlanFallback(warnings=warnings)), task_id=task.id
             )
         return plan, warnings
 
@@ -489,8 +492,7 @@ class TaskService:
         async def record(failure: SchemaFailure) -> None:
             await self.store.append_event(
                 session_id,
-                EventKind.OUTPUT_SCHEMA_VALIDATION_FAILED,
-                {**failure.model_dump(), "purpose": "final-answer"},
+                *encode(payloads.SchemaCheckFailure(**failure.model_dump(), purpose="final-answer")),
                 task_id=task.id,
             )
 
@@ -515,21 +517,25 @@ class TaskService:
         if checked.ok:
             await self.store.append_event(
                 session_id,
-                EventKind.OUTPUT_SCHEMA_REPAIRED,
-                {
-                    "retries": checked.retries,
-                    "attempts": checked.attempts,
-                    "tier": checked.tier,
-                    "model": checked.model_used,
-                    "output_text": checked.raw,
-                },
+                *encode(
+                    payloads.SchemaRepair(
+                        retries=checked.retries,
+                        attempts=checked.attempts,
+                        tier=checked.tier,
+                        model=checked.model_used,
+                        output_text=checked.raw,
+                    )
+                ),
                 task_id=task.id,
             )
             return True, checked.raw
         await self.store.append_event(
             session_id,
-            EventKind.OUTPUT_SCHEMA_UNSATISFIED,
-            {"status": checked.status, "error": checked.error, "attempts": checked.attempts, "tier": 3},
+            *encode(
+                payloads.SchemaUnsatisfied(
+                    status=checked.status, error=checked.error, attempts=checked.attempts, tier=3
+                )
+            ),
             task_id=task.id,
         )
         return False, final_output
@@ -555,17 +561,16 @@ class TaskService:
         target = next_status(task.status, trigger)
         attempt_index = fields.pop("attempt_index", task.attempt_count)
         assert task.main_session_id is not None
-        event = NewEvent(
-            kind=EventKind.TASK_STATUS_CHANGED,
-            payload={
-                "from": task.status.value,
-                "to": target.value,
-                "trigger": trigger.value,
-                "attempt_index": attempt_index,
-                "reason": reason,
-                "validation_outcome": _value(fields.get("validation_outcome", task.validation_outcome)),
-                **({"next_prompt": next_prompt} if next_prompt is not None else {}),
-            },
+        event = new_event(
+            payloads.StatusChange(
+                from_status=task.status,
+                to_status=target,
+                trigger=trigger.value,
+                attempt_index=attempt_index,
+                reason=reason,
+                validation_outcome=fields.get("validation_outcome", task.validation_outcome),
+                next_prompt=next_prompt,
+            )
         )
         attempt_end: tuple[str, dict[str, Any]] | None = None
         if ending is not None:
@@ -619,10 +624,6 @@ class TaskService:
 
     def _publish_progress(self, task_id: str, **data: Any) -> None:
         self.ws.bus.publish(RunProgress(task_id=task_id, **data))
-
-
-def _value(v: Any) -> Any:
-    return v.value if hasattr(v, "value") else v
 
 
 __all__ = ["RunAbandoned", "TaskService", "check_output_schema"]

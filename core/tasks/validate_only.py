@@ -25,9 +25,18 @@ from __future__ import annotations
 from typing import Any
 
 from core.agent import RunOutcome
+from core.domain.event_codec import decode_as
+from core.domain.event_payloads import (
+    AddedMessage,
+    AnalystDecision,
+    RunEnd,
+    RunStart,
+    SuppliedAnswerRecord,
+    SuppliedProvenance,
+)
 from core.domain.facts import EventKind, FinishReason
 from core.domain.status import FeedbackAction
-from core.store import NewEvent
+from core.store import new_event
 from core.store.batches import BatchRepository, SuppliedAnswer
 from core.workspace import Workspace
 
@@ -73,37 +82,34 @@ async def supply_answer(
     warning = SUPPLIED_WARNING.format(source=_source(supplied))
     reply = {"role": "assistant", "content": supplied.answer}
     events = [
-        NewEvent(
-            kind=EventKind.RUN_STARTED,
-            payload={
-                "model": SUPPLIED_RUN_KIND,
-                "run_kind": SUPPLIED_RUN_KIND,
-                "node_id": None,
-                "attempt_id": attempt_id,
-                "max_tool_iterations": 0,
-                "include_tools": False,
-                "tool_names": [],
-                "input_messages": list(new_messages),
-                "history_length": len(history),
-            },
+        new_event(
+            RunStart(
+                model=SUPPLIED_RUN_KIND,
+                run_kind=SUPPLIED_RUN_KIND,
+                node_id=None,
+                attempt_id=attempt_id,
+                max_tool_iterations=0,
+                include_tools=False,
+                tool_names=[],
+                input_messages=list(new_messages),
+                history_length=len(history),
+            )
         ),
-        NewEvent(
-            kind=EventKind.ANSWER_SUPPLIED,
-            payload={**provenance, "generated": False, "note": warning},
+        new_event(
+            SuppliedAnswerRecord(**provenance.model_dump(), generated=False, note=warning),
             content=supplied.answer,
         ),
-        NewEvent(kind=EventKind.MESSAGE_ADDED, payload={"message": reply}),
-        NewEvent(
-            kind=EventKind.RUN_FINISHED,
-            payload={
-                "finish_reason": FinishReason.STOP,
-                "output_text": supplied.answer,
-                "error": None,
-                "pending_tool_calls": False,
-                "iterations": 0,
-                "warnings": [warning],
-                "supplied": provenance,
-            },
+        new_event(AddedMessage(message=reply)),
+        new_event(
+            RunEnd(
+                finish_reason=FinishReason.STOP,
+                output_text=supplied.answer,
+                error=None,
+                pending_tool_calls=False,
+                iterations=0,
+                warnings=[warning],
+                supplied=provenance,
+            )
         ),
     ]
     await store.append_events(session_id, events, run_id=run.id, task_id=task_id)
@@ -122,11 +128,11 @@ async def supply_answer(
 async def _revised_by_analyst(ws: Workspace, task_id: str) -> bool:
     """Once an analyst asked for a revision, the agent answers; the row's answer was judged."""
     asked = await ws.store.get_task_events(task_id, kinds=[EventKind.ANALYST_FEEDBACK_RECORDED])
-    return any(e.payload.get("action") == FeedbackAction.REVISE for e in asked)
+    return any(decode_as(e, AnalystDecision).action == FeedbackAction.REVISE for e in asked)
 
 
-def _provenance(supplied: SuppliedAnswer) -> dict[str, Any]:
-    return {"source": "batch", "batch_id": supplied.batch_id, "row_key": supplied.row_key}
+def _provenance(supplied: SuppliedAnswer) -> SuppliedProvenance:
+    return SuppliedProvenance(source="batch", batch_id=supplied.batch_id, row_key=supplied.row_key)
 
 
 def _source(supplied: SuppliedAnswer) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from core.domain.event_codec import validation_verdict
 from core.domain.evidence import RunEvidence, TaskEvidencePacket
 from core.domain.records import FeedbackRecord, ValidationRecord
 from core.domain.status import FeedbackAction
@@ -91,14 +92,14 @@ def _bullets(title: str, values: list[Any]) -> list[str]:
 
 
 def _verdict_block(record: ValidationRecord) -> str:
-    result = record.result
+    result = validation_verdict(record)
     lines = [
         f"Attempt {record.attempt_index}: validator verdict `{record.status}`, "
         f"category `{record.category}`, score {record.score:.2f}"
     ]
-    lines += _bullets("Issues", list(result.get("issues") or []))
-    lines += _bullets("Missing requirements", list(result.get("missing_requirements") or []))
-    revision = str(result.get("recommended_revision_prompt") or "").strip()
+    lines += _bullets("Issues", result.issues)
+    lines += _bullets("Missing requirements", result.missing_requirements)
+    revision = result.recommended_revision_prompt.strip()
     lines.append(f"Revision prompt: {revision}" if revision else "Revision prompt: none")
     return "\n".join(lines)
 

@@ -27,8 +27,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from core.config import ValidationMode
+from core.domain.event_codec import encode
+from core.domain.event_payloads import SchemaCheckFailure, ValidationDebug, ValidationSnapshot
 from core.domain.evidence import TaskEvidencePacket
-from core.domain.facts import EventKind, VerdictWarning, WarningCode
+from core.domain.facts import VerdictWarning, WarningCode
 from core.domain.status import ValidationStatus
 from core.domain.validation import CitationCheck, FailureCategory, ValidationResult
 from core.evidence.content import index_packet, item_length
@@ -259,18 +261,17 @@ class ValidationService:
             }
         )
         store_prompt = settings.debug_store_validation_prompt and bool(judgement.prompt)
-        payload = {
+        snapshot = ValidationSnapshot(
             **debug,
-            "result": result.model_dump(mode="json"),
-            "status": str(result.status),
-            "attempt_index": attempt_index,
-            "raw_response": result.raw_response,
-            "prompt_stored": store_prompt,
-        }
+            result=result,
+            status=result.status,
+            attempt_index=attempt_index,
+            raw_response=result.raw_response,
+            prompt_stored=store_prompt,
+        )
         await self.store.append_event(
             session_id,
-            EventKind.TASK_VALIDATION_SNAPSHOTTED,
-            payload,
+            *encode(snapshot),
             content=judgement.prompt if store_prompt else None,
             task_id=task_id,
         )
@@ -282,7 +283,7 @@ class ValidationService:
                 result=result.model_dump(mode="json"),
                 raw_response=result.raw_response,
                 prompt=judgement.prompt if store_prompt else None,
-                debug=debug,
+                debug=ValidationDebug.model_validate(debug).model_dump(),
             )
         return ValidationReport(
             result=result, prompt=judgement.prompt, debug=debug, warnings=warnings, skipped=skipped
@@ -472,17 +473,16 @@ class ValidationService:
     ) -> Callable[[str], Callable[[SchemaFailure], Awaitable[None]]]:
         def for_purpose(purpose: str) -> Callable[[SchemaFailure], Awaitable[None]]:
             async def emit(failure: SchemaFailure) -> None:
-                payload = {
+                payload = SchemaCheckFailure(
                     **failure.model_dump(exclude={"raw_output"}),
-                    "raw_output_chars": len(failure.raw_output),
-                    "purpose": f"validation:{purpose}",
-                    "attempt_index": attempt_index,
-                }
+                    raw_output_chars=len(failure.raw_output),
+                    purpose=f"validation:{purpose}",
+                    attempt_index=attempt_index,
+                )
                 # The raw output travels in the event's content column (it can be megabytes).
                 await self.store.append_event(
                     session_id,
-                    EventKind.OUTPUT_SCHEMA_VALIDATION_FAILED,
-                    payload,
+                    *encode(payload),
                     content=failure.raw_output,
                     task_id=task_id,
                 )

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.domain.facts import AttemptState, EventKind, FinishReason, RevisionRequester
+from core.domain.event_codec import encode
+from core.domain.event_payloads import RunInterruption, StatusChange
+from core.domain.facts import AttemptState, FinishReason, RevisionRequester
 from core.domain.records import TaskRecord
 from core.errors import VersionConflict
-from core.store import NewEvent
+from core.store import new_event
 from core.tasks.policy import attempt_ending, interruption, is_writable
 from core.tasks.recovery import current_attempt, runner_gone
 from core.tasks.state_machine import Trigger, next_status
@@ -39,26 +41,28 @@ async def resume_interrupted(ws: Workspace, task: TaskRecord, *, why: str) -> Ta
         if run.state == "running":
             await store.append_event(
                 run.session_id,
-                EventKind.RUN_INTERRUPTED,
-                {"message": "the worker running this run stopped before it finished", "runner": task.runner},
+                *encode(
+                    RunInterruption(
+                        message="the worker running this run stopped before it finished", runner=task.runner
+                    )
+                ),
                 run_id=run.id,
                 task_id=task.id,
             )
             await store.finish_run(run.id, finish_reason=FinishReason.INTERRUPTED, output_text="")
     target = next_status(task.status, Trigger.INTERRUPTED_RESUME)
     prompt = attempt.prompt if attempt is not None else None
-    event = NewEvent(
-        kind=EventKind.TASK_STATUS_CHANGED,
-        payload={
-            "from": task.status.value,
-            "to": target.value,
-            "trigger": Trigger.INTERRUPTED_RESUME.value,
-            "attempt_index": attempt.index if attempt is not None else task.attempt_count,
-            "reason": why,
-            "runner": task.runner,
-            "validation_outcome": None,
-            **({"next_prompt": prompt} if prompt else {}),
-        },
+    event = new_event(
+        StatusChange(
+            from_status=task.status,
+            to_status=target,
+            trigger=Trigger.INTERRUPTED_RESUME.value,
+            attempt_index=attempt.index if attempt is not None else task.attempt_count,
+            reason=why,
+            runner=task.runner,
+            validation_outcome=None,
+            next_prompt=prompt or None,
+        )
     )
     fields: dict[str, Any] = {
         "expected_version": task.version,

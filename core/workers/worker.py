@@ -18,6 +18,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
+from core.domain.event_codec import decode_as
+from core.domain.event_payloads import StatusChange
 from core.domain.facts import EventKind, RevisionRequester
 from core.domain.status import TaskStatus
 from core.errors import RefusedAction
@@ -93,7 +95,11 @@ SHOWN_FAILURES = 20
 async def failure_reason(ws: Workspace, task_id: str) -> str:
     """Why the task ended failed: the reason its last status change recorded."""
     events = await ws.store.get_task_events(task_id, kinds=[EventKind.TASK_STATUS_CHANGED])
-    return str(events[-1].payload.get("reason") or "no reason recorded") if events else "no reason recorded"
+    return (
+        (decode_as(events[-1], StatusChange).reason or "no reason recorded")
+        if events
+        else "no reason recorded"
+    )
 
 
 class Progress:
