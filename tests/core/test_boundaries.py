@@ -163,11 +163,6 @@ LONG_FUNCTIONS: frozenset[str] = frozenset(
     {
         "core/validation/service.py:validate",
         "core/validation/service.py:_judge",
-        "desktop/views/queue/search.py:__init__",
-        "desktop/views/task/detail.py:__init__",
-        "desktop/views/queue/view.py:__init__",
-        "desktop/views/window/main_window.py:__init__",
-        "desktop/views/window/actions.py:build_actions",
     }
 )
 

@@ -103,6 +103,19 @@ class SearchPanel(QWidget):
         super().__init__(parent)
         self.search_service = search
         self._run = run  # CoreOps.run
+        self._build_controls()
+        self._build_table()
+        self._lay_out()
+        self._query: SearchQuery | None = None
+        self._more: SearchCursor | None = None
+        self.views: list[SavedView] = []
+        self.dock: QDockWidget | None = None  # set by install_search
+        self.open_panel: Callable[[], None] = lambda: None
+        self.action: QAction | None = None
+
+    def _build_controls(self) -> None:
+        """Created in the order Tab should visit them (Qt's Tab order is creation order): the query,
+        each filter left to right, then the buttons."""
         self.query_edit = QLineEdit(self)
         self.query_edit.setPlaceholderText('Search everything: words, "a phrase", prefix*  (Enter)')
         self.query_edit.setClearButtonEnabled(True)
@@ -136,6 +149,9 @@ class SearchPanel(QWidget):
         self.more_button.hide()
         self.status_label = plain_label(parent=self)
 
+    def _build_table(self) -> None:
+        """One hit per row and one row selected, so Enter opens exactly one passage; the passage
+        column takes the spare width, since it is what tells hits apart."""
         self.model = SearchHitsModel(self)
         self.table = QTableView(self)
         self.table.setModel(self.model)
@@ -152,6 +168,9 @@ class SearchPanel(QWidget):
         self.table.activated.connect(self._on_activated)
         self.table.doubleClicked.connect(self._on_activated)
 
+    def _lay_out(self) -> None:
+        """Where the controls sit is not their Tab order (``_build_controls`` sets that): the Search
+        button sits beside the box it runs, yet Tab reaches it after the filters."""
         top = QHBoxLayout()
         top.addWidget(self.query_edit, 1)
         top.addWidget(self.search_button)
@@ -181,12 +200,6 @@ class SearchPanel(QWidget):
         layout.addLayout(filters)
         layout.addWidget(self.table, 1)
         layout.addLayout(bottom)
-        self._query: SearchQuery | None = None
-        self._more: SearchCursor | None = None
-        self.views: list[SavedView] = []
-        self.dock: QDockWidget | None = None  # set by install_search
-        self.open_panel: Callable[[], None] = lambda: None
-        self.action: QAction | None = None
 
     # ------------------------------------------------------------------ the query
     def filters(self) -> SearchFilters:

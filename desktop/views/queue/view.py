@@ -177,7 +177,16 @@ class QueueView(QWidget):
         self.model = model
         self._selected_id: str | None = None
         self._collapsed: set[str] = {"abandoned"}
+        self._build_filter_bar()
+        self._build_tree(model)
+        self._lay_out()
+        self._connect_filter()
+        self._follow_resets(model)
+        self._load_pages_in_sight(model)
 
+    def _build_filter_bar(self) -> None:
+        """Controls that narrow the queue; each change becomes a core query (``current_filter``),
+        never a filter kept in the view."""
         self.filter_edit = QLineEdit(placeholderText="Filter tasks  ( / )")
         self.filter_edit.setClearButtonEnabled(True)
         # Only a click or / and Ctrl+F put the cursor here: a J typed after focus wandered in
@@ -191,6 +200,8 @@ class QueueView(QWidget):
         for choice, label in OUTCOME_FILTER_LABELS.items():
             self.outcome_combo.addItem(label, choice)
 
+    def _build_tree(self, model: TaskQueueModel) -> None:
+        """The tree and its columns, sized so a task's title gets the room."""
         self.tree = QueueTree()
         self.tree.setObjectName("TaskQueue")
         self.tree.setModel(model)
@@ -220,6 +231,8 @@ class QueueView(QWidget):
         header.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         header.customContextMenuRequested.connect(self._column_menu)
 
+    def _lay_out(self) -> None:
+        """The filter bar over the tree; no right margin, the splitter handle is the gap."""
         bar = QHBoxLayout()
         bar.setContentsMargins(0, 0, 0, 0)
         bar.addWidget(self.filter_edit, 1)
@@ -230,12 +243,16 @@ class QueueView(QWidget):
         layout.addLayout(bar)
         layout.addWidget(self.tree, 1)
 
+    def _connect_filter(self) -> None:
+        """Typing waits for a pause before it filters (each filter is a query); a choice filters at once."""
         self._debounce = QTimer(self, singleShot=True, interval=120)
         self._debounce.timeout.connect(self.apply_filter)
         self.filter_edit.textChanged.connect(lambda _t: self._debounce.start())
         self.status_combo.currentIndexChanged.connect(lambda _i: self.apply_filter())
         self.outcome_combo.currentIndexChanged.connect(lambda _i: self.apply_filter())
 
+    def _follow_resets(self, model: TaskQueueModel) -> None:
+        """A reload must not lose the analyst's place: expanded groups and the selected task are kept."""
         self._resetting = False
         model.modelAboutToBeReset.connect(self._before_reset)
         model.sig_reloading.connect(self._before_reset)
@@ -246,8 +263,9 @@ class QueueView(QWidget):
         selection = self.tree.selectionModel()
         selection.currentRowChanged.connect(self._on_current_changed)
 
-        # Pages load when the analyst can see a group's last loaded row, and only then: after a
-        # scroll, a resize, an expansion, a reload or a page that did not fill the view.
+    def _load_pages_in_sight(self, model: TaskQueueModel) -> None:
+        """Pages load when the analyst can see a group's last loaded row, and only then: after a
+        scroll, a resize, an expansion, a reload or a page that did not fill the view."""
         self._rows_check = QTimer(self, singleShot=True, interval=0)
         self._rows_check.timeout.connect(self._load_rows_in_view)
         # Signals carry arguments that QTimer.start(msec) must never receive: go through one slot.

@@ -166,6 +166,17 @@ class TaskDetailView(QWidget):
         self._stack.addWidget(self.empty_label)
 
         page = QWidget(self)
+        status_row = self._build_header(page)
+        body = self._build_body(page)
+        self._lay_out_page(page, status_row, body)
+        self._stack.addWidget(page)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(self._stack)
+
+    def _build_header(self, page: QWidget) -> QHBoxLayout:
+        """Returns the status row rather than placing it: ``_lay_out_page`` puts it between the task's
+        text and the badge row. Title and text are selectable so an analyst can quote the task."""
         self.title_label = plain_label(parent=page)
         font = self.title_label.font()
         font.setPointSizeF(font.pointSizeF() * 1.3)
@@ -195,7 +206,10 @@ class TaskDetailView(QWidget):
         # Usage sits at the end of the badge row: on the status row its width (and the attempt
         # combo's) set the pane's minimum and squeezed the queue's titles at the default size.
         self._badge_row.addWidget(self.usage_label)
+        return row
 
+    def _build_body(self, page: QWidget) -> QSplitter:
+        """The answer above evidence | verdict: a cited claim and its quote are read side by side."""
         self.answer_view = _LocalOnlyBrowser(page)
         self.evidence_view = EvidenceView(page)
         self.validator_view = ValidatorView(page)
@@ -210,12 +224,15 @@ class TaskDetailView(QWidget):
         body.addWidget(sides)
         body.setStretchFactor(0, 1)
         body.setStretchFactor(1, 3)
+        return body
 
+    def _lay_out_page(self, page: QWidget, status_row: QHBoxLayout, body: QSplitter) -> None:
+        """The header over the tabs; the notices between them stay hidden until a dossier needs them."""
         layout = QVBoxLayout(page)
         layout.setContentsMargins(8, 8, 8, 8)
         layout.addWidget(self.title_label)
         layout.addWidget(self.task_text_label)
-        layout.addLayout(row)
+        layout.addLayout(status_row)
         layout.addLayout(self._badge_row)
         self.failure_label = QLabel(page)  # a failed revision: which answer is back for review
         self.failure_label.setTextFormat(Qt.TextFormat.PlainText)
@@ -233,10 +250,6 @@ class TaskDetailView(QWidget):
         self.disagreement_view = DisagreementView(page)
         self.tabs.addTab(self.disagreement_view, "Disagreements")
         layout.addWidget(self.tabs, 1)
-        self._stack.addWidget(page)
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(0, 0, 0, 0)
-        outer.addWidget(self._stack)
 
     # ------------------------------------------------------------------ API
     @property

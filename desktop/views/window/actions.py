@@ -8,10 +8,9 @@ key does comes in as ``ActionSlots``, so this module needs nothing of the window
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QIcon, QKeySequence
@@ -74,71 +73,34 @@ def icon(name: str, fallback: QStyle.StandardPixmap) -> QIcon:
 
 def build_actions(window: QMainWindow, queue: QueueView, slots: ActionSlots) -> WindowActions:
     """The window's actions, the File/Review/Help menus and the tool bar, added to ``window``."""
-    style = window.style()
     sp = QStyle.StandardPixmap
-
-    def action(text: str, keys: list[str], slot: Callable[[], None], tip: str, std: Any = None) -> QAction:
-        act = QAction(text, window)
-        if std is not None:
-            act.setIcon(style.standardIcon(std))
-        act.setShortcuts([QKeySequence(k) for k in keys])
-        act.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-        act.setToolTip(f"{tip} ({' / '.join(keys)})" if keys else tip)
-        act.triggered.connect(lambda _checked=False: slot())
-        window.addAction(act)
-        return act
-
     s = slots
-    new = action("New task", ["Ctrl+N"], s.new_task, "Create and run a task", sp.SP_FileIcon)
-    satisfied = action(
-        "Satisfied", ["S"], s.satisfied, "Close the task: the answer is good", sp.SP_DialogApplyButton
+    new = _action(window, "New task", ["Ctrl+N"], s.new_task, "Create and run a task", sp.SP_FileIcon)
+    satisfied = _action(
+        window, "Satisfied", ["S"], s.satisfied, "Close the task: the answer is good", sp.SP_DialogApplyButton
     )
-    revise = action("Revise…", ["R"], s.revise, "Ask for another attempt", sp.SP_BrowserReload)
-    abandon = action("Abandon…", ["A"], s.abandon, "Give up on the task", sp.SP_DialogDiscardButton)
-    next_task = action("Next task", ["J"], lambda: queue.select_next(1), "Next task")
-    prev_task = action("Previous task", ["K"], lambda: queue.select_next(-1), "Previous task")
-    filter_ = action("Filter", ["/", "Ctrl+F"], queue.focus_filter, "Filter the queue")
-    settings = action("Settings…", ["Ctrl+,"], s.open_settings, "Settings", sp.SP_FileDialogDetailedView)
-    help_ = action("Shortcuts", ["?"], s.show_shortcuts, "Keyboard shortcuts", sp.SP_DialogHelpButton)
-    leave_filter = action("Leave filter", ["Esc"], s.leave_filter, "Back to the queue")
-    open_bundle = action(
-        "Open case bundle…", ["Ctrl+O"], s.open_case_bundle, "Open an exported case bundle read-only"
+    revise = _action(window, "Revise…", ["R"], s.revise, "Ask for another attempt", sp.SP_BrowserReload)
+    abandon = _action(window, "Abandon…", ["A"], s.abandon, "Give up on the task", sp.SP_DialogDiscardButton)
+    next_task = _action(window, "Next task", ["J"], lambda: queue.select_next(1), "Next task")
+    prev_task = _action(window, "Previous task", ["K"], lambda: queue.select_next(-1), "Previous task")
+    filter_ = _action(window, "Filter", ["/", "Ctrl+F"], queue.focus_filter, "Filter the queue")
+    settings = _action(
+        window, "Settings…", ["Ctrl+,"], s.open_settings, "Settings", sp.SP_FileDialogDetailedView
     )
-    about = action("About Evidence Desk", [], s.show_about, "Version and workspace")
-    quit_ = action("Quit", ["Ctrl+Q"], s.quit, "Quit")
+    help_ = _action(
+        window, "Shortcuts", ["?"], s.show_shortcuts, "Keyboard shortcuts", sp.SP_DialogHelpButton
+    )
+    leave_filter = _action(window, "Leave filter", ["Esc"], s.leave_filter, "Back to the queue")
+    open_bundle = _action(
+        window, "Open case bundle…", ["Ctrl+O"], s.open_case_bundle, "Open an exported case bundle read-only"
+    )
+    about = _action(window, "About Evidence Desk", [], s.show_about, "Version and workspace")
+    quit_ = _action(window, "Quit", ["Ctrl+Q"], s.quit, "Quit")
 
-    menus = window.menuBar()
-    file_menu = menus.addMenu("&File")
-    file_menu.addAction(new)
-    file_menu.addAction(open_bundle)
-    file_menu.addSeparator()
-    file_menu.addAction(settings)
-    file_menu.addSeparator()
-    file_menu.addAction(quit_)
-    review_menu = menus.addMenu("&Review")
-    for review_act in (satisfied, revise, abandon, next_task, prev_task, filter_):
-        review_menu.addAction(review_act)
-    help_menu = menus.addMenu("&Help")
-    help_menu.addAction(help_)
-    help_menu.addAction(about)
-
-    bar = QToolBar("Actions")
-    bar.setObjectName("ActionBar")
-    bar.setMovable(False)
-    bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-    for act in (new, None, satisfied, revise, abandon, None):
-        if act is None:
-            bar.addSeparator()
-        else:
-            bar.addAction(act)
-    spacer = QWidget()
-    spacer.setSizePolicy(
-        spacer.sizePolicy().horizontalPolicy().Expanding, spacer.sizePolicy().verticalPolicy()
-    )
-    bar.addWidget(spacer)
-    bar.addAction(settings)
-    bar.addAction(help_)
-    window.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
+    _menu(window, "&File", (new, open_bundle, None, settings, None, quit_))
+    review_menu = _menu(window, "&Review", (satisfied, revise, abandon, next_task, prev_task, filter_))
+    help_menu = _menu(window, "&Help", (help_, about))
+    bar = _tool_bar(window, (new, None, satisfied, revise, abandon, None), (settings, help_))
     return WindowActions(
         new=new,
         satisfied=satisfied,
@@ -157,3 +119,59 @@ def build_actions(window: QMainWindow, queue: QueueView, slots: ActionSlots) -> 
         help_menu=help_menu,
         tool_bar=bar,
     )
+
+
+def _action(
+    window: QMainWindow,
+    text: str,
+    keys: list[str],
+    slot: Callable[[], None],
+    tip: str,
+    std: QStyle.StandardPixmap | None = None,
+) -> QAction:
+    """A window-level action, so its keys work whichever pane has focus and the ``?`` sheet lists it;
+    the keys go in its tool tip, where the analyst hovering a button learns them."""
+    act = QAction(text, window)
+    if std is not None:
+        act.setIcon(window.style().standardIcon(std))
+    act.setShortcuts([QKeySequence(k) for k in keys])
+    act.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+    act.setToolTip(f"{tip} ({' / '.join(keys)})" if keys else tip)
+    act.triggered.connect(lambda _checked=False: slot())
+    window.addAction(act)
+    return act
+
+
+def _menu(window: QMainWindow, title: str, entries: Sequence[QAction | None]) -> QMenu:
+    """One menu of the bar, added after those before it (File, Review, Help read left to right);
+    a None entry is a separator."""
+    menu = window.menuBar().addMenu(title)
+    for entry in entries:
+        if entry is None:
+            menu.addSeparator()
+        else:
+            menu.addAction(entry)
+    return menu
+
+
+def _tool_bar(window: QMainWindow, left: Sequence[QAction | None], right: Sequence[QAction]) -> QToolBar:
+    """The decisions on the left, settings and help pushed to the right edge, away from them;
+    a None on the left is a separator."""
+    bar = QToolBar("Actions")
+    bar.setObjectName("ActionBar")
+    bar.setMovable(False)
+    bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+    for act in left:
+        if act is None:
+            bar.addSeparator()
+        else:
+            bar.addAction(act)
+    spacer = QWidget()
+    spacer.setSizePolicy(
+        spacer.sizePolicy().horizontalPolicy().Expanding, spacer.sizePolicy().verticalPolicy()
+    )
+    bar.addWidget(spacer)
+    for act in right:
+        bar.addAction(act)
+    window.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
+    return bar

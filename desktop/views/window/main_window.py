@@ -44,7 +44,7 @@ from desktop.views.window.actions import ActionSlots, build_actions, icon
 from desktop.views.window.chrome import EmptyState, MessageBar, RunProgressStrip
 from desktop.views.window.dialogs import WindowDialogs
 from desktop.views.window.layout import restore_layout, save_layout
-from desktop.views.window.review import ReviewActions, ReviewMoves
+from desktop.views.window.review import Decisions, ReviewActions, ReviewMoves
 from desktop.views.window.start import FirstFill
 from desktop.views.window.status import WorkspaceStatus
 
@@ -99,12 +99,31 @@ class MainWindow(QMainWindow):
         self.dialogs = WindowDialogs(self, demo_builder, on_created=self._created)
 
         self.setWindowTitle(f"Evidence Desk — {self.workspace.display_name}")
+        self._build_panes(boot_queue)
+        self._lay_out()
+        decisions = self._build_actions()
+        self._connect()
+        self.claims = ClaimKeeper(self)  # the task on screen is claimed, renewed and released
+        self.reviewing = ReviewActions(self, self.claims, decisions)  # S / R / A
+        self.evidence_reader = install_evidence_paging(
+            self
+        )  # big evidence paged, found in core (not deferred: a selection needs it)
+        for install in self._features():
+            if defer_features:
+                self.after_first_fill(install)
+            else:
+                install()
+        restore_layout(self, self.ui_state, self.splitter, self.queue.tree, header=boot_queue is None)
+        self._update_actions()
+
+    def _build_panes(self, boot_queue: BootQueue | None) -> None:
+        """The queue (the boot window's, rows and all, when there is one) and the right pane's parts."""
         if boot_queue is not None:
             self.model = boot_queue.model
             self.model.setParent(self)
-            self.model.attach(services.queue)
+            self.model.attach(self.services.queue)
         else:
-            self.model = TaskQueueModel(services.queue, self.ops, parent=self)
+            self.model = TaskQueueModel(self.services.queue, self.ops, parent=self)
         self.model.set_group_icons(
             {
                 "needs_review": icon("needs_review", QStyle.StandardPixmap.SP_MessageBoxWarning),
@@ -120,6 +139,8 @@ class MainWindow(QMainWindow):
         self.empty_state = EmptyState()
         self.empty_state.hide()
 
+    def _lay_out(self) -> None:
+        """Queue | task, split 2:3; messages and run progress sit above the task, where the analyst looks."""
         right = QWidget()
         self._right_pane = QVBoxLayout(right)
         self._right_pane.setContentsMargins(0, 6, 6, 6)
@@ -137,6 +158,11 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.busy_label)
         self.workspace_status = WorkspaceStatus(self.statusBar(), self.workspace)
 
+    def _build_actions(self) -> Decisions:
+        """Keys, menus and the tool bar, built before any feature so each finds the menus it extends.
+
+        Returns the S / R / A actions by decision, for the review actions that enable and run them.
+        """
         self.acts = build_actions(
             self,
             self.queue,
@@ -162,19 +188,7 @@ class MainWindow(QMainWindow):
         self.calibration = CalibrationMenuEntry(self)  # Review → Calibration…
         self.act_override = add_override_action(self)  # Review → Record my verdict…
         self.nav_actions = add_navigation_actions(self, self.detail)  # [ ] N P Alt+1..3
-        self._connect()
-        self.claims = ClaimKeeper(self)  # the task on screen is claimed, renewed and released
-        self.reviewing = ReviewActions(self, self.claims, decisions)  # S / R / A
-        self.evidence_reader = install_evidence_paging(
-            self
-        )  # big evidence paged, found in core (not deferred: a selection needs it)
-        for install in self._features():
-            if defer_features:
-                self.after_first_fill(install)
-            else:
-                install()
-        restore_layout(self, self.ui_state, self.splitter, self.queue.tree, header=boot_queue is None)
-        self._update_actions()
+        return decisions
 
     def _features(self) -> list[Callable[[], None]]:
         """Each desk feature adds itself here with one step (run last in construction, or after
