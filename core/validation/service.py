@@ -131,25 +131,8 @@ class ValidationService:
         under the ids they always had.
         """
         started = time.perf_counter()
-        settings = self.settings
-        model = settings.validator_model
-        warnings: list[VerdictWarning] = []
-        if same_family(model, agent_model):
-            warnings.append(
-                VerdictWarning(
-                    code=WarningCode.SAME_FAMILY_VALIDATOR,
-                    message=f"validator {model} and agent {agent_model} are both from the "
-                    f"{model_family(model)} family; judges tend to favour answers from their own family",
-                )
-            )
-        if truncated:
-            warnings.append(
-                VerdictWarning(
-                    code=WarningCode.TRUNCATED_ANSWER,
-                    message="the answer was cut off at the agent model's output token limit "
-                    "(finish_reason=length); the verdict judged an incomplete answer",
-                )
-            )
+        model = self.settings.validator_model
+        warnings = _opening_warnings(model, agent_model, truncated)
         # An index: outputs inline, big tool texts stay chunk references until a prompt needs them.
         packets = [*(earlier or []), await index_packet(self.store, packet)]
         rendered = await asyncio.to_thread(render_task, packets)
@@ -157,110 +140,31 @@ class ValidationService:
         gathered = sum(item_length(i) for i in rendered.items) + len(packet.final_output)
         debug: dict[str, Any] = {
             **_packet_facts(packets),
-            "evidence_attempts": [p.attempt_index for p in packets],
-            "evidence_chars": gathered,
-            "evidence_item_count": len(rendered.items),
-            "final_output_chars": len(packet.final_output),
+            **_evidence_debug(packets, rendered, gathered),
             "validator_model": model,
             "agent_model": agent_model,
-            "validation_mode": str(settings.validation_mode),
+            "validation_mode": str(self.settings.validation_mode),
         }
-
-        answer = packet.final_output
-        skipped = False
-        judgement: Judgement | None = None
-        if not answer.strip():
-            judgement = precheck(
-                "pre-check:empty-answer", "the agent produced no answer", FailureCategory.GOAL_MISSED
+        judgement, skipped = self._gate(packet.final_output, pending_tool_calls)
+        if judgement is None:
+            judgement = await self._judge_within_budget(
+                packets,
+                rendered,
+                task_text=task_text,
+                history=history,
+                session_id=session_id,
+                task_id=task_id,
+                attempt_index=attempt_index,
+                warnings=warnings,
             )
-        elif pending_tool_calls:
-            judgement = precheck(
-                "pre-check:pending-tool-calls",
-                "the run ended with tool calls still pending, so the answer is unfinished",
-                FailureCategory.INCOMPLETE,
-            )
-        elif settings.validation_mode == ValidationMode.OFF:
-            skipped = True
-            judgement = skip("skipped:mode-off", "not validated: validation_mode is off")
-        elif settings.validation_mode == ValidationMode.KEYWORDS and not _has_trigger(
-            answer, settings.trigger_keywords
-        ):
-            skipped = True
-            judgement = skip(
-                "skipped:no-trigger-keyword", "not validated: the answer contains no trigger keyword"
-            )
-        else:
-            # One budget for the whole verdict (seed 004's single timeoutSeconds): transport
-            # retries, schema re-asks and every chunk share it, and each call may use only what
-            # is left, so a hung judge holds a task for validator_timeout_s, not a multiple of it.
-            # Earlier verdicts are read before the budget starts: it bounds the judge, not the store.
-            feedback_text = await self._previous_feedback(task_id, attempt_index)
-            budget_s = settings.validator_timeout_s
-            deadline = asyncio.get_running_loop().time() + budget_s
-            token = _DEADLINE.set(deadline)
-            try:
-                async with asyncio.timeout_at(deadline):
-                    judgement = await self._judge(
-                        packets,
-                        rendered,
-                        task_text=task_text,
-                        history=history,
-                        session_id=session_id,
-                        task_id=task_id,
-                        attempt_index=attempt_index,
-                        warnings=warnings,
-                        feedback_text=feedback_text,
-                    )
-                if judgement.error is not None and asyncio.get_running_loop().time() >= deadline:
-                    judgement.error = judgement.result.issues[0] = _budget_message(budget_s, judgement.error)
-            except TimeoutError:
-                message = _budget_message(budget_s)
-                judgement = Judgement(
-                    result=error_result(message), prompt="", strategy="error", error=message
-                )
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # fail open: a bug or a config problem must not hide the answer
-                log.exception("validation failed unexpectedly")
-                message = f"validator failed: {type(exc).__name__}: {exc}"
-                judgement = Judgement(
-                    result=error_result(message), prompt="", strategy="error", error=message
-                )
-            finally:
-                _DEADLINE.reset(token)
-
         result = await self._finish_result(judgement.result, rendered, warnings, debug)
-        latency = time.perf_counter() - started
-        coverage = (judgement.evidence_chars_in_input / gathered) if gathered else 1.0
-        debug.update(
-            {
-                "strategy": judgement.strategy,
-                "chunk_count": judgement.chunk_count,
-                "prompt_tokens": judgement.prompt_tokens,
-                "verdict_prompt_tokens": judgement.verdict_prompt_tokens,
-                "evidence_chars_in_input": judgement.evidence_chars_in_input,
-                "coverage": coverage,
-                "schema_retries": judgement.schema_retries,
-                "llm_calls": judgement.calls,
-                "usage": {
-                    "prompt_tokens": judgement.prompt_tokens_used,
-                    "completion_tokens": judgement.completion_tokens_used,
-                    "cost_usd": judgement.cost_usd_used,
-                },
-                "model_used": judgement.model_used or None,
-                "error": judgement.error,
-                "latency_s": round(latency, 4),
-                "warnings": [w.model_dump(mode="json") for w in warnings],
-                "skipped": skipped,
-                "attempt_id": attempt_id,
-                "chunk_raw_responses": judgement.chunk_raw_responses,
-                "context_overflow": judgement.overflow,
-                "chunk_ranges": judgement.chunk_ranges,
-                "findings_fold": judgement.findings_fold,
-                "evidence_index_summarised": judgement.index_summarised,
-            }
-        )
-        store_prompt = settings.debug_store_validation_prompt and bool(judgement.prompt)
+        debug |= _judgement_debug(judgement, warnings, gathered)
+        debug |= {
+            "latency_s": round(time.perf_counter() - started, 4),
+            "skipped": skipped,
+            "attempt_id": attempt_id,
+        }
+        store_prompt = self.settings.debug_store_validation_prompt and bool(judgement.prompt)
         snapshot = ValidationSnapshot(
             **debug,
             result=result,
@@ -269,12 +173,8 @@ class ValidationService:
             raw_response=result.raw_response,
             prompt_stored=store_prompt,
         )
-        await self.store.append_event(
-            session_id,
-            *encode(snapshot),
-            content=judgement.prompt if store_prompt else None,
-            task_id=task_id,
-        )
+        prompt = judgement.prompt if store_prompt else None
+        await self.store.append_event(session_id, *encode(snapshot), content=prompt, task_id=task_id)
         if not skipped:
             await self.store.add_validation(
                 task_id=task_id,
@@ -282,12 +182,87 @@ class ValidationService:
                 attempt_index=attempt_index,
                 result=result.model_dump(mode="json"),
                 raw_response=result.raw_response,
-                prompt=judgement.prompt if store_prompt else None,
+                prompt=prompt,
                 debug=ValidationDebug.model_validate(debug).model_dump(),
             )
         return ValidationReport(
             result=result, prompt=judgement.prompt, debug=debug, warnings=warnings, skipped=skipped
         )
+
+    def _gate(self, answer: str, pending_tool_calls: bool) -> tuple[Judgement | None, bool]:
+        """A verdict needing no judge (no answer, an unfinished run) or a policy skip, and whether
+        it was skipped; ``(None, False)`` when the judge must look."""
+        settings = self.settings
+        if not answer.strip():
+            judgement = precheck(
+                "pre-check:empty-answer", "the agent produced no answer", FailureCategory.GOAL_MISSED
+            )
+            return judgement, False
+        if pending_tool_calls:
+            judgement = precheck(
+                "pre-check:pending-tool-calls",
+                "the run ended with tool calls still pending, so the answer is unfinished",
+                FailureCategory.INCOMPLETE,
+            )
+            return judgement, False
+        if settings.validation_mode == ValidationMode.OFF:
+            return skip("skipped:mode-off", "not validated: validation_mode is off"), True
+        if settings.validation_mode == ValidationMode.KEYWORDS and not _has_trigger(
+            answer, settings.trigger_keywords
+        ):
+            message = "not validated: the answer contains no trigger keyword"
+            return skip("skipped:no-trigger-keyword", message), True
+        return None, False
+
+    async def _judge_within_budget(
+        self,
+        packets: list[TaskEvidencePacket],
+        rendered: RenderedEvidence,
+        *,
+        task_text: str,
+        history: list[dict[str, Any]],
+        session_id: str,
+        task_id: str,
+        attempt_index: int,
+        warnings: list[VerdictWarning],
+    ) -> Judgement:
+        """The judge under one budget, failing open: a timeout or a bug is a ``validator_error``.
+
+        One budget for the whole verdict (seed 004's single timeoutSeconds): transport retries,
+        schema re-asks and every chunk share it, and each call may use only what is left, so a
+        hung judge holds a task for validator_timeout_s, not a multiple of it. Earlier verdicts
+        are read before the budget starts: it bounds the judge, not the store.
+        """
+        feedback_text = await self._previous_feedback(task_id, attempt_index)
+        budget_s = self.settings.validator_timeout_s
+        deadline = asyncio.get_running_loop().time() + budget_s
+        token = _DEADLINE.set(deadline)
+        try:
+            async with asyncio.timeout_at(deadline):
+                judgement = await self._judge(
+                    packets,
+                    rendered,
+                    task_text=task_text,
+                    history=history,
+                    session_id=session_id,
+                    task_id=task_id,
+                    attempt_index=attempt_index,
+                    warnings=warnings,
+                    feedback_text=feedback_text,
+                )
+            if judgement.error is not None and asyncio.get_running_loop().time() >= deadline:
+                judgement.error = judgement.result.issues[0] = _budget_message(budget_s, judgement.error)
+            return judgement
+        except TimeoutError:
+            message = _budget_message(budget_s)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # fail open: a bug or a config problem must not hide the answer
+            log.exception("validation failed unexpectedly")
+            message = f"validator failed: {type(exc).__name__}: {exc}"
+        finally:
+            _DEADLINE.reset(token)
+        return Judgement(result=error_result(message), prompt="", strategy="error", error=message)
 
     # ------------------------------------------------------------------ judging
     async def _judge(
@@ -303,79 +278,30 @@ class ValidationService:
         warnings: list[VerdictWarning],
         feedback_text: str,
     ) -> Judgement:
-        settings = self.settings
-        model = settings.validator_model
+        """One request when the whole prompt fits the judge's window, else the evidence in chunks."""
+        model = self.settings.validator_model
         packet = packets[-1]
-        rules_text = ""
-        if settings.rules is not None:
-            try:
-                rules_text = settings.rules.read_text(encoding="utf-8", errors="replace").strip()
-            except OSError as exc:
-                message = f"cannot read the analyst rules file {settings.rules}: {exc}"
-                return Judgement(result=error_result(message), prompt="", strategy="error", error=message)
-        # Tool-call ids are unique within a session, not across sessions (team nodes).
-        evidence_ids = {
-            i.tool_call_id: i.evidence_id
-            for i in rendered.items
-            if i.tool_call_id and i.session_id == session_id
-        }
-        # An earlier attempt's answer (or a node's output) that reappears in the history is a pointer.
-        answers = {
-            i.content: i.evidence_id
-            for i in rendered.items
-            if i.kind in ("final_output", "run_output", "node_output") and i.content.strip()
-        }
-        history_text, history_count = format_history(history, evidence_ids, evidence_texts=answers)
+        try:
+            rules_text = self._rules_text()
+        except OSError as exc:
+            message = f"cannot read the analyst rules file {self.settings.rules}: {exc}"
+            return Judgement(result=error_result(message), prompt="", strategy="error", error=message)
         common = {
+            **_history_parts(history, rendered, session_id),
             "task_text": task_text.strip(),
             "rules_text": rules_text,
-            "history_text": history_text,
-            "history_pointers_text": format_history(
-                history, evidence_ids, pointers_only=True, evidence_texts=answers
-            )[0],
-            "history_count": history_count,
             "metadata_text": execution_metadata(packets),
             "feedback_text": feedback_text,
             "final_answer": wrap_answer(packet.final_output),
             "attempt_index": attempt_index,
         }
-        messages = validator_messages(
-            render_template(
-                "validation.md.j2", evidence_text=rendered.text, has_evidence=bool(rendered.items), **common
-            )
-        )
+        messages = _request(rendered.text, bool(rendered.items), common)
         prompt_tokens = await asyncio.to_thread(self.gateway.token_count, model, messages)
-        await self.gateway.prepare(model)  # a local model's metadata, fetched off the loop's thread
-        window = (
-            settings.validator_context_tokens
-            or self._measured_windows.get(model)
-            or self.gateway.context_window(model)
-        )
-        if window is None and not model.startswith(_SCRIPTED_PREFIX):
-            window = DEFAULT_UNKNOWN_WINDOW
-            warnings.append(
-                VerdictWarning(
-                    code=WarningCode.UNKNOWN_CONTEXT_WINDOW,
-                    message=f"{model} is not in litellm's model map; "
-                    f"assuming {DEFAULT_UNKNOWN_WINDOW} tokens (set validator_context_tokens)",
-                )
-            )
-        budget = token_budget(window) if window is not None else None
+        window, budget = await self._window_and_budget(model, warnings)
         if any(i.content_ref is not None for i in rendered.items):
-            # The bodies of big items are blank in ``messages``: add their cached counts, and read
-            # them back only when the whole prompt fits (or no window is known: scripted models).
-            prompt_tokens += await referenced_tokens(
-                self.store, rendered.items, model, lambda text: self.gateway.token_count(model, text)
+            messages, prompt_tokens = await self._with_stored_items(
+                packets, rendered, common, messages, prompt_tokens, budget
             )
-            if budget is None or prompt_tokens <= budget:
-                full = await full_rendering(self.store, packets)
-                messages = validator_messages(
-                    render_template(
-                        "validation.md.j2", evidence_text=full.text, has_evidence=bool(full.items), **common
-                    )
-                )
-                del full
-                prompt_tokens = await asyncio.to_thread(self.gateway.token_count, model, messages)
         emit = self._failure_emitter(session_id, task_id, attempt_index)
         answer_chars = len(packet.final_output)
         overflow: dict[str, Any] | None = None
@@ -400,6 +326,63 @@ class ValidationService:
         )
         judgement.overflow = overflow
         return judgement
+
+    def _rules_text(self) -> str:
+        """The analyst's rules, read afresh for every verdict (an edit applies to the next one)."""
+        if self.settings.rules is None:
+            return ""
+        return self.settings.rules.read_text(encoding="utf-8", errors="replace").strip()
+
+    async def _window_and_budget(
+        self, model: str, warnings: list[VerdictWarning]
+    ) -> tuple[int | None, int | None]:
+        """The judge's context window and the prompt budget inside it; None for a scripted model.
+
+        The setting wins, then a window measured from a provider's overflow error, then litellm's
+        map; an unknown model is assumed small, and the verdict says so.
+        """
+        await self.gateway.prepare(model)  # a local model's metadata, fetched off the loop's thread
+        window = (
+            self.settings.validator_context_tokens
+            or self._measured_windows.get(model)
+            or self.gateway.context_window(model)
+        )
+        if window is None and not model.startswith(_SCRIPTED_PREFIX):
+            window = DEFAULT_UNKNOWN_WINDOW
+            warnings.append(
+                VerdictWarning(
+                    code=WarningCode.UNKNOWN_CONTEXT_WINDOW,
+                    message=f"{model} is not in litellm's model map; "
+                    f"assuming {DEFAULT_UNKNOWN_WINDOW} tokens (set validator_context_tokens)",
+                )
+            )
+        return window, token_budget(window) if window is not None else None
+
+    async def _with_stored_items(
+        self,
+        packets: list[TaskEvidencePacket],
+        rendered: RenderedEvidence,
+        common: dict[str, Any],
+        messages: list[dict[str, Any]],
+        prompt_tokens: int,
+        budget: int | None,
+    ) -> tuple[list[dict[str, Any]], int]:
+        """The one-request prompt with the big items' bodies, and its size in tokens.
+
+        Their bodies are blank in the index's rendering: their cached counts are added, and they
+        are read back only when the whole prompt fits (or no window is known: scripted models), so
+        a prompt that will be chunked never holds the task's evidence.
+        """
+        model = self.settings.validator_model
+        prompt_tokens += await referenced_tokens(
+            self.store, rendered.items, model, lambda text: self.gateway.token_count(model, text)
+        )
+        if budget is not None and prompt_tokens > budget:
+            return messages, prompt_tokens
+        full = await full_rendering(self.store, packets)
+        messages = _request(full.text, bool(full.items), common)
+        del full
+        return messages, await asyncio.to_thread(self.gateway.token_count, model, messages)
 
     def _remeasure(
         self, model: str, window: int | None, prompt_tokens: int, error: str, warnings: list[VerdictWarning]
@@ -551,6 +534,95 @@ def _has_trigger(answer: str, keywords: list[str]) -> bool:
     return any(
         re.search(rf"(?<!\w){re.escape(k)}(?!\w)", answer, flags=re.IGNORECASE) is not None for k in words
     )
+
+
+def _request(evidence_text: str, has_evidence: bool, common: dict[str, Any]) -> list[dict[str, Any]]:
+    """The single-request validation prompt."""
+    return validator_messages(
+        render_template("validation.md.j2", evidence_text=evidence_text, has_evidence=has_evidence, **common)
+    )
+
+
+def _history_parts(
+    history: list[dict[str, Any]], rendered: RenderedEvidence, session_id: str
+) -> dict[str, Any]:
+    """The conversation for the prompt, evidence shown as pointers (never twice), in full and as
+    pointers only (the chunked verdict's budget has no room for tool results)."""
+    # Tool-call ids are unique within a session, not across sessions (team nodes).
+    evidence_ids = {
+        i.tool_call_id: i.evidence_id for i in rendered.items if i.tool_call_id and i.session_id == session_id
+    }
+    # An earlier attempt's answer (or a node's output) that reappears in the history is a pointer.
+    answers = {
+        i.content: i.evidence_id
+        for i in rendered.items
+        if i.kind in ("final_output", "run_output", "node_output") and i.content.strip()
+    }
+    history_text, history_count = format_history(history, evidence_ids, evidence_texts=answers)
+    pointers, _ = format_history(history, evidence_ids, pointers_only=True, evidence_texts=answers)
+    return {"history_text": history_text, "history_pointers_text": pointers, "history_count": history_count}
+
+
+def _opening_warnings(model: str, agent_model: str, truncated: bool) -> list[VerdictWarning]:
+    """What the verdict must carry whatever the judge says: a judge of the agent's own family, and
+    an answer cut off at the output limit."""
+    warnings: list[VerdictWarning] = []
+    if same_family(model, agent_model):
+        warnings.append(
+            VerdictWarning(
+                code=WarningCode.SAME_FAMILY_VALIDATOR,
+                message=f"validator {model} and agent {agent_model} are both from the "
+                f"{model_family(model)} family; judges tend to favour answers from their own family",
+            )
+        )
+    if truncated:
+        warnings.append(
+            VerdictWarning(
+                code=WarningCode.TRUNCATED_ANSWER,
+                message="the answer was cut off at the agent model's output token limit "
+                "(finish_reason=length); the verdict judged an incomplete answer",
+            )
+        )
+    return warnings
+
+
+def _evidence_debug(
+    packets: list[TaskEvidencePacket], rendered: RenderedEvidence, gathered: int
+) -> dict[str, Any]:
+    """What the judge was given to read: which attempts, how many items, how many characters."""
+    return {
+        "evidence_attempts": [p.attempt_index for p in packets],
+        "evidence_chars": gathered,
+        "evidence_item_count": len(rendered.items),
+        "final_output_chars": len(packets[-1].final_output),
+    }
+
+
+def _judgement_debug(judgement: Judgement, warnings: list[VerdictWarning], gathered: int) -> dict[str, Any]:
+    """How the verdict was reached, for the debug record: strategy, sizes, calls, spend, coverage."""
+    return {
+        "strategy": judgement.strategy,
+        "chunk_count": judgement.chunk_count,
+        "prompt_tokens": judgement.prompt_tokens,
+        "verdict_prompt_tokens": judgement.verdict_prompt_tokens,
+        "evidence_chars_in_input": judgement.evidence_chars_in_input,
+        "coverage": (judgement.evidence_chars_in_input / gathered) if gathered else 1.0,
+        "schema_retries": judgement.schema_retries,
+        "llm_calls": judgement.calls,
+        "usage": {
+            "prompt_tokens": judgement.prompt_tokens_used,
+            "completion_tokens": judgement.completion_tokens_used,
+            "cost_usd": judgement.cost_usd_used,
+        },
+        "model_used": judgement.model_used or None,
+        "error": judgement.error,
+        "warnings": [w.model_dump(mode="json") for w in warnings],
+        "chunk_raw_responses": judgement.chunk_raw_responses,
+        "context_overflow": judgement.overflow,
+        "chunk_ranges": judgement.chunk_ranges,
+        "findings_fold": judgement.findings_fold,
+        "evidence_index_summarised": judgement.index_summarised,
+    }
 
 
 def _packet_facts(packets: list[TaskEvidencePacket]) -> dict[str, Any]:
