@@ -57,6 +57,7 @@ from core.domain.event_payloads import (
 from core.domain.facts import EventKind
 from core.domain.records import EventRecord, ValidationRecord
 from core.domain.validation import ValidationResult
+from core.errors import EvidenceDeskError
 
 PAYLOAD_MODELS: Mapping[EventKind, type[EventPayload]] = {
     EventKind.RUN_STARTED: RunStart,
@@ -91,8 +92,12 @@ _KIND_OF: dict[type[EventPayload], EventKind] = {model: kind for kind, model in 
 P = TypeVar("P", bound=EventPayload)
 
 
-class EventPayloadError(ValueError):
-    """A stored payload that does not read as its kind's model, or a model that has no kind."""
+class EventPayloadError(EvidenceDeskError, ValueError):
+    """A stored payload that does not read as its kind's model, or a model that has no kind.
+
+    A product error (the command line says it in one line, exit 4, naming the event), not a bug:
+    a workspace or bundle can hold a payload damaged outside this program.
+    """
 
 
 def kind_of(model: type[EventPayload]) -> EventKind:
@@ -161,6 +166,23 @@ def validation_debug(record: ValidationRecord) -> ValidationDebug:
     return ValidationDebug.model_validate(record.debug)
 
 
+def readable_debug(record: ValidationRecord) -> ValidationDebug | None:
+    """The row's ``debug`` as its model, or None when it does not read (damaged, or written by a
+    version with other types): a view then shows the raw JSON rather than failing on the task."""
+    try:
+        return validation_debug(record)
+    except ValidationError:
+        return None
+
+
+def readable_verdict(record: ValidationRecord) -> ValidationResult | None:
+    """The row's verdict as the validator's model, or None when it does not read."""
+    try:
+        return validation_verdict(record)
+    except ValidationError:
+        return None
+
+
 def validation_verdict(record: ValidationRecord) -> ValidationResult:
     """A validation row's verdict (``result``) as the validator's model.
 
@@ -181,6 +203,8 @@ __all__ = [
     "kind_of",
     "payload_key",
     "read_payload",
+    "readable_debug",
+    "readable_verdict",
     "validation_debug",
     "validation_verdict",
 ]

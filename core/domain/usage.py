@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from core.domain.event_codec import decode_as, validation_debug
+from core.domain.event_codec import EventPayloadError, decode_as, readable_debug
 from core.domain.event_payloads import LlmResponse, RunStart, TokenUsage, ValidationSnapshot
 from core.domain.facts import EventKind
 from core.domain.records import AttemptRecord, EventRecord, ValidationRecord
@@ -67,14 +67,24 @@ def events_usage(events: Iterable[EventRecord]) -> UsageTotals:
     totals = UsageTotals()
     for ev in events:
         if ev.kind == EventKind.LLM_RESPONSE_RECEIVED:
-            totals.add_usage(decode_as(ev, LlmResponse).usage)
+            try:
+                totals.add_usage(decode_as(ev, LlmResponse).usage)
+            except EventPayloadError:  # a damaged response still was a call; its tokens are unknown
+                totals.add(None)
     return totals
 
 
 def validation_usage(validation: ValidationRecord) -> UsageTotals:
-    debug = validation_debug(validation)
+    """What a validation's calls used. A debug row that does not read as its model (damaged, or
+    from a version with other types) still gives what of its usage reads: a task's totals must
+    not fail on one odd row."""
     totals = UsageTotals()
-    totals.add_usage(debug.usage, calls=debug.llm_calls)
+    debug = readable_debug(validation)
+    if debug is not None:
+        totals.add_usage(debug.usage, calls=debug.llm_calls)
+        return totals
+    usage, calls = validation.debug.get("usage"), validation.debug.get("llm_calls")
+    totals.add(usage if isinstance(usage, dict) else None, calls=calls if isinstance(calls, int) else 0)
     return totals
 
 
@@ -111,7 +121,10 @@ def recorded_spend(events: Iterable[EventRecord]) -> UsageTotals:
     totals = UsageTotals()
     for ev in events:
         if ev.kind == EventKind.LLM_RESPONSE_RECEIVED:
-            totals.add_usage(decode_as(ev, LlmResponse).usage)
+            try:
+                totals.add_usage(decode_as(ev, LlmResponse).usage)
+            except EventPayloadError:  # a damaged response still was a call; its tokens are unknown
+                totals.add(None)
         elif ev.kind == EventKind.TASK_VALIDATION_SNAPSHOTTED:
             snapshot = decode_as(ev, ValidationSnapshot)
             totals.add_usage(snapshot.usage, calls=snapshot.llm_calls)

@@ -444,3 +444,20 @@ def test_a_validation_rows_debug_and_verdict_read_as_models() -> None:
         row.model_copy(update={"debug": {"warnings": ["chunked-validation: 2 chunks"]}})
     )
     assert legacy.warnings == ["chunked-validation: 2 chunks"] and legacy.usage == TokenUsage()
+
+
+def test_a_damaged_payload_is_a_product_error_the_command_line_reports() -> None:
+    from core.errors import EvidenceDeskError
+
+    with pytest.raises(EvidenceDeskError):
+        decode(record(EventKind.LLM_RESPONSE_RECEIVED, {"usage": "lots"}))
+
+
+def test_usage_totals_survive_a_damaged_response_event() -> None:
+    """A summary figure counts what reads; one damaged event must not stop a task from opening."""
+    from core.domain.usage import events_usage
+
+    good = record(EventKind.LLM_RESPONSE_RECEIVED, {"usage": {"prompt_tokens": 10, "completion_tokens": 2}})
+    bad = record(EventKind.LLM_RESPONSE_RECEIVED, {"usage": "lots"})
+    totals = events_usage([good, bad])
+    assert (totals.calls, totals.prompt_tokens, totals.completion_tokens) == (2, 10, 2)

@@ -154,3 +154,18 @@ def test_checker_catches_warning_parsing(snippet: str) -> None:
 )
 def test_checker_allows_code_based_reading(snippet: str) -> None:
     assert warning_text_parsing(snippet) == []
+
+
+def test_a_debug_row_that_does_not_read_still_shows_its_badges_and_json(qtbot: QtBot) -> None:
+    """The desk reads the typed debug; a damaged row (a count stored as words) falls back to the
+    raw JSON for its warnings and keeps the rest of the verdict on screen."""
+    view = TaskDetailView()
+    qtbot.addWidget(view)
+    view.set_dossier(structured_dossier(STRUCTURED, strategy="chunked", chunk_count="several"))
+    assert view.badge_texts() == [
+        "Chunked validation (4 chunks)",  # the count from the warning, as the row's own is unreadable
+        "Unverified citations (2)",
+        "Context overflow",
+    ]
+    assert '"chunk_count": "several"' in view.validator_view.debug_view.text()
+    assert "rejected" in view.validator_view.verdict_view.toPlainText()

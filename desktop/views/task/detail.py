@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.domain.event_codec import readable_debug, readable_verdict
 from core.domain.evidence import TaskEvidencePacket
 from core.domain.facts import WarningCode
 from core.domain.records import AttemptRecord, ValidationRecord
@@ -91,17 +92,19 @@ def warning_badges(
         )
     if validation is None:
         return badges
-    warnings = read_warnings(validation.debug)
+    debug = readable_debug(validation)  # None for a damaged row: its warnings still read from the raw JSON
+    warnings = read_warnings(debug if debug is not None else validation.debug)
     chunked = [w for w in warnings if w.code is WarningCode.CHUNKED_VALIDATION]
-    if chunked or validation.debug.get("strategy") == "chunked":
-        count = validation.debug.get("chunk_count")
-        if not isinstance(count, int) or count <= 0:
+    if chunked or (debug is not None and debug.strategy == "chunked"):
+        count = debug.chunk_count if debug is not None else 0
+        if count <= 0:
             count = next((w.count for w in chunked if w.count), 0)
         badges.append(
             Badge(f"Chunked validation ({count} chunks)", "info", "; ".join(w.message for w in chunked))
         )
-    citations = validation.result.get("citations") or []
-    unverified = sum(1 for c in citations if c.get("check") != CitationCheck.VERIFIED.value)
+    verdict = readable_verdict(validation)
+    citations = verdict.citations if verdict is not None else []
+    unverified = sum(1 for c in citations if c.check != CitationCheck.VERIFIED)
     flagged = next((w for w in warnings if w.code is WarningCode.UNVERIFIED_CITATIONS), None)
     if unverified or flagged is not None:
         if not unverified and flagged is not None:

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.bundle.redact import redact_text
+from core.domain.event_codec import readable_debug, validation_verdict
 from core.domain.facts import VerdictWarning, WarningCode
 from core.domain.records import ValidationRecord
 from core.domain.validation import Citation, CitationCheck, ValidationResult
@@ -302,7 +303,7 @@ class ValidatorView(QWidget):
             self.debug_view.set_text("")
             return
         try:
-            result = ValidationResult.model_validate(record.result)
+            result = validation_verdict(record)
         except ValidationError as exc:
             self.verdict_view.setHtml(
                 "<p><b>The stored verdict could not be read:</b></p>"
@@ -310,11 +311,12 @@ class ValidatorView(QWidget):
             )
             self.citations.set_citations([])
         else:
+            debug = readable_debug(record)  # None for a damaged row: the Debug tab still shows its JSON
             self.verdict_view.setHtml(
                 verdict_html(
                     result,
-                    downgraded_from=record.debug.get("downgraded_from"),
-                    warnings=read_warnings(record.debug),
+                    downgraded_from=debug.downgraded_from if debug is not None else None,
+                    warnings=read_warnings(debug if debug is not None else record.debug),
                 )
             )
             self.citations.set_citations(result.citations)
