@@ -14,7 +14,15 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from tests.fakes.llm_server import fake_llm, fake_llm_factory  # noqa: F401  (fixtures for every test)
-from tests.pg import REQUIRED_ENV, URL_ENV, PgServer, PgUnavailable, database_name, start_server
+from tests.pg import (
+    REQUIRED_ENV,
+    URL_ENV,
+    PgServer,
+    PgUnavailable,
+    database_name,
+    start_server,
+    worker_id,
+)
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
@@ -105,7 +113,7 @@ _pg_databases = itertools.count(1)
 @pytest.fixture
 def pg_url(pg_server: PgServer, request: pytest.FixtureRequest) -> Iterator[str]:
     """A new, empty PostgreSQL database for this test alone, dropped afterwards."""
-    name = database_name(request.node.name, next(_pg_databases))
+    name = database_name(request.node.name, next(_pg_databases), worker_id())
     url = pg_server.create_database(name)
     yield url
     pg_server.drop_database(name)
