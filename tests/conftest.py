@@ -197,6 +197,15 @@ def migrated_db_url(request: pytest.FixtureRequest) -> str:
     return str(request.getfixturevalue(name))
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, the tests marked ``slow`` (each tens of seconds of program starts) are
+    handed out first. In file order the longest (tests/reliability/test_sigkill_loop.py) came last
+    and ran alone while the other workers had nothing left. The order is the same in every worker
+    (xdist requires it), and the tests do not depend on it: xdist reorders them anyway."""
+    if worker_id():
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: else file order
+
+
 # PySide6 6.11 can crash in interpreter finalisation, after every test has passed and the summary
 # is printed, when Qt wrappers are torn down after the session's QApplication (seen once in a
 # fresh-clone run: "1107 passed", then a segmentation fault and exit 139). Nothing is left to test
