@@ -46,8 +46,13 @@ typecheck: $(TEST_STAMP)
 # Two processes: the desk's tests, and everything else. Once a QApplication exists, pytest-qt
 # processes Qt events around every later test, and PySide6 6.11 can crash there tearing down a
 # widget an earlier desk test left for deletion; a process without Qt never meets it.
+# Everything else runs on pytest-xdist workers, one per core and at most 4 (each starts its own
+# PostgreSQL server, and some tests start several programs at once). The desk's tests stay in one
+# serial process: they share one QApplication and the Qt event loop between tests.
+# PYTEST_WORKERS=0 runs everything in one process.
+PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ "$$n" -gt 4 ] && n=4; echo $$n)
 pytest: $(TEST_STAMP) postgres-server
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest --ignore=tests/desktop
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest --ignore=tests/desktop -n $(PYTEST_WORKERS)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest tests/desktop
 
 # The store tests also run on PostgreSQL: tests/pg.py starts a private server from Debian's

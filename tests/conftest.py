@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
+import shutil
 import socket
+import sqlite3
 import sys
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +18,15 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from tests.fakes.llm_server import fake_llm, fake_llm_factory  # noqa: F401  (fixtures for every test)
-from tests.pg import REQUIRED_ENV, URL_ENV, PgServer, PgUnavailable, database_name, start_server
+from tests.pg import (
+    REQUIRED_ENV,
+    URL_ENV,
+    PgServer,
+    PgUnavailable,
+    database_name,
+    start_server,
+    worker_id,
+)
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
@@ -105,7 +117,7 @@ _pg_databases = itertools.count(1)
 @pytest.fixture
 def pg_url(pg_server: PgServer, request: pytest.FixtureRequest) -> Iterator[str]:
     """A new, empty PostgreSQL database for this test alone, dropped afterwards."""
-    name = database_name(request.node.name, next(_pg_databases))
+    name = database_name(request.node.name, next(_pg_databases), worker_id())
     url = pg_server.create_database(name)
     yield url
     pg_server.drop_database(name)
@@ -115,6 +127,83 @@ def pg_url(pg_server: PgServer, request: pytest.FixtureRequest) -> Iterator[str]
 def db_url(request: pytest.FixtureRequest) -> str:
     """The workspace database URL, once per engine: tests that take it run on both."""
     return str(request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url"))
+
+
+# Workspaces at the schema head, copied rather than migrated. A test that opens a store as its first
+# step (the `store` fixtures) would run every migration on a new database, about 0.1 s on SQLite and
+# 0.15 s on PostgreSQL, some 300 times a run. The migrations run once per session (per xdist worker)
+# into a template instead, and each test gets a copy: a file copy on SQLite, CREATE DATABASE ...
+# TEMPLATE on PostgreSQL. The store then opens a workspace already at head, as it opens every
+# workspace after its first use. The migrations themselves are still run by the tests that take an
+# empty database (`db_url`, `sqlite_url`, `pg_url`): tests/core/test_store.py upgrades and
+# downgrades them on both engines, and every command-line test starts from a missing file.
+
+
+def _in_own_loop(coro: Coroutine[object, object, None]) -> None:
+    """Run ``coro`` to the end on a private loop in a worker thread (see tests/pg.py's _admin)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, coro).result()
+
+
+async def _migrate_to_head(url: str) -> None:
+    from core.store import Store  # not at import: the desk's tests watch what their process imports
+
+    store = await Store.open(url)
+    await store.close()
+
+
+@pytest.fixture(scope="session")
+def sqlite_workspace_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite workspace file the migrations brought to the schema head, once per session."""
+    path = tmp_path_factory.mktemp("workspace-template") / "workspace.sqlite3"
+    _in_own_loop(_migrate_to_head(f"sqlite+aiosqlite:///{path}"))
+    with sqlite3.connect(path) as conn:  # everything in the main file: a copy of it is the workspace
+        conn.execute("pragma wal_checkpoint(truncate)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def pg_workspace_template(pg_server: PgServer) -> Iterator[str]:
+    """The name of a PostgreSQL database the migrations brought to the schema head, once per session."""
+    name = f"workspace_template_{worker_id() or 'main'}_{os.getpid()}"
+    url = pg_server.create_database(name)
+    _in_own_loop(_migrate_to_head(url))  # the store disposes its pool: no session left on the template
+    yield name
+    pg_server.drop_database(name)
+
+
+@pytest.fixture
+def migrated_sqlite_url(sqlite_url: str, sqlite_workspace_template: Path) -> str:
+    """``sqlite_url``, already holding a workspace at the schema head (a copy of the template)."""
+    shutil.copyfile(sqlite_workspace_template, str(make_url(sqlite_url).database))
+    return sqlite_url
+
+
+@pytest.fixture
+def migrated_pg_url(
+    pg_server: PgServer, pg_workspace_template: str, request: pytest.FixtureRequest
+) -> Iterator[str]:
+    """A PostgreSQL database for this test alone, copied from the template at the schema head."""
+    name = database_name(request.node.name, next(_pg_databases), worker_id())
+    url = pg_server.create_database(name, template=pg_workspace_template)
+    yield url
+    pg_server.drop_database(name)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def migrated_db_url(request: pytest.FixtureRequest) -> str:
+    """``db_url`` for tests that open a store first thing: a workspace at the schema head, per engine."""
+    name = "migrated_sqlite_url" if request.param == "sqlite" else "migrated_pg_url"
+    return str(request.getfixturevalue(name))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, the tests marked ``slow`` (each tens of seconds of program starts) are
+    handed out first. In file order the longest (tests/reliability/test_sigkill_loop.py) came last
+    and ran alone while the other workers had nothing left. The order is the same in every worker
+    (xdist requires it), and the tests do not depend on it: xdist reorders them anyway."""
+    if worker_id():
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: else file order
 
 
 # PySide6 6.11 can crash in interpreter finalisation, after every test has passed and the summary

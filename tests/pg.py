@@ -9,6 +9,11 @@ cluster runs as the Debian ``postgres`` user, or ``nobody`` when there is none. 
 ``EVIDENCE_DESK_TEST_PG_URL`` (``postgresql+asyncpg://user@host:port/db``) points the tests at an
 existing server instead; each test then gets its own database there too, dropped afterwards.
 
+Under pytest-xdist every worker is a session of its own: it starts its own server (its own folder,
+port and socket), and the names of its databases carry the worker's id, so workers sharing an
+external server never meet. Two sessions starting at once can be handed the same free port; the
+one that loses the race to bind it starts again on another.
+
 Nothing here depends on timing: ``pg_ctl -w`` waits until the server accepts connections, and the
 only timeouts bound a hang.
 """
@@ -37,6 +42,7 @@ REQUIRED_ENV = "EVIDENCE_DESK_TEST_PG_REQUIRED"
 """Set (as ``.ci/run`` does) to turn "PostgreSQL unavailable" from a skip into an error."""
 SUPERUSER = "evidence_test"
 START_TIMEOUT_S = 120  # bounds a hang only
+PORT_ATTEMPTS = 5  # another process may bind the free port we were given before our server does
 
 
 class PgUnavailable(Exception):
@@ -90,10 +96,16 @@ def _admin(admin_url: str, statement: str) -> None:
         pool.submit(asyncio.run, run()).result()
 
 
-def database_name(test_name: str, counter: int) -> str:
-    """A legal, unique, readable database name for one test (63 bytes at most)."""
+def worker_id() -> str:
+    """This session's pytest-xdist worker (``gw0``, ``gw1`` ...), or ``""`` without xdist."""
+    return os.environ.get("PYTEST_XDIST_WORKER", "")
+
+
+def database_name(test_name: str, counter: int, worker: str = "") -> str:
+    """A legal, unique, readable database name for one test (63 bytes at most); ``worker`` keeps
+    the names of xdist workers that share one server apart."""
     slug = re.sub(r"[^a-z0-9]+", "_", test_name.lower()).strip("_")
-    return f"t{counter:04d}_{slug}"[:63]
+    return f"t{worker}{counter:04d}_{slug}"[:63]
 
 
 def find_bindir() -> Path | None:
@@ -152,7 +164,7 @@ def start_server() -> Iterator[PgServer]:
             f".ci/run do it when run as root), and {URL_ENV} is not set"
         )
     prefix = _run_as()
-    root = Path(tempfile.mkdtemp(prefix="evidence-desk-pg-"))
+    root = Path(tempfile.mkdtemp(prefix=f"evidence-desk-pg-{worker_id() or 'main'}-"))
     owner = _owner_ids()
     if owner is not None:
         os.chown(root, *owner)
@@ -176,29 +188,36 @@ def start_server() -> Iterator[PgServer]:
             ],
             "initdb",
         )
-        port = _free_port()
-        options = (
-            f"-c listen_addresses=127.0.0.1 -p {port} -k {root} "
-            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
-        )
-        _check(
-            [
-                *prefix,
-                str(bindir / "pg_ctl"),
-                "--pgdata",
-                str(data),
-                "--log",
-                str(log),
-                "-o",
-                options,
-                "-w",
-                "-t",
-                str(START_TIMEOUT_S),
-                "start",
-            ],
-            "pg_ctl start",
-            log,
-        )
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            log.unlink(missing_ok=True)  # the log a failure reports is this attempt's own
+            port = _free_port()
+            options = (
+                f"-c listen_addresses=127.0.0.1 -p {port} -k {root} "
+                "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+            )
+            try:
+                _check(
+                    [
+                        *prefix,
+                        str(bindir / "pg_ctl"),
+                        "--pgdata",
+                        str(data),
+                        "--log",
+                        str(log),
+                        "-o",
+                        options,
+                        "-w",
+                        "-t",
+                        str(START_TIMEOUT_S),
+                        "start",
+                    ],
+                    "pg_ctl start",
+                    log,
+                )
+                break
+            except RuntimeError as exc:
+                if attempt == PORT_ATTEMPTS or "could not bind" not in str(exc):
+                    raise
         started = True
         yield PgServer(admin_url=f"postgresql+asyncpg://{SUPERUSER}@127.0.0.1:{port}/postgres")
     finally:

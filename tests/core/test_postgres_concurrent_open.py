@@ -24,6 +24,7 @@ def fresh_database(pg_url: str) -> str:
     return make_url(pg_url).set(drivername="postgresql").render_as_string(False)
 
 
+@pytest.mark.slow
 def test_concurrent_first_open_all_succeed(fresh_database: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     procs = [

@@ -90,6 +90,7 @@ def covered(entry: dict[str, Any]) -> set[int]:
     return out
 
 
+@pytest.mark.slow
 async def test_verdict_over_many_chunks_fits_the_window_and_covers_every_chunk(
     store: Store, make_settings: ScriptFactory
 ) -> None:
@@ -151,6 +152,7 @@ async def test_a_merge_that_fails_is_a_validator_error_not_a_verdict(
     assert not any("Findings from the evidence chunks" in m[1]["content"] for m in gateway.requests)
 
 
+@pytest.mark.slow
 async def test_a_long_evidence_index_becomes_ranges_per_attempt(
     store: Store, make_settings: ScriptFactory
 ) -> None:

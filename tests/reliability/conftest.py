@@ -7,9 +7,12 @@ in the ``fail`` backend: signing keys created here never reach the OS keyring of
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import keyring
 import pytest
@@ -46,7 +49,26 @@ def seeds(tmp_path_factory: pytest.TempPathFactory) -> Seeds:
 
 @pytest.fixture(scope="session")
 def subprocess_outcomes(seeds: Seeds, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
-    """Every subprocess case, run side by side: each is a separate program start, which is slow."""
+    """Every subprocess case, run side by side: each is a separate program start, which is slow.
+
+    Under pytest-xdist each worker is a session of its own, and the cases' tests may be spread
+    over several workers; the cases run once per run all the same. The first worker to need them
+    runs them holding a lock in the folder the workers share and leaves the outcomes there; any
+    other reads them once the lock is free.
+    """
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return _run_subprocess_cases(seeds, tmp_path_factory)
+    shared = tmp_path_factory.getbasetemp().parent  # the run's basetemp; each worker's is inside
+    saved = shared / "bad-input-programs.json"
+    with (shared / "bad-input-programs.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not saved.exists():
+            outcomes = _run_subprocess_cases(seeds, tmp_path_factory)
+            saved.write_text(json.dumps({k: asdict(v) for k, v in outcomes.items()}), encoding="utf-8")
+        return {k: Outcome(**v) for k, v in json.loads(saved.read_text(encoding="utf-8")).items()}
+
+
+def _run_subprocess_cases(seeds: Seeds, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
     cases = [c for c in all_cases() if c.subprocess]
     root = tmp_path_factory.mktemp("subprocess-cases")
 

@@ -140,6 +140,7 @@ def test_schedule_add_list_remove_on_the_command_line(
     assert json.loads(capsys.readouterr().out) == []
 
 
+@pytest.mark.slow
 def test_on_postgresql_a_workers_periodic_task_fires_due_schedules(
     pg_url: str,
     tmp_path: Path,

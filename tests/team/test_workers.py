@@ -57,6 +57,7 @@ def test_sqlite_worker_runs_the_queue_in_process(
     assert_event_sequences_contiguous(sqlite_url)
 
 
+@pytest.mark.slow
 def test_three_workers_over_60_tasks_run_each_once(
     pg_url: str,
     tmp_path: Path,
@@ -84,6 +85,7 @@ def test_three_workers_over_60_tasks_run_each_once(
     assert sync_rows(pg_url, "select count(*) from procrastinate_jobs where status <> 'succeeded'") == [(0,)]
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_task_loses_nothing(
     pg_url: str,
     tmp_path: Path,
@@ -168,6 +170,7 @@ def _wait_for(
             raise AssertionError(f"worker exited early: {proc.stderr.read().decode() if proc.stderr else ''}")
 
 
+@pytest.mark.slow
 def test_abandon_aborts_the_workers_job(
     pg_url: str,
     tmp_path: Path,
