@@ -49,11 +49,12 @@ typecheck: $(TEST_STAMP)
 # Everything else runs on pytest-xdist workers, one per core and at most 4 (each starts its own
 # PostgreSQL server, and some tests start several programs at once). The desk's tests stay in one
 # serial process: they share one QApplication and the Qt event loop between tests.
-# PYTEST_WORKERS=0 runs everything in one process.
+# PYTEST_WORKERS=0 runs everything in one process. Each process prints its 20 slowest tests, so
+# every CI log says where the time goes.
 PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ "$$n" -gt 4 ] && n=4; echo $$n)
 pytest: $(TEST_STAMP) postgres-server
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest --ignore=tests/desktop -n $(PYTEST_WORKERS)
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest tests/desktop
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest --ignore=tests/desktop -n $(PYTEST_WORKERS) --durations=20
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest tests/desktop --durations=20
 
 # The store tests also run on PostgreSQL: tests/pg.py starts a private server from Debian's
 # binaries for the session. As root on Debian, install them when missing (Debian then creates and
