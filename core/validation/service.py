@@ -22,6 +22,7 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -147,9 +148,9 @@ class ValidationService:
         }
         judgement, skipped = self._gate(packet.final_output, pending_tool_calls)
         if judgement is None:
-            judgement = await self._judge_within_budget(
-                packets,
-                rendered,
+            case = _Case(
+                packets=packets,
+                rendered=rendered,
                 task_text=task_text,
                 history=history,
                 session_id=session_id,
@@ -157,6 +158,7 @@ class ValidationService:
                 attempt_index=attempt_index,
                 warnings=warnings,
             )
+            judgement = await self._judge_within_budget(case)
         result = await self._finish_result(judgement.result, rendered, warnings, debug)
         debug |= _judgement_debug(judgement, warnings, gathered)
         debug |= {
@@ -214,18 +216,7 @@ class ValidationService:
             return skip("skipped:no-trigger-keyword", message), True
         return None, False
 
-    async def _judge_within_budget(
-        self,
-        packets: list[TaskEvidencePacket],
-        rendered: RenderedEvidence,
-        *,
-        task_text: str,
-        history: list[dict[str, Any]],
-        session_id: str,
-        task_id: str,
-        attempt_index: int,
-        warnings: list[VerdictWarning],
-    ) -> Judgement:
+    async def _judge_within_budget(self, case: _Case) -> Judgement:
         """The judge under one budget, failing open: a timeout or a bug is a ``validator_error``.
 
         One budget for the whole verdict (seed 004's single timeoutSeconds): transport retries,
@@ -233,23 +224,13 @@ class ValidationService:
         hung judge holds a task for validator_timeout_s, not a multiple of it. Earlier verdicts
         are read before the budget starts: it bounds the judge, not the store.
         """
-        feedback_text = await self._previous_feedback(task_id, attempt_index)
+        feedback_text = await self._previous_feedback(case.task_id, case.attempt_index)
         budget_s = self.settings.validator_timeout_s
         deadline = asyncio.get_running_loop().time() + budget_s
         token = _DEADLINE.set(deadline)
         try:
             async with asyncio.timeout_at(deadline):
-                judgement = await self._judge(
-                    packets,
-                    rendered,
-                    task_text=task_text,
-                    history=history,
-                    session_id=session_id,
-                    task_id=task_id,
-                    attempt_index=attempt_index,
-                    warnings=warnings,
-                    feedback_text=feedback_text,
-                )
+                judgement = await self._judge(case, feedback_text)
             if judgement.error is not None and asyncio.get_running_loop().time() >= deadline:
                 judgement.error = judgement.result.issues[0] = _budget_message(budget_s, judgement.error)
             return judgement
@@ -265,21 +246,10 @@ class ValidationService:
         return Judgement(result=error_result(message), prompt="", strategy="error", error=message)
 
     # ------------------------------------------------------------------ judging
-    async def _judge(
-        self,
-        packets: list[TaskEvidencePacket],
-        rendered: RenderedEvidence,
-        *,
-        task_text: str,
-        history: list[dict[str, Any]],
-        session_id: str,
-        task_id: str,
-        attempt_index: int,
-        warnings: list[VerdictWarning],
-        feedback_text: str,
-    ) -> Judgement:
+    async def _judge(self, case: _Case, feedback_text: str) -> Judgement:
         """One request when the whole prompt fits the judge's window, else the evidence in chunks."""
         model = self.settings.validator_model
+        packets, rendered, warnings = case.packets, case.rendered, case.warnings
         packet = packets[-1]
         try:
             rules_text = self._rules_text()
@@ -287,13 +257,13 @@ class ValidationService:
             message = f"cannot read the analyst rules file {self.settings.rules}: {exc}"
             return Judgement(result=error_result(message), prompt="", strategy="error", error=message)
         common = {
-            **_history_parts(history, rendered, session_id),
-            "task_text": task_text.strip(),
+            **_history_parts(case.history, rendered, case.session_id),
+            "task_text": case.task_text.strip(),
             "rules_text": rules_text,
             "metadata_text": execution_metadata(packets),
             "feedback_text": feedback_text,
             "final_answer": wrap_answer(packet.final_output),
-            "attempt_index": attempt_index,
+            "attempt_index": case.attempt_index,
         }
         messages = _request(rendered.text, bool(rendered.items), common)
         prompt_tokens = await asyncio.to_thread(self.gateway.token_count, model, messages)
@@ -302,7 +272,7 @@ class ValidationService:
             messages, prompt_tokens = await self._with_stored_items(
                 packets, rendered, common, messages, prompt_tokens, budget
             )
-        emit = self._failure_emitter(session_id, task_id, attempt_index)
+        emit = self._failure_emitter(case.session_id, case.task_id, case.attempt_index)
         answer_chars = len(packet.final_output)
         overflow: dict[str, Any] | None = None
         if budget is None or prompt_tokens <= budget:
@@ -534,6 +504,21 @@ def _has_trigger(answer: str, keywords: list[str]) -> bool:
     return any(
         re.search(rf"(?<!\w){re.escape(k)}(?!\w)", answer, flags=re.IGNORECASE) is not None for k in words
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Case:
+    """What judging one answer reads: the packets (earlier attempts' first), their rendering,
+    the task and its conversation, where it was recorded, and the warnings the verdict collects."""
+
+    packets: list[TaskEvidencePacket]
+    rendered: RenderedEvidence
+    task_text: str
+    history: list[dict[str, Any]]
+    session_id: str
+    task_id: str
+    attempt_index: int
+    warnings: list[VerdictWarning]
 
 
 def _request(evidence_text: str, has_evidence: bool, common: dict[str, Any]) -> list[dict[str, Any]]:
