@@ -1,5 +1,5 @@
 """``python -m core.cli``: the command line without the desk's entry point (tests and benchmarks)."""
 
-from core.cli.main import main
+import core.cli.main
 
-raise SystemExit(main())
+raise SystemExit(core.cli.main.main())
