@@ -13,12 +13,15 @@ ever travels to a view that might interpret it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from core.search.index import DocKind, backfill, backfill_pending
 from core.search.models import SearchCursor, SearchFilters, SearchHit, SearchPage, SearchQuery
 from core.search.terms import MARK_END, MARK_START, RANK_LIMIT, SearchError, fts5_query, parse_terms
 from core.store import search_sql
+
+if TYPE_CHECKING:
+    from core.store import Store
 
 
 def _split_marks(raw: str) -> tuple[str, list[tuple[int, int]]]:
@@ -42,7 +45,7 @@ def _split_marks(raw: str) -> tuple[str, list[tuple[int, int]]]:
 class SearchService:
     """The one read path for search; the desk and the CLI both ask it. Not bound to Qt."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         self._backfill_checked = False
 

@@ -7,7 +7,7 @@ the command line can run one by name. Saving under an existing name replaces it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -16,6 +16,9 @@ from core.search.query import SearchFilters
 from core.store import search_sql
 
 MAX_NAME = 200
+
+if TYPE_CHECKING:
+    from core.store import Store
 
 
 class SavedView(BaseModel):
@@ -34,7 +37,7 @@ def _clean_name(name: str) -> str:
     return cleaned
 
 
-async def save_view(store: Any, view: SavedView) -> SavedView:
+async def save_view(store: Store, view: SavedView) -> SavedView:
     """Keep ``view`` under its name, replacing any view of that name."""
     view = view.model_copy(update={"name": _clean_name(view.name)})
     spec = {"text": view.text, "filters": view.filters.model_dump(mode="json", exclude_defaults=True)}
@@ -51,18 +54,18 @@ def _view(name: str, spec: dict[str, Any], created_by: str) -> SavedView:
     )
 
 
-async def list_views(store: Any) -> list[SavedView]:
+async def list_views(store: Store) -> list[SavedView]:
     return [_view(*row) for row in await search_sql.view_rows(store)]
 
 
-async def get_view(store: Any, name: str) -> SavedView:
+async def get_view(store: Store, name: str) -> SavedView:
     found = await search_sql.view_rows(store, _clean_name(name))
     if not found:
         raise InvalidRequest(f"no saved view named {name!r}")
     return _view(*found[0])
 
 
-async def delete_view(store: Any, name: str) -> bool:
+async def delete_view(store: Store, name: str) -> bool:
     return await search_sql.delete_view_row(store, _clean_name(name))
 
 
