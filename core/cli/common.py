@@ -42,8 +42,6 @@ Handler = Callable[[argparse.Namespace, Settings], Coroutine[Any, Any, int]]
 class Subparsers(Protocol):
     """The part of argparse's private ``_SubParsersAction`` a command group uses."""
 
-    choices: dict[str, argparse.ArgumentParser]
-
     def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
 
 

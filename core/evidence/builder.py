@@ -69,7 +69,7 @@ def settled_transcript(
     replay's shape; what the log adds after the run is applied here the same way: an answer the
     output-schema repair replaced (``repaired``), and tool calls that never got a result.
     """
-    out = [dict(m) for m in messages]
+    out = list(messages)  # neither step changes a message in place: a changed one is a new dict
     if repaired is not None:
         _replace_last_answer(out, repaired)
     return _drop_dangling_tool_calls(out)

@@ -322,7 +322,7 @@ class TaskService:
             new_messages.append({"role": "system", "content": AGENT_SYSTEM_PROMPT})
         new_messages.append({"role": "user", "content": prompt})
         outcome, teams, warnings = await self._execute(
-            task, attempt.id, index, session_id, history, new_messages, next_evidence_number(earlier)
+            task, attempt.id, index, session_id, history, new_messages, earlier
         )
         final_output = outcome.output_text if outcome.usable else ""
         schema_ok, final_output = await self._check_output_schema(task, session_id, outcome, final_output)
@@ -404,7 +404,7 @@ class TaskService:
         session_id: str,
         history: list[dict[str, Any]],
         new_messages: list[dict[str, Any]],
-        evidence_id_start: int,
+        earlier: list[TaskEvidencePacket],
     ) -> tuple[RunOutcome, list[TeamRunResult], list[str]]:
         """Single agent, or team + no-tools synthesis. Returns the main outcome and team results."""
         if supplied := await supply_answer(self.ws, task.id, attempt_id, session_id, history, new_messages):
@@ -441,7 +441,9 @@ class TaskService:
             task_id=task.id,
             attempt_id=attempt_id,
             attempt_index=index,
-            evidence_id_start=evidence_id_start,
+            evidence_id_start=next_evidence_number(
+                earlier
+            ),  # only a synthesis numbers items before its packet
         )
         return outcome, [team], warnings + team.warnings
 
