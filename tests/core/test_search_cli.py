@@ -43,3 +43,5 @@ def test_search_prints_hits_saves_and_refuses(sqlite_url: str, capsys: pytest.Ca
     assert code == 4 and "type a word" in err
     code, _, err = _cli(capsys, "search", "heron", "--since", "yesterday", "--db", sqlite_url)
     assert code == 4 and "YYYY-MM-DD" in err
+    code, _, err = _cli(capsys, "search", "heron", "--limit", "5000", "--db", sqlite_url)
+    assert code == 4 and err.count("\n") == 1 and err.startswith("evidence-desk: --limit:")

@@ -134,6 +134,11 @@ def test_schedule_add_list_remove_on_the_command_line(
     assert [s["id"] for s in listed] == [added["id"]] and listed[0]["next_run_at"]
     assert cli_main(["schedule", "add", "x", "--cron", "not a cron", *base]) == 4
     assert "not a cron expression" in capsys.readouterr().err
+    assert (
+        cli_main(["schedule", "remove", "fffffff", *base]) == 4
+    )  # matches nothing: one line, nothing removed
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no schedule matches 'fffffff'" in err
     assert cli_main(["schedule", "remove", added["id"][:10], *base]) == 0
     capsys.readouterr()
     assert cli_main(["schedule", "list", "--json", *base]) == 0
