@@ -67,11 +67,18 @@ def events_usage(events: Iterable[EventRecord]) -> UsageTotals:
     totals = UsageTotals()
     for ev in events:
         if ev.kind == EventKind.LLM_RESPONSE_RECEIVED:
-            try:
-                totals.add_usage(decode_as(ev, LlmResponse).usage)
-            except EventPayloadError:  # a damaged response still was a call; its tokens are unknown
-                totals.add(None)
+            _add_response(totals, ev)
     return totals
+
+
+def _add_response(totals: UsageTotals, ev: EventRecord) -> None:
+    """One model call's usage; a damaged response event still was a call, of unknown tokens."""
+    try:
+        usage = decode_as(ev, LlmResponse).usage
+    except EventPayloadError:
+        totals.add(None)
+        return
+    totals.add_usage(usage)
 
 
 def validation_usage(validation: ValidationRecord) -> UsageTotals:
@@ -95,7 +102,10 @@ def attempt_usage(
     run_attempt: dict[str, str] = {}
     for ev in events:
         if ev.kind == EventKind.RUN_STARTED and ev.run_id is not None:
-            attempt_id = decode_as(ev, RunStart).attempt_id
+            try:
+                attempt_id = decode_as(ev, RunStart).attempt_id
+            except EventPayloadError:  # a damaged start: its run's calls count for the task only
+                continue
             if attempt_id is not None:
                 run_attempt[ev.run_id] = attempt_id
     by_id = {a.id: a.index for a in attempts}
@@ -105,7 +115,7 @@ def attempt_usage(
             continue
         index = by_id.get(run_attempt.get(ev.run_id, ""))
         if index is not None:
-            totals[index].add_usage(decode_as(ev, LlmResponse).usage)
+            _add_response(totals[index], ev)
     for v in validations:
         if v.attempt_index in totals:
             totals[v.attempt_index] = totals[v.attempt_index].plus(validation_usage(v))
@@ -121,10 +131,7 @@ def recorded_spend(events: Iterable[EventRecord]) -> UsageTotals:
     totals = UsageTotals()
     for ev in events:
         if ev.kind == EventKind.LLM_RESPONSE_RECEIVED:
-            try:
-                totals.add_usage(decode_as(ev, LlmResponse).usage)
-            except EventPayloadError:  # a damaged response still was a call; its tokens are unknown
-                totals.add(None)
+            _add_response(totals, ev)
         elif ev.kind == EventKind.TASK_VALIDATION_SNAPSHOTTED:
             snapshot = decode_as(ev, ValidationSnapshot)
             totals.add_usage(snapshot.usage, calls=snapshot.llm_calls)

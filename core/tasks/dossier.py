@@ -39,13 +39,15 @@ class TaskDossier(BaseModel):
     _packets: dict[int, TaskEvidencePacket | None] = PrivateAttr(default_factory=dict)
     _evidence: dict[int, TaskEvidencePacket | None] = PrivateAttr(default_factory=dict)
     _items: dict[int, list[EvidenceItem]] = PrivateAttr(default_factory=dict)
+    _usage: tuple[UsageTotals, dict[int, UsageTotals]] | None = PrivateAttr(default=None)
 
     def prepare(self) -> None:
         """Validate every attempt's packet and render its evidence items now: ``load_dossier`` calls
         this in a worker thread, so a view reading them afterwards (the desk's evidence tree)
-        never decodes or renders on its own (GUI) thread."""
+        never decodes or renders on its own (GUI) thread. The usage totals likewise."""
         for a in self.attempts:
             self.evidence_items(a.index)
+        self._usage_totals()
 
     def evidence_packets(self, attempt_index: int) -> list[TaskEvidencePacket | None]:
         """Attempts 1..N's packets (N = ``attempt_index``), oldest first, as the evidence tree shows them."""
@@ -109,11 +111,21 @@ class TaskDossier(BaseModel):
 
     def usage(self) -> UsageTotals:
         """Tokens and cost of every recorded call of the task (agent runs and validations)."""
-        return task_usage(self.attempts, self.validations, self.events)
+        return self._usage_totals()[0]
 
     def attempt_usage(self) -> dict[int, UsageTotals]:
         """Tokens and cost per attempt index: its runs' calls plus its validations'."""
-        return attempt_usage(self.attempts, self.validations, self.events)
+        return self._usage_totals()[1]
+
+    def _usage_totals(self) -> tuple[UsageTotals, dict[int, UsageTotals]]:
+        """Both totals, decoded from the events once per dossier (the desk asks on every attempt
+        it shows; ``prepare`` does it in the worker that loaded the dossier)."""
+        if self._usage is None:
+            self._usage = (
+                task_usage(self.attempts, self.validations, self.events),
+                attempt_usage(self.attempts, self.validations, self.events),
+            )
+        return self._usage
 
     def validation_for(self, attempt_index: int) -> ValidationRecord | None:
         """The attempt's last verdict (a re-validation replaces the earlier one)."""

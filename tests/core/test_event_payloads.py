@@ -461,3 +461,25 @@ def test_usage_totals_survive_a_damaged_response_event() -> None:
     bad = record(EventKind.LLM_RESPONSE_RECEIVED, {"usage": "lots"})
     totals = events_usage([good, bad])
     assert (totals.calls, totals.prompt_tokens, totals.completion_tokens) == (2, 10, 2)
+
+
+def test_per_attempt_usage_survives_damaged_start_and_response_events() -> None:
+    """The desk shows per-attempt usage for every task with attempts; damage must not stop it."""
+    from core.domain.records import AttemptRecord
+    from core.domain.usage import attempt_usage
+
+    def run_event(kind: str, payload: dict[str, Any], run_id: str) -> EventRecord:
+        return record(kind, payload).model_copy(update={"run_id": run_id})
+
+    attempt = AttemptRecord.model_construct(id="a1", index=1)  # usage reads only these two
+    events = [
+        run_event(EventKind.RUN_STARTED, {"attempt_id": "a1"}, "r1"),
+        run_event(
+            EventKind.LLM_RESPONSE_RECEIVED, {"usage": {"prompt_tokens": 10, "completion_tokens": 2}}, "r1"
+        ),
+        run_event(EventKind.LLM_RESPONSE_RECEIVED, {"usage": "lots"}, "r1"),
+        run_event(EventKind.RUN_STARTED, {"attempt_id": ["not", "an", "id"]}, "r2"),
+        run_event(EventKind.LLM_RESPONSE_RECEIVED, {"usage": {"prompt_tokens": 5}}, "r2"),
+    ]
+    totals = attempt_usage([attempt], [], events)[1]
+    assert (totals.calls, totals.prompt_tokens, totals.completion_tokens) == (2, 10, 2)
