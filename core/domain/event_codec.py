@@ -10,11 +10,11 @@ to ``UnknownPayload`` holding every key, rather than raising: the store accepts 
 reader that does not know a kind has nothing to do with it anyway. A known kind whose payload
 cannot be read as its model (a damaged row) raises ``EventPayloadError`` naming the event.
 
-For the desk (after ``desktop/views/`` is regrouped): read a validation row through
-``validation_debug(record)`` (``.strategy``, ``.chunk_count``, ``.downgraded_from``, and
-``read_warnings(debug)``) and ``validation_verdict(record)`` (``.citations``) instead of
-``record.debug.get(...)`` / ``record.result.get(...)``; read events through ``decode``/``decode_as``.
-The raw dicts stay on the records for the Debug tab's JSON and for export.
+The desk reads a validation row through ``readable_debug(record)`` (``.strategy``,
+``.chunk_count``, ``.downgraded_from``; None for a row that does not read) and
+``validation_verdict(record)``; warnings come from the row's JSON (``read_warnings``). Events
+are read through ``decode``/``decode_as``; the raw dicts stay on the records for the Debug tab's
+JSON and for export.
 """
 
 from __future__ import annotations

@@ -14,7 +14,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from core.domain.event_payloads import ValidationDebug
 from core.domain.facts import VerdictWarning, WarningCode
 
 __all__ = ["legacy_warning", "read_warnings"]
@@ -52,14 +51,14 @@ def legacy_warning(text: str) -> VerdictWarning:
     )
 
 
-def read_warnings(debug: Mapping[str, Any] | ValidationDebug) -> list[VerdictWarning]:
+def read_warnings(debug: Mapping[str, Any]) -> list[VerdictWarning]:
     """The structured warnings of a stored validation's ``debug``; old string warnings are converted.
 
-    Takes the typed ``ValidationDebug`` (``core.domain.event_payloads.validation_debug``) or the row's
-    dict. An entry that does not read as a warning (a code a later version added, a damaged row)
-    becomes an ``OTHER`` warning holding its words, rather than hiding the verdict behind an error.
+    Reads the row's JSON, so it works on a row whose debug does not read as its model too. An
+    entry that does not read as a warning (a code a later version added, a damaged row) becomes
+    an ``OTHER`` warning holding its words, rather than hiding the verdict behind an error.
     """
-    stored = debug.warnings if isinstance(debug, ValidationDebug) else debug.get("warnings") or []
+    stored = debug.get("warnings") or []
     if not isinstance(stored, list):
         stored = [stored]
     warnings: list[VerdictWarning] = []

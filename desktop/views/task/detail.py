@@ -93,7 +93,7 @@ def warning_badges(
     if validation is None:
         return badges
     debug = readable_debug(validation)  # None for a damaged row: its warnings still read from the raw JSON
-    warnings = read_warnings(debug if debug is not None else validation.debug)
+    warnings = read_warnings(validation.debug)
     chunked = [w for w in warnings if w.code is WarningCode.CHUNKED_VALIDATION]
     if chunked or (debug is not None and debug.strategy == "chunked"):
         count = debug.chunk_count if debug is not None else 0

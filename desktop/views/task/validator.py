@@ -316,7 +316,7 @@ class ValidatorView(QWidget):
                 verdict_html(
                     result,
                     downgraded_from=debug.downgraded_from if debug is not None else None,
-                    warnings=read_warnings(debug if debug is not None else record.debug),
+                    warnings=read_warnings(record.debug),
                 )
             )
             self.citations.set_citations(result.citations)
