@@ -22,6 +22,7 @@ Three rules keep the log readable across versions:
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Annotated, Any, ClassVar
 
@@ -59,14 +60,15 @@ class PayloadPart(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=True, defer_build=True)
 
     omitted_when_none: ClassVar[frozenset[str]] = frozenset()
-    """Fields that writers left out of the dict when they had no value: still left out, not null."""
+    """Fields that writers left out of the dict when they had no value: still left out, not null.
+    A class names its own; those of the classes it derives from apply too (``_omitted``)."""
 
     @model_serializer(mode="wrap")
     def _leave_out_absent(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
         if isinstance(data, dict):
             fields = type(self).model_fields
-            for name in self.omitted_when_none:
+            for name in _omitted(type(self)):
                 key = fields[name].alias or name
                 if key in data and data[key] is None:
                     del data[key]
@@ -140,7 +142,7 @@ class RunStart(EventPayload):
 class LlmRequestSnapshot(EventPayload):
     """The shape of a request (sizes, limits, tools), compact by default; never a source of evidence."""
 
-    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"content_ref", "full_request"})
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"full_request"})
 
     iteration: int = 0
     provider: str = ""
@@ -170,7 +172,7 @@ class LlmResponse(EventPayload):
 class LlmCallFailure(EventPayload):
     """A model call that gave no usable turn: the log says why the run stopped or retried."""
 
-    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"content_ref", "usage", "retry_max_tokens"})
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"usage", "retry_max_tokens"})
 
     iteration: int = 0
     kind: str = ""  # the gateway's error kind, or "truncated" for a turn cut off and retried
@@ -204,7 +206,7 @@ class ToolResultRecord(EventPayload):
 class FinalizationRequest(EventPayload):
     """The no-tools instruction that made the model answer from what it had; replayed as a message."""
 
-    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"content_ref", "budget"})
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"budget"})
 
     iteration: int = 0
     message: dict[str, Any] = Field(default_factory=dict)
@@ -223,7 +225,7 @@ class AddedMessage(EventPayload):
 class RunEnd(EventPayload):
     """How a run ended; written by whatever ended it, so no reader has to reconstruct it."""
 
-    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"content_ref", "supplied"})
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"supplied"})
 
     finish_reason: FinishReasonOrText = ""  # text when a later version ended it for a new reason
     output_text: str = ""
@@ -245,7 +247,7 @@ class RunInterruption(EventPayload):
 class StatusChange(EventPayload):
     """A move through the state machine, written in the transaction that makes it."""
 
-    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"content_ref", "runner", "next_prompt"})
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"runner", "next_prompt"})
 
     from_status: TaskStatus | None = Field(default=None, alias="from")
     to_status: TaskStatus | None = Field(default=None, alias="to")
@@ -271,7 +273,7 @@ class TaskInterruption(EventPayload):
 class AnalystDecision(EventPayload):
     """An analyst's satisfied, revise, abandon, reopen or undo, with what undo needs to reverse it."""
 
-    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"content_ref", "undoes"})
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"undoes"})
 
     reviewer: str = ""
     time: IsoTime | None = None
@@ -338,8 +340,6 @@ class ValidationDebug(PayloadPart):
 class ValidationSnapshot(ValidationDebug, EventPayload):
     """A verdict and how it was reached, in the task's log (skipped validations included)."""
 
-    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"content_ref", "downgraded_from"})
-
     result: ValidationResult | None = None
     status: ValidationStatus | None = None
     attempt_index: int | None = None
@@ -358,7 +358,7 @@ class SchemaCheckFailure(EventPayload):
     """A reply that did not match the requested JSON schema (planner, final answer or validator)."""
 
     omitted_when_none: ClassVar[frozenset[str]] = frozenset(
-        {"content_ref", "raw_output", "raw_output_chars", "attempt_index"}
+        {"raw_output", "raw_output_chars", "attempt_index"}
     )
 
     stage: str = ""  # parse, schema-validate, ...
@@ -480,3 +480,12 @@ __all__ = [
     "ValidationSkip",
     "ValidationSnapshot",
 ]
+
+
+@functools.cache
+def _omitted(cls: type[PayloadPart]) -> frozenset[str]:
+    """Every field ``cls`` and the classes it derives from leave out when None, once per class."""
+    found: set[str] = set()
+    for klass in cls.__mro__:
+        found |= klass.__dict__.get("omitted_when_none", frozenset())
+    return frozenset(found)

@@ -20,14 +20,9 @@ from core.domain.records import TaskRecord
 from core.errors import VersionConflict
 from core.store import new_event
 from core.tasks.policy import attempt_ending, interruption, is_writable
-from core.tasks.recovery import current_attempt, runner_gone
+from core.tasks.recovery import current_attempt
 from core.tasks.state_machine import Trigger, next_status
 from core.workspace import Workspace
-
-
-def runner_is_gone(task: TaskRecord) -> bool:
-    """Recovery's rule: same host and the process is dead, or another host's heartbeat is stale."""
-    return runner_gone(task)
 
 
 async def resume_interrupted(ws: Workspace, task: TaskRecord, *, why: str) -> TaskRecord | None:

@@ -25,9 +25,9 @@ from core.domain.status import TaskStatus
 from core.errors import RefusedAction
 from core.tasks import dispatch
 from core.tasks.policy import is_writable
-from core.tasks.recovery import runner_id
+from core.tasks.recovery import runner_gone, runner_id
 from core.tasks.state_machine import Trigger, can
-from core.workers.resume import resume_interrupted, runner_is_gone
+from core.workers.resume import resume_interrupted
 from core.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ async def run_one(
 
     task = await ws.store.get_task(task_id)
     if task.status.is_execution_active:
-        if not (retried or runner_is_gone(task)):
+        if not (retried or runner_gone(task)):
             stats.skipped += 1
             return "running elsewhere"
         resumed = await resume_interrupted(ws, task, why="its worker stopped mid-task; the job was retried")
@@ -187,9 +187,7 @@ async def queued_task_ids(ws: Workspace) -> list[str]:
         t.id
         for t in tasks
         if is_writable(t)
-        and (
-            _queued(t.status, t.revision_requested_by) or (t.status.is_execution_active and runner_is_gone(t))
-        )
+        and (_queued(t.status, t.revision_requested_by) or (t.status.is_execution_active and runner_gone(t)))
     ]
 
 

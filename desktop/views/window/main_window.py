@@ -414,9 +414,6 @@ class MainWindow(QMainWindow):
     def abandon(self) -> None:
         self.reviewing.abandon()
 
-    def recommended_prompt(self) -> str:
-        return self.reviewing.recommended_prompt()
-
     def refused(self, task_id: str) -> Callable[[BaseException], bool]:
         return self.reviewing.refused(task_id)
 
