@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import os
 import shutil
 import socket
 import sqlite3
 import sys
-from collections.abc import Coroutine, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from tests.pg import (
     PgServer,
     PgUnavailable,
     database_name,
+    run_in_own_loop,
     start_server,
     worker_id,
 )
@@ -139,12 +138,6 @@ def db_url(request: pytest.FixtureRequest) -> str:
 # downgrades them on both engines, and every command-line test starts from a missing file.
 
 
-def _in_own_loop(coro: Coroutine[object, object, None]) -> None:
-    """Run ``coro`` to the end on a private loop in a worker thread (see tests/pg.py's _admin)."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pool.submit(asyncio.run, coro).result()
-
-
 async def _migrate_to_head(url: str) -> None:
     from core.store import Store  # not at import: the desk's tests watch what their process imports
 
@@ -156,7 +149,7 @@ async def _migrate_to_head(url: str) -> None:
 def sqlite_workspace_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A SQLite workspace file the migrations brought to the schema head, once per session."""
     path = tmp_path_factory.mktemp("workspace-template") / "workspace.sqlite3"
-    _in_own_loop(_migrate_to_head(f"sqlite+aiosqlite:///{path}"))
+    run_in_own_loop(_migrate_to_head(f"sqlite+aiosqlite:///{path}"))
     with sqlite3.connect(path) as conn:  # everything in the main file: a copy of it is the workspace
         conn.execute("pragma wal_checkpoint(truncate)")
     return path
@@ -167,7 +160,7 @@ def pg_workspace_template(pg_server: PgServer) -> Iterator[str]:
     """The name of a PostgreSQL database the migrations brought to the schema head, once per session."""
     name = f"workspace_template_{worker_id() or 'main'}_{os.getpid()}"
     url = pg_server.create_database(name)
-    _in_own_loop(_migrate_to_head(url))  # the store disposes its pool: no session left on the template
+    run_in_own_loop(_migrate_to_head(url))  # the store disposes its pool: no session left on the template
     yield name
     pg_server.drop_database(name)
 

@@ -30,7 +30,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,8 +92,14 @@ def _admin(admin_url: str, statement: str) -> None:
         finally:
             await conn.close()
 
+    run_in_own_loop(run())
+
+
+def run_in_own_loop(coro: Coroutine[object, object, None]) -> None:
+    """Run ``coro`` to the end on a private loop in a worker thread: fixtures call this from a
+    pytest-asyncio test's loop, where ``asyncio.run`` is refused."""
     with ThreadPoolExecutor(max_workers=1) as pool:
-        pool.submit(asyncio.run, run()).result()
+        pool.submit(asyncio.run, coro).result()
 
 
 def worker_id() -> str:
