@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal, get_args
+from urllib.parse import unquote, urlsplit
 
 import platformdirs
 from pydantic import (
@@ -33,6 +34,7 @@ from pydantic_settings import (
 
 from core.errors import ConfigurationError
 from core.profiles import ROLE_MODEL_SETTING, ModelProfile, ModelRole, ResolvedProfile, resolve_profile
+from core.secrets import name_credentials, remember_secret
 
 APP_NAME = "evidence-desk"
 
@@ -352,7 +354,26 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _profile_models_win(self) -> Settings:
         self._sync_profile_models()
+        self._name_credentials()
         return self
+
+    def _name_credentials(self) -> None:
+        """Tell the masking which variables and keyring entries hold keys, and the database password.
+
+        Masking goes by value, so a key under a variable named like anything (``VLLM_APIKEY``) is
+        still masked in exports, error lines and stored provider errors.
+        """
+        name_credentials(
+            env=[p.api_key_env for p in self.profiles.values()],
+            keyring=[p.api_key_keyring for p in self.profiles.values()],
+        )
+        try:
+            password = urlsplit(self.db_url).password
+        except ValueError:  # an unparseable URL: the store says so when it opens it
+            password = None
+        if password:
+            remember_secret("database password", password)
+            remember_secret("database password", unquote(password))
 
     def _sync_profile_models(self) -> None:
         """A profile's ``model`` replaces its role's flat ``*_model`` setting, which every caller reads.
@@ -369,6 +390,7 @@ class Settings(BaseSettings):
         """A copy with these profiles (and their models), as the next start would read them."""
         copy = self.model_copy(update={"profiles": profiles})
         copy._sync_profile_models()
+        copy._name_credentials()
         return copy
 
     def profile(self, role: ModelRole) -> ResolvedProfile | None:

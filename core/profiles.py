@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, SecretStr
 
 from core.errors import ConfigurationError
-from core.secrets import KEYRING_SERVICE
+from core.secrets import KEYRING_SERVICE, remember_secret
 
 # Keyless OpenAI-compatible servers still need *some* key for the OpenAI client to build a request;
 # this placeholder is not a credential and a keyless server ignores it.
@@ -182,6 +182,8 @@ def resolve_profile(
                 f"(service {KEYRING_SERVICE!r}; model {model})"
             )
         api_key, source = SecretStr(value), f"keyring entry {profile.api_key_keyring}"
+    if api_key is not None:  # masked by value wherever it turns up (a provider's 401 echoing it)
+        remember_secret(source, api_key.get_secret_value())
     api_base = profile.api_base or settings.api_base
     context_window = profile.context_window
     if role in (ModelRole.VALIDATOR, ModelRole.VALIDATOR_FALLBACK) and context_window is None:

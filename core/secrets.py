@@ -11,7 +11,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
@@ -40,14 +40,80 @@ KEY_SHAPES: tuple[tuple[str, str, str], ...] = (
 )
 
 
+# ---------------------------------------------------------------------- credentials by value
+# A key is a key whatever its variable is called: the settings name the variables and keyring
+# entries that hold keys (a profile's ``api_key_env`` may be ``VLLM_APIKEY``), and whatever the
+# program reads as a credential (a key resolved for a call, the database password, the signing
+# key) is remembered here by value. Every way out masks these values, whatever text carries them.
+_registry_lock = threading.Lock()
+_named_env: set[str] = set()
+_named_keyring: set[str] = set()
+_remembered: dict[str, str] = {}
+
+
+def name_credentials(*, env: Iterable[str | None] = (), keyring: Iterable[str | None] = ()) -> None:
+    """Environment variables and keyring entries the settings say hold credentials."""
+    with _registry_lock:
+        _named_env.update(name for name in env if name)
+        _named_keyring.update(name for name in keyring if name)
+
+
+def remember_secret(label: str, value: str | None) -> None:
+    """A value the program now holds as a credential; masked by value from here on.
+
+    ``label`` says where it came from (never the value); short values are not remembered, since
+    masking a four-letter word everywhere would deface ordinary text.
+    """
+    if value and len(value) >= MIN_SECRET_LENGTH:
+        with _registry_lock:
+            _remembered.setdefault(value, label)
+
+
+def _is_secret_name(name: str) -> bool:
+    return bool(SECRET_ENV_NAME.search(name)) or name in _named_env
+
+
 def secret_env_values(environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
-    """``(name, value)`` of environment variables that hold secrets, by name and length."""
+    """``(name, value)`` of environment variables that hold secrets: by name shape or named in settings."""
     env = os.environ if environ is None else environ
-    return [
-        (name, env[name])
-        for name in sorted(env)
-        if len(env[name]) >= MIN_SECRET_LENGTH and SECRET_ENV_NAME.search(name)
-    ]
+    with _registry_lock:
+        return [
+            (name, env[name])
+            for name in sorted(env)
+            if len(env[name]) >= MIN_SECRET_LENGTH and _is_secret_name(name)
+        ]
+
+
+def remembered_secret_values() -> list[tuple[str, str]]:
+    """``(label, value)`` of every credential the program has read (``remember_secret``)."""
+    with _registry_lock:
+        return [(label, value) for value, label in _remembered.items()]
+
+
+def credential_values(environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """Every credential known by value, longest first (a value containing another goes whole)."""
+    values = dict(secret_env_values(environ))
+    for label, value in remembered_secret_values():
+        if value not in values.values():
+            values.setdefault(label, value)
+    return sorted(values.items(), key=lambda kv: -len(kv[1]))
+
+
+def mask_secrets(text: str, mask: str = "[redacted]") -> str:
+    """``text`` with every known credential value and every secret shape masked.
+
+    For what the program says about itself (error lines, stderr, stored provider errors, ``--json``
+    errors): short texts, so every scan runs on each. Exports use ``core.bundle.redact.Redactor``,
+    which applies the same values and shapes with counts.
+    """
+    if not text:
+        return text
+    for _label, value in credential_values():
+        if value in text:
+            text = text.replace(value, mask)
+    for _kind, regex in secret_shape_regexes():
+        text = regex.sub(mask, text)
+    return text
 
 
 def load_api_keys_into_env() -> list[str]:
@@ -67,6 +133,7 @@ def load_api_keys_into_env() -> list[str]:
             secret = keyring.get_password(KEYRING_SERVICE, name)
         except KeyringError:
             return loaded
+        remember_secret(f"keyring entry {name}", secret)
         if secret:
             os.environ[name] = secret
             loaded.append(name)
@@ -145,6 +212,32 @@ class SecretShape:
     ignore_case: bool = False
 
 
+# The flags a pattern may carry into a scoped group ``(?x:...)``; ``re.UNICODE`` is the default for text.
+_SCOPED_FLAGS = ((re.VERBOSE, "x"), (re.MULTILINE, "m"), (re.DOTALL, "s"), (re.ASCII, "a"))
+
+
+def _with_own_flags(regex: re.Pattern[str]) -> str | None:
+    """The pattern with its flags (verbose, multi-line, ...) written inside it, so it keeps its meaning
+    when joined with others or compiled without them; ``None`` for flags that cannot be scoped.
+
+    detect-secrets compiles its Slack webhook pattern with ``re.VERBOSE``: dropping such patterns,
+    as this module once did, left webhook URLs unmasked.
+    """
+    flags = regex.flags & ~(re.IGNORECASE | re.UNICODE)
+    letters = ""
+    for flag, letter in _SCOPED_FLAGS:
+        if flags & flag:
+            letters += letter
+            flags &= ~flag
+    if flags:
+        return None
+    # A newline before the closing parenthesis: a verbose pattern's last line may end in a comment.
+    if not letters:
+        return regex.pattern
+    end = "\n)" if "x" in letters else ")"
+    return f"(?{letters}:{regex.pattern}{end}"
+
+
 def _detect_secrets_shapes() -> list[SecretShape]:
     from detect_secrets.plugins.aws import AWSKeyDetector
     from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
@@ -187,10 +280,12 @@ def _detect_secrets_shapes() -> list[SecretShape]:
     shapes = []
     for plugin in plugins:
         for regex in plugin.denylist:  # type: ignore[attr-defined]  # a class attribute on every plugin
-            if regex.flags & ~(re.IGNORECASE | re.UNICODE):
-                continue  # verbose or multiline patterns do not combine into one scan
+            pattern = _with_own_flags(regex)
+            if pattern is None:  # pragma: no cover - no plugin in use has such flags
+                log.warning("secret pattern of %s skipped: flags %#x", plugin.__name__, regex.flags)
+                continue
             kind = str(plugin.secret_type)  # a plain class attribute, typed as an abstract property
-            shapes.append(SecretShape(kind, regex.pattern, bool(regex.flags & re.IGNORECASE)))
+            shapes.append(SecretShape(kind, pattern, bool(regex.flags & re.IGNORECASE)))
     return shapes
 
 
@@ -223,11 +318,14 @@ def keyring_secret_values() -> list[tuple[str, str]]:
     from keyring.errors import KeyringError
 
     found: list[tuple[str, str]] = []
-    for name in API_KEY_NAMES:
+    with _registry_lock:
+        names = [*API_KEY_NAMES, *sorted(_named_keyring - set(API_KEY_NAMES))]
+    for name in names:
         try:
             value = keyring.get_password(KEYRING_SERVICE, name)
         except KeyringError:
             return found
         if value and len(value) >= MIN_SECRET_LENGTH:
+            remember_secret(f"keyring entry {name}", value)
             found.append((name, value))
     return found

@@ -19,7 +19,13 @@ from typing import Any
 
 from core.bundle.format import BundleError, sha256_hex
 from core.bundle.needles import Needle, needle_of
-from core.secrets import keyring_secret_values, secret_env_values, secret_shape_regexes, secret_shapes
+from core.secrets import (
+    keyring_secret_values,
+    remembered_secret_values,
+    secret_env_values,
+    secret_shape_regexes,
+    secret_shapes,
+)
 
 __all__ = ["MASK", "Redactor", "redact_text"]
 
@@ -90,15 +96,20 @@ class Redactor:
                 )
             shows_itself = regex.search(pattern) is None and regex.search(MASK) is None
             rules.append(Rule(label=f"pattern {i}", regex=regex, show_pattern=shows_itself))
-        values = dict(secret_env_values(environ))
+        values = {f"value of ${name}": value for name, value in secret_env_values(environ)}
         if keyring if keyring is not None else environ is None:
             for name, value in keyring_secret_values():
-                values.setdefault(name, value)
+                values.setdefault(f"value of ${name}", value)
+        # Credentials the program has read (a profile's key, the database password, the signing
+        # key), whatever variable or entry held them.
+        for label, value in remembered_secret_values():
+            if value not in values.values():
+                values[f"value of {label}"] = value
         # Longest first, so a value containing another is masked whole.
-        for name, value in sorted(values.items(), key=lambda kv: -len(kv[1])):
+        for label, value in sorted(values.items(), key=lambda kv: -len(kv[1])):
             rules.append(
                 Rule(
-                    label=f"value of ${name}",
+                    label=label,
                     regex=re.compile(re.escape(value)),
                     show_pattern=False,
                     needle=Needle((value,), ignore_case=False),

@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from core.bundle.format import canonical, sha256_hex
+from core.secrets import remember_secret
 
 __all__ = [
     "SignatureCheck",
@@ -88,12 +89,15 @@ def workspace_signing_key(db_url: str, *, create: bool = True) -> Ed25519Private
     try:
         stored = keyring.get_password(KEYRING_SIGNING_SERVICE, user)
         if stored:
+            remember_secret("workspace signing key", stored)
             return Ed25519PrivateKey.from_private_bytes(base64.b64decode(stored))
         if not create:
             return None
         key = Ed25519PrivateKey.generate()
         raw = key.private_bytes_raw()
-        keyring.set_password(KEYRING_SIGNING_SERVICE, user, base64.b64encode(raw).decode("ascii"))
+        encoded = base64.b64encode(raw).decode("ascii")
+        remember_secret("workspace signing key", encoded)
+        keyring.set_password(KEYRING_SIGNING_SERVICE, user, encoded)
         return key
     except (KeyringError, ValueError, binascii.Error):
         return None

@@ -185,8 +185,9 @@ async def with_workspace(
 # ---------------------------------------------------------------------- output
 def emit(data: Any) -> None:
     """``--json`` output: one indented document on stdout."""
-    json.dump(data, sys.stdout, indent=2, ensure_ascii=False, default=str)
-    sys.stdout.write("\n")
+    from core.terminal import json_safe
+
+    sys.stdout.write(json_safe(json.dumps(data, indent=2, ensure_ascii=False, default=str)) + "\n")
 
 
 def claim_json(claim: ClaimRecord) -> dict[str, Any]:

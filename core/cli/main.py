@@ -17,6 +17,7 @@ import sys
 from core.cli.common import EXIT_USAGE, Handler, Parser, exit_code
 from core.config import load_settings, user_config_file
 from core.inputs import load_toml_file, read_input_text
+from core.terminal import TerminalStream
 from core.version import app_version
 
 # In this order on the help screen: a task's life first, then the team's and the auditor's tools.
@@ -54,7 +55,18 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     handler = handlers[args.command]
-    _log_in_one_line()
+    out, err = sys.stdout, sys.stderr
+    # Everything printed from here on passes the one sanitiser (control characters, secrets).
+    sys.stdout, sys.stderr = TerminalStream(out, mask=False), TerminalStream(err, mask=True)
+    try:
+        _log_in_one_line()
+        return _run(handler, args)
+    finally:
+        sys.stdout.flush()
+        sys.stdout, sys.stderr = out, err
+
+
+def _run(handler: Handler, args: argparse.Namespace) -> int:
     try:
         _check_config_file()
         settings = load_settings(db_url=args.db, script=args.script, corpus=args.corpus)

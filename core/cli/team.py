@@ -136,7 +136,9 @@ class _Bar:
         if not quiet and sys.stderr.isatty():
             from tqdm import tqdm
 
-            self._tqdm = tqdm(total=total, unit="row", file=sys.stderr, desc="batch")
+            from core.terminal import raw_stream
+
+            self._tqdm = tqdm(total=total, unit="row", file=raw_stream(sys.stderr), desc="batch")
 
     def __call__(self, n: int) -> None:
         if self._tqdm is not None:

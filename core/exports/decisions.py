@@ -29,6 +29,7 @@ from core.domain.status import TaskStatus
 from core.exports.progress import Cancellation, ProgressSink, Step, check, replacing
 from core.store import Store
 from core.tasks.override import overrides_from_events
+from core.terminal import json_safe
 
 COLUMNS = (
     "task_id",
@@ -163,7 +164,7 @@ async def write_decision_rows(
             if writer is not None:
                 writer.writerow({k: csv_safe(v) for k, v in clean.items()})
             else:
-                fh.write(json.dumps(clean, ensure_ascii=False) + "\n")
+                fh.write(json_safe(json.dumps(clean, ensure_ascii=False)) + "\n")
         rows += len(found)
         with_rows += bool(found)
         if progress is not None:

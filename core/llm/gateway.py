@@ -36,7 +36,7 @@ from core.llm.errors import (
 from core.llm.scripted import PROVIDER_NAME, load_script, request_text, resolved_script_path
 from core.llm.streaming import DeltaSink, stream_completion
 from core.profiles import ModelRole
-from core.secrets import KEY_SHAPES, secret_env_values
+from core.secrets import mask_secrets
 
 _SCRIPTED_PREFIX = f"{PROVIDER_NAME}/"
 
@@ -139,15 +139,13 @@ def provider_family(model: str) -> str:
         return "unknown"
 
 
-_KEY_SHAPES = re.compile("|".join(f"(?:{pattern})" for _, pattern, _ in KEY_SHAPES))
-
-
 def redact(text: str) -> str:
-    """Strip anything that looks like a credential and flatten to one line of bounded length."""
-    for _name, value in secret_env_values():
-        if value in text:
-            text = text.replace(value, "[redacted]")
-    text = _KEY_SHAPES.sub("[redacted]", text)
+    """Mask every known credential and secret shape and flatten to one line of bounded length.
+
+    A provider's 401 may echo the key it was sent, under whatever variable held it: the message is
+    stored and printed, so the values the program holds are masked, not only keys of known shapes.
+    """
+    text = mask_secrets(text)
     text = text.strip().splitlines()[0] if text.strip() else text
     return text if len(text) <= 400 else text[:397] + "..."
 

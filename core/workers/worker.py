@@ -112,7 +112,9 @@ class Progress:
         if not quiet and self.stream.isatty():
             from tqdm import tqdm
 
-            self._bar = tqdm(total=None, unit="task", file=self.stream, desc="worker")
+            from core.terminal import raw_stream
+
+            self._bar = tqdm(total=None, unit="task", file=raw_stream(self.stream), desc="worker")
 
     def done(self, task_id: str, status: str) -> None:
         if self.quiet:
