@@ -330,6 +330,10 @@ class AgentLoop:
         )
         events: list[NewEvent] = []
         for call, result in zip(response.tool_calls, results, strict=True):
+            calls, failed, first = state.tool_errors
+            if result.is_error:
+                failed, first = failed + 1, first or f"{call.name}: {result.content.splitlines()[0][:300]}"
+            state.tool_errors = (calls + 1, failed, first)
             state.add({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": result.content})
             events.append(
                 new_event(
@@ -405,6 +409,9 @@ class AgentLoop:
 
     async def _finish(self, state: _RunState, finish: _Finish) -> None:
         warnings = _warnings_for(finish)
+        calls, failed, first = state.tool_errors
+        if calls and failed == calls:  # e.g. a corpus that cannot be searched: the answer has no evidence
+            warnings.append(f"every tool call of this run failed ({calls}); first: {first}")
         finished = new_event(
             RunEnd(
                 finish_reason=finish.finish_reason,
@@ -498,6 +505,7 @@ class _RunState:
         "session_id",
         "spent",
         "task_id",
+        "tool_errors",
     )
 
     def __init__(
@@ -512,6 +520,8 @@ class _RunState:
         self.run_id = run_id
         self.session_id = session_id
         self.task_id = task_id
+        # (calls, failed calls, the first failure's words): a run whose every call failed says so
+        self.tool_errors: tuple[int, int, str] = (0, 0, "")
         self.node_id = node_id
         self.messages = messages
         self.iteration = 0

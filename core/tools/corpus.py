@@ -71,6 +71,19 @@ class _Skipped(Exception):
     """A file that must not be indexed; the message says why, for the warning."""
 
 
+def display_name(name: str) -> str:
+    """A file name as text every reader can store and show: bytes that are not UTF-8 escaped (``\\xe9``).
+
+    Python gives such a name's bytes as lone surrogates, which SQLite, JSON and the model's prompt
+    all refuse to encode: one ``caf\\xe9.md`` once broke search and reading for every document.
+    """
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", errors="backslashreplace")
+    return name
+
+
 def _file_kind(mode: int) -> str:
     for test, name in (
         (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -255,11 +268,16 @@ class Corpus:
                     continue
                 if target == index_resolved:
                     continue
-                found[self._rel(path)] = (target, st.st_mtime_ns, st.st_size)
+                doc_id = self._rel(path)
+                if doc_id in found:  # an escaped name equal to a real one: the first keeps it
+                    self._warn(f"skipped {doc_id}: another file is indexed under the same name")
+                    stats.skipped += 1
+                    continue
+                found[doc_id] = (target, st.st_mtime_ns, st.st_size)
         return found
 
     def _rel(self, path: Path) -> str:
-        return path.relative_to(self.folder).as_posix()
+        return display_name(path.relative_to(self.folder).as_posix())
 
     def _link_target(self, path: Path) -> Path:
         """Resolve a symbolic link, refusing loops, dangling links and targets outside the folder."""
@@ -305,6 +323,7 @@ class Corpus:
             )
 
     def _warn(self, message: str) -> None:
+        message = display_name(message)  # a path in it may hold a name's undecodable bytes
         if self._collecting is not None:
             self._collecting.append(message)
         else:
@@ -344,7 +363,7 @@ class Corpus:
             title = markdown_title(text)
         else:
             title = None
-        return text, title or shown.stem
+        return text, title or display_name(shown.stem)
 
     def refresh(self) -> RefreshStats:
         """Bring the index in line with the folder; re-read only files whose mtime or size changed."""
