@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 from collections.abc import AsyncIterator, Collection, Iterator
 from dataclasses import dataclass, field
@@ -37,6 +38,10 @@ from core.inputs import loads_json
 from core.tasks.dossier import TaskDossier
 
 __all__ = ["BundleTask", "OpenedBundle", "open_bundle", "parse_bundle"]
+
+# The shape ``core.store.base.new_id`` makes (uuid4 hex); an imported id is shown on terminals and
+# named in paths, so anything else is refused rather than cleaned.
+TASK_ID_SHAPE = re.compile(r"[0-9a-f]{32}")
 
 
 @dataclass
@@ -206,6 +211,9 @@ def parse_bundle(loaded: LoadedBundle) -> OpenedBundle:
     origin = f"bundle:{loaded.report.bundle_id}"
     for task_id in loaded.manifest["task_ids"]:
         tid = str(task_id)
+        if not TASK_ID_SHAPE.fullmatch(tid):  # ids are printed and used as paths: only our own shape
+            problems.append(f"task id {tid[:80]!r} is not a task id (32 lowercase hex digits)")
+            continue
         raw_task = _json(loaded.contents, task_entry(tid, "task.json"), problems)
         try:
             task = TaskRecord.model_validate(raw_task)
