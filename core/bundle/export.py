@@ -35,6 +35,7 @@ from core.bundle.paths import MachineScrub, machine_scrub
 from core.bundle.redact import Redactor
 from core.bundle.signing import fingerprint, signature_entry
 from core.bundle.stream import LeftoverScan
+from core.bundle.verify import verify_bundle
 from core.bundle.writer import BundleWriter
 from core.domain.content import OFFLOADED_KEYS, REF_SUFFIX, ContentRef
 from core.store import Store
@@ -207,6 +208,17 @@ def _part_file(out: Path) -> Path:
     return Path(tmp_name)
 
 
+def _verify_own(tmp: Path, out: Path) -> None:
+    """The bundle passes ``verify`` before it takes its name: what the workspace exports, any
+    workspace (its own included) can verify and import, by construction rather than by hope."""
+    report = verify_bundle(tmp)
+    if not report.ok:
+        raise BundleError(
+            f"the export to {out.name} failed its own verification ({'; '.join(report.failures[:3])}); "
+            "nothing was written"
+        )
+
+
 def _publish(tmp: Path, out: Path) -> int:
     os.replace(tmp, out)
     return out.stat().st_size
@@ -228,6 +240,7 @@ async def _export(
             members = await _write_contents(store, data, writer)
             chains, total_events = await asyncio.to_thread(_write_entries, data, writer, members)
             manifest_bytes = await asyncio.to_thread(_finish, zf, writer, data, chains, signing_key)
+        await asyncio.to_thread(_verify_own, tmp, out)
         file_bytes = await asyncio.to_thread(_publish, tmp, out)
     except BaseException:
         await asyncio.to_thread(tmp.unlink, missing_ok=True)
