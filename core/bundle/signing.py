@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from core.bundle.format import canonical, sha256_hex
+from core.errors import ConfigurationError
 from core.secrets import remember_secret
 
 __all__ = [
@@ -114,6 +115,11 @@ def _trusted(path: Path) -> set[str]:
         text = path.read_text(encoding="utf-8")
     except OSError:
         return set()
+    except UnicodeDecodeError as exc:  # a clear refusal, not an internal error: the list is the user's
+        raise ConfigurationError(
+            f"{path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
+            "it lists one SHA-256 key fingerprint per line"
+        ) from None
     found = set()
     for line in text.splitlines():
         token = line.split("#", 1)[0].strip().split(maxsplit=1)
