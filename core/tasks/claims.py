@@ -21,6 +21,7 @@ from core.domain.records import TaskRecord
 from core.domain.status import TaskStatus
 from core.errors import RefusedAction
 from core.store import Store, new_event
+from core.tasks.policy import ensure_writable, is_writable
 
 DEFAULT_LEASE = timedelta(minutes=5)
 RENEW_EVERY = timedelta(minutes=1)  # how often a desk renews the lease of the task it shows
@@ -53,6 +54,7 @@ class Claims:
     async def claim(self, task_id: str, reviewer: str, lease: timedelta = DEFAULT_LEASE) -> ClaimRecord:
         """Claim the task, or renew ``reviewer``'s claim; raises ``ClaimHeld`` if someone else has it."""
         task = await self.store.get_task(task_id)  # accepts a short id prefix
+        ensure_writable(task)  # an imported task's log is signed evidence: nothing appends to it
         now = self.now()
         claim, _ = await self.store.put_claim(task.id, reviewer, now=now, expires_at=now + lease)
         if claim.reviewer != reviewer:
@@ -70,6 +72,10 @@ class Claims:
         closing the desk would let it lapse, and would fill the log with one event per click.
         """
         task = await self.store.get_task(task_id)
+        if not is_writable(task):
+            if record:  # asked for by name (the command line): say why nothing happens
+                ensure_writable(task)
+            return False  # the desk moving on from a task nobody can claim
         now = self.now()
         event = new_event(ClaimRelease(reviewer=reviewer, time=now))
         return await self.store.delete_claim(task.id, reviewer, event=event if record else None)
@@ -85,6 +91,7 @@ class Claims:
         if not confirm:
             return await self.claim(task_id, reviewer, lease)
         task = await self.store.get_task(task_id)
+        ensure_writable(task)
         now = self.now()
         holder = await self.store.get_claim(task.id, now)
         event = new_event(

@@ -21,6 +21,7 @@ from core.errors import InvalidRequest
 from core.search.index import index_override
 from core.store import EventRecord, Store
 from core.tasks.dossier import TaskDossier
+from core.tasks.policy import ensure_writable
 
 
 class AnalystVerdict(BaseModel):
@@ -54,6 +55,7 @@ async def record_override(
     status = _parse(status, ValidationStatus, "status")
     category = _parse(category, FailureCategory, "category")
     task = await store.get_task(task_id)
+    ensure_writable(task)  # an imported task's signed history is not extended, not even by a verdict
     attempts = await store.list_attempts(task.id, resolve=False)  # ids and indexes only
     if not attempts:
         raise InvalidRequest(f"task {task.id[:12]} has no attempt to give a verdict on")
