@@ -63,6 +63,16 @@ class LLMMalformedResponse(LLMError):
     kind = "malformed_response"
 
 
+class LLMUsageAnomaly(LLMMalformedResponse):
+    """The reply's token counts are impossible (negative, or beyond any model's reach).
+
+    Counted as given, a negative figure would lower the task's spent tokens and defeat
+    ``max_task_tokens``; the reply is refused and the anomaly recorded with the call.
+    """
+
+    kind = "usage_anomaly"
+
+
 class LLMConfigurationError(LLMError, ConfigurationError):
     """The call could not even be made (no API key, no endpoint): zero requests sent, never retried."""
 
@@ -84,5 +94,6 @@ __all__ = [
     "LLMRateLimited",
     "LLMServerError",
     "LLMTimeout",
+    "LLMUsageAnomaly",
     "ScriptError",
 ]

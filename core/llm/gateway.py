@@ -31,6 +31,7 @@ from core.llm.errors import (
     LLMRateLimited,
     LLMServerError,
     LLMTimeout,
+    LLMUsageAnomaly,
     ScriptError,
 )
 from core.llm.scripted import PROVIDER_NAME, load_script, request_text, resolved_script_path
@@ -39,6 +40,9 @@ from core.profiles import ModelRole
 from core.secrets import mask_secrets
 
 _SCRIPTED_PREFIX = f"{PROVIDER_NAME}/"
+# More tokens than any model reads or writes in one call (the largest windows are a few million):
+# a figure past it is a provider's bug, and counted as given it would end every budget at once.
+MAX_CALL_TOKENS = 100_000_000
 
 
 class ToolCallRequest(BaseModel):
@@ -528,6 +532,13 @@ class LLMGateway:
         usage = getattr(raw, "usage", None)
         prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion = int(getattr(usage, "completion_tokens", 0) or 0)
+        total = int(getattr(usage, "total_tokens", 0) or prompt + completion)
+        if min(prompt, completion, total) < 0 or max(prompt, completion, total) > MAX_CALL_TOKENS:
+            raise LLMUsageAnomaly(
+                f"{model}: the provider reported impossible usage (prompt {prompt}, completion {completion}, "
+                f"total {total} tokens); the reply was refused as a provider anomaly",
+                model=model,
+            )
         return LLMResponse(
             content=message.content,
             tool_calls=calls,
@@ -535,7 +546,7 @@ class LLMGateway:
             usage=TokenUsage(
                 prompt_tokens=prompt,
                 completion_tokens=completion,
-                total_tokens=int(getattr(usage, "total_tokens", 0) or prompt + completion),
+                total_tokens=total,
             ),
             latency_s=latency,
             model=model,
