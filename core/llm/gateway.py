@@ -112,6 +112,16 @@ _WARMED_PROVIDERS: set[str] = set()
 _WARM_MODULES = ("openai.resources", "openai.lib.streaming.chat", "litellm.llms.openai.openai")
 
 
+class FirstCallTimeout(TimeoutError):
+    """The outer guard ran out on a provider's first call: its message must name the allowance,
+    or "no answer within 10 s" would be said of a call that was given 40."""
+
+    def __init__(self, limit_s: float, setup_s: float) -> None:
+        super().__init__(f"no answer within {limit_s + setup_s:g} s")
+        self.limit_s = limit_s
+        self.setup_s = setup_s
+
+
 def warm_up_litellm() -> None:
     """Pay litellm's import cost early (the desk calls this off the UI thread after painting)."""
     _import_litellm()
@@ -229,6 +239,12 @@ def _map_error(exc: BaseException, model: str, timeout_s: float) -> LLMError:
     litellm = _import_litellm()
     if isinstance(exc, script_error_class()):
         return ScriptError(redact(str(getattr(exc, "detail", exc))), model=model)
+    if isinstance(exc, FirstCallTimeout):
+        return LLMTimeout(
+            f"{model}: no answer within {exc.limit_s + exc.setup_s:g} s (llm_timeout_s {exc.limit_s:g} s "
+            f"plus {exc.setup_s:g} s allowed for the provider's first call in this process)",
+            model=model,
+        )
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
         return LLMTimeout(f"{model}: no answer within {timeout_s:g} s", model=model)
     detail = redact(_strip_litellm_prefix(str(exc))) or type(exc).__name__
@@ -451,9 +467,12 @@ class LLMGateway:
                     raw = await litellm.acompletion(**kwargs)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:
-            if not isinstance(exc, TimeoutError):
-                _WARMED_PROVIDERS.add(provider)
+        except TimeoutError as exc:  # the outer guard (litellm's own Timeout is not a TimeoutError)
+            if setup:
+                raise FirstCallTimeout(limit_s, setup) from exc
+            raise
+        except Exception:
+            _WARMED_PROVIDERS.add(provider)
             raise
         _WARMED_PROVIDERS.add(provider)
         return raw

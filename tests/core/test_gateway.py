@@ -220,3 +220,13 @@ def test_redact_removes_keys_and_flattens(monkeypatch: pytest.MonkeyPatch) -> No
     text = redact("Incorrect key very-secret-value-123 and sk-abcdefghijklmnop given\nTraceback: ...")
     assert "very-secret-value-123" not in text and "sk-abcdefghijklmnop" not in text
     assert text == "Incorrect key [redacted] and [redacted] given"
+
+
+def test_a_first_call_timeout_names_the_set_up_allowance() -> None:
+    """The outer guard of a provider's first call allows set-up time on top of ``llm_timeout_s``; the
+    message said "no answer within 10 s" of a call that had been given 40."""
+    from core.llm.gateway import FirstCallTimeout, _map_error
+
+    error = _map_error(FirstCallTimeout(10.0, 30.0), "openai/m", 10.0)
+    assert isinstance(error, LLMTimeout)
+    assert "no answer within 40 s" in str(error) and "llm_timeout_s 10 s plus 30 s" in str(error)
