@@ -46,6 +46,12 @@ def user_config_file() -> Path:
     return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
 
 
+def user_log_dir() -> Path:
+    """Where log files go (``EVIDENCE_DESK_LOG_DIR``, else the platform's user log folder)."""
+    override = os.environ.get("EVIDENCE_DESK_LOG_DIR")
+    return Path(override) if override else Path(platformdirs.user_log_dir(APP_NAME))
+
+
 def default_db_url() -> str:
     data_dir = Path(platformdirs.user_data_dir(APP_NAME))
     return f"sqlite+aiosqlite:///{data_dir / 'workspace.sqlite3'}"

@@ -15,7 +15,7 @@ import logging
 import sys
 
 from core.cli.common import EXIT_USAGE, Handler, Parser, exit_code
-from core.config import load_settings, user_config_file
+from core.config import load_settings, user_config_file, user_log_dir
 from core.inputs import load_toml_file, read_input_text
 from core.terminal import TerminalStream
 from core.version import app_version
@@ -86,6 +86,12 @@ class _OneLineLog(logging.Formatter):
 
 
 def _log_in_one_line() -> None:
+    """Our own warnings as one line each on stderr; every warning, in full, in the log file.
+
+    Library warnings (``warnings.warn``: pydantic's multi-line serializer warnings, deprecations)
+    go to the log file only: they say nothing the person at the terminal can act on, and they broke
+    the rule of one line per error on stderr.
+    """
     root = logging.getLogger()
     if root.handlers:  # someone (a test harness, an embedding program) already decided
         return
@@ -93,6 +99,30 @@ def _log_in_one_line() -> None:
     handler.setFormatter(_OneLineLog())
     handler.setLevel(logging.WARNING)
     root.addHandler(handler)
+    log_file = _log_file()
+    logging.captureWarnings(True)
+    library = logging.getLogger("py.warnings")
+    library.propagate = False
+    if log_file is not None:
+        root.addHandler(log_file)
+        library.addHandler(log_file)
+    else:  # no log folder: library warnings are dropped rather than break stderr's one line
+        library.addHandler(logging.NullHandler())
+
+
+def _log_file() -> logging.Handler | None:
+    """``cli.log`` in the user log folder, bounded (1 MB, two old copies); None when unwritable."""
+    from logging.handlers import RotatingFileHandler
+
+    try:
+        folder = user_log_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        handler = RotatingFileHandler(folder / "cli.log", maxBytes=1 << 20, backupCount=2, encoding="utf-8")
+    except OSError:
+        return None
+    handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(logging.WARNING)
+    return handler
 
 
 def _check_config_file() -> None:
