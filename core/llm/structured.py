@@ -34,6 +34,7 @@ from core.errors import ConfigurationError
 from core.inputs import check_depth
 from core.llm.errors import LLMError
 from core.llm.gateway import LLMGateway, TokenUsage
+from core.llm.schema_bounds import ValidationBudgetExceeded, bounded_validator_class, validation_deadline
 from core.profiles import ModelRole
 
 __all__ = [
@@ -107,6 +108,16 @@ class StructuredOutcome(Generic[T]):
 _FENCE = re.compile(r"^```[A-Za-z0-9_-]*[ \t]*\r?\n(?P<body>.*)\r?\n[ \t]*```$", re.DOTALL)
 
 
+class _NotJsonNumber(ValueError):
+    pass
+
+
+def _refuse_constant(name: str) -> Any:
+    """``NaN``, ``Infinity`` and ``-Infinity`` are Python's JSON extensions, not JSON: refused, or
+    they would pass a schema's ``"type": "number"`` and reach every consumer of the answer."""
+    raise _NotJsonNumber(f"{name} is not a JSON number (JSON has no NaN or Infinity)")
+
+
 def _json_text(raw: str) -> str:
     text = raw.strip()
     match = _FENCE.match(text)
@@ -156,7 +167,7 @@ def _schema_validator(schema: dict[str, Any]) -> Any:
     from jsonschema import validators
     from jsonschema.exceptions import SchemaError
 
-    cls = validators.validator_for(schema)
+    cls = bounded_validator_class(validators.validator_for(schema))
     try:
         cls.check_schema(schema)
     except SchemaError as exc:
@@ -179,7 +190,10 @@ def validate_schema(schema: dict[str, Any]) -> None:
     samples: tuple[Any, ...] = (None, {}, [], "", 0)
     for sample in samples:
         try:
-            next(iter(validator.iter_errors(sample)), None)
+            with validation_deadline():
+                next(iter(validator.iter_errors(sample)), None)
+        except ValidationBudgetExceeded as exc:
+            raise ConfigurationError(f"invalid output JSON schema: {exc}") from None
         except RecursionError:
             raise ConfigurationError(
                 "invalid output JSON schema: its $refs refer to each other in an endless loop"
@@ -261,7 +275,9 @@ def _check(
         except (ValueError, TypeError, KeyError, RecursionError) as exc:
             return None, _Problem("schema-validate", f"{type(exc).__name__}: {exc}"[:500])
     try:
-        data = json.loads(_json_text(raw))
+        data = json.loads(_json_text(raw), parse_constant=_refuse_constant)
+    except _NotJsonNumber as exc:
+        return None, _Problem("json-parse", str(exc))
     except json.JSONDecodeError as exc:
         hint = " (only the JSON object is allowed, without text around it)" if exc.msg == "Extra data" else ""
         return None, _Problem("json-parse", f"{exc.msg} at line {exc.lineno} column {exc.colno}{hint}")
@@ -270,7 +286,10 @@ def _check(
     if isinstance(output, dict):
         check = validator if validator is not None else _schema_validator(output)
         try:
-            error = next(iter(sorted(check.iter_errors(data), key=lambda e: list(e.path))), None)
+            with validation_deadline():
+                error = next(iter(sorted(check.iter_errors(data), key=lambda e: list(e.path))), None)
+        except ValidationBudgetExceeded as exc:
+            return None, _Problem("schema-validate", str(exc))
         except RecursionError:
             return None, _Problem("schema-validate", "the JSON is nested too deeply for the schema")
         except Exception as exc:  # a $ref the schema cannot resolve (schemas stored before it was checked)
