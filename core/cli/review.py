@@ -108,7 +108,9 @@ async def cmd_reopen(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_undo(args: argparse.Namespace, settings: Settings) -> int:
     async def move(review: ReviewService, task: TaskRecord) -> TaskRecord:
-        return await review.undo(task.id, expected_version=args.expected_version, note=args.note)
+        return await review.undo(
+            task.id, expected_version=args.expected_version, note=args.note, take_over=args.take_over
+        )
 
     return await _decide(
         args, settings, move, said=lambda task: f"undone: {task.id[:12]} is back in {task.status.value}"

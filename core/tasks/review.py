@@ -114,12 +114,19 @@ class ReviewService:
         return await self._decide(task, trigger, REOPEN, note=reason.strip())
 
     async def undo(
-        self, task_id: str, *, expected_version: int | None = None, note: str | None = None
+        self,
+        task_id: str,
+        *,
+        expected_version: int | None = None,
+        note: str | None = None,
+        take_over: bool = False,
     ) -> TaskRecord:
         """Take back the last decision: the task returns to the status it had before it.
 
         Refused once anyone (a run, another analyst) moved the task after that decision, or after
-        ``UNDO_WINDOW``. The undo is its own event naming the decision it reverses.
+        ``UNDO_WINDOW``, and when the decision was another reviewer's unless ``take_over`` (one
+        reviewer silently reversing a colleague's later decision is what this guards against). The
+        undo is its own event naming the decision it reverses.
         """
         task = await self._writable(task_id, expected_version)
         events = await self.store.get_task_events(task.id, kinds=[EventKind.ANALYST_FEEDBACK_RECORDED])
@@ -129,6 +136,12 @@ class ReviewService:
             raise RefusedAction(f"task {task.id[:8]} has no decision to undo")
         if p.version_after is None or p.from_status is None:
             raise RefusedAction(f"the last decision on task {task.id[:8]} predates undo; reopen it instead")
+        me = reviewer_name(self.settings.reviewer)
+        if p.reviewer and p.reviewer != me and not take_over:
+            raise RefusedAction(
+                f"the last decision on task {task.id[:8]} ({p.action}) was {p.reviewer}'s, not {me}'s; "
+                "undo another reviewer's decision only with --take-over (recorded)"
+            )
         decided_at = p.time or last.created_at
         refusal = undo_refusal(decided_at, p.version_after, task, datetime.now(UTC))
         if refusal is not None:
