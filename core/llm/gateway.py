@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import random
 import re
 import time
 from collections.abc import Callable
@@ -201,18 +202,29 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return seen
 
 
+def _header(source: Any, name: str) -> Any:
+    try:
+        return source.get(name) or source.get(name.title())
+    except Exception:
+        return None
+
+
 def retry_after_s(exc: BaseException) -> float | None:
-    """Seconds a provider's ``Retry-After`` header asks for (litellm keeps the headers on the exception)."""
+    """Seconds a provider asks us to wait: ``retry-after-ms`` (OpenAI, Azure; the more precise) or
+    ``Retry-After`` in seconds or as a date (litellm keeps the headers on the exception)."""
     for source in (
         getattr(exc, "litellm_response_headers", None),
         getattr(getattr(exc, "response", None), "headers", None),
     ):
         if source is None:
             continue
-        try:
-            value = source.get("retry-after") or source.get("Retry-After")
-        except Exception:
-            continue
+        millis = _header(source, "retry-after-ms")
+        if millis is not None:
+            try:
+                return max(0.0, float(millis) / 1000)
+            except (TypeError, ValueError):
+                pass
+        value = _header(source, "retry-after")
         if value is None:
             continue
         try:
@@ -492,7 +504,9 @@ class LLMGateway:
             ) from None
         if not error.transient or attempt > retries:
             return None
-        delay: float = self.retry_backoff_s * 2 ** (attempt - 1)
+        # Full jitter (a uniform draw up to the exponential step): callers that failed together
+        # (a batch, parallel team nodes) spread out instead of retrying in lockstep.
+        delay: float = random.uniform(0, self.retry_backoff_s * 2 ** (attempt - 1))
         return max(delay, wait) if wait is not None else delay  # the provider said when; sooner is refused
 
     def _answered(

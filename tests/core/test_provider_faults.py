@@ -311,3 +311,17 @@ async def test_a_long_retry_after_is_reported_not_waited_for(
         assert (await ws.store.get_task(task_id)).status is TaskStatus.FAILED
     finally:
         await ws.close()
+
+
+async def test_retry_after_ms_is_read(provider: FakeLLMServer, sqlite_url: str) -> None:
+    """OpenAI's ``retry-after-ms`` (no ``Retry-After`` beside it): a 600 000 ms wait is past
+    ``MAX_RETRY_AFTER_S``, so the call ends at once naming the wait; ignored, it was retried."""
+    body = json.dumps({"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}})
+    provider.push(
+        Reply(kind="fault", status=429, headers={"retry-after-ms": "600000"}, raw_body=body),
+        Reply.text("About 10,935 metres."),
+    )
+    gateway = LLMGateway(_settings(sqlite_url, llm_num_retries=2), retry_backoff_s=0.01)
+    with pytest.raises(Exception, match=r"asks to wait 600 s"):
+        await gateway.complete(model=AGENT, messages=[{"role": "user", "content": "hi"}])
+    assert len(provider.chat_requests()) == 1
