@@ -208,6 +208,13 @@ def _number(raw: str) -> tuple[float, float]:
 _Quantity = tuple[int, int, ClaimKind, str, str, float, float]  # span, kind, unit, as written, value, step
 
 
+def _glued_letter(text: str, m: re.Match[str]) -> bool:
+    """A one-letter unit written straight after the number ("1990s", "5G", "4K") is a decade or a
+    product name far more often than seconds or grams: a one-letter unit needs a space before it."""
+    written = m.group("unit")
+    return len(written) == 1 and written.isalpha() and not text[m.start("unit") - 1].isspace()
+
+
 def _quantities(text: str, taken: bytearray) -> list[_Quantity]:
     found: list[_Quantity] = []
     for pattern in (_MONEY_BEFORE, _MONEY_AFTER, _QUANTITY):
@@ -221,6 +228,8 @@ def _quantities(text: str, taken: bytearray) -> list[_Quantity]:
                 kind, unit, factor = ClaimKind.MONEY, _CURRENCIES[m.group("cur").lower()], 1.0
                 written = f"{unit} {scale_word}"
             else:
+                if _glued_letter(text, m):
+                    continue
                 kind, unit, factor = _UNITS[re.sub(r"\s+", " ", m.group("unit").lower())]
                 written = f"{scale_word} {m.group('unit').lower()}"
                 if kind is ClaimKind.TEMPERATURE and factor != 1.0:

@@ -55,6 +55,15 @@ def test_dates_in_three_forms_are_one_date(text: str) -> None:
     assert (subject, kind, value) == ("hillary", "date", "1953-05-29")
 
 
+def test_one_letter_units_need_a_space_before_them() -> None:
+    """ "1990s" vs "2020s" is no duration and "5G" vs "4G" no mass; "5 g" still is."""
+    assert claims("The style peaked in the 1990s.") == []
+    assert claims("The Acme phone supports 5G networks.") == []
+    assert claims("Two nodes disagree: 1990s, 2020s; 5G, 4G.") == []
+    assert claims("The Acme sample weighs 5 g.") == [("acme sample", "mass", "5 g", "0.005 kg")]
+    assert claims("The Acme sample weighs 5kg.") == [("acme sample", "mass", "5kg", "5 kg")]
+
+
 def test_impossible_dates_and_bare_numbers_are_no_claims() -> None:
     assert claims("Everest was climbed in 1953 by a team of 400.") == []
     assert claims("The log says Everest 2024-13-45.") == []
