@@ -114,18 +114,31 @@ def _environment_failure(exc: BaseException, db: str | None) -> str | None:
 
 # ---------------------------------------------------------------------- arguments
 def parse_day(value: str | None, option: str) -> datetime | None:
-    """``--since``/``--until``: a calendar day (YYYY-MM-DD) as midnight UTC, or None when not given.
+    """``--since``/``--until``: a calendar day (YYYY-MM-DD) as midnight UTC, or a moment with its
+    offset (``2024-03-12T10:00+02:00``, ``...Z``) as that moment in UTC; None when not given.
 
-    The one date parser of the command line: a time of day or an offset is refused rather than
-    silently cut, so ``--since 2024-03-01T18:00`` cannot mean two different things in two commands.
+    The one date parser of the command line, so every command reads a date the same way. A time
+    without an offset is refused rather than guessed: ``--since 2024-03-01T18:00`` would mean a
+    different moment on each analyst's machine.
     """
     if not value:
         return None
     try:
         day = date.fromisoformat(value)
     except ValueError:
-        raise InvalidRequest(f"{option} {value!r} is not a date (use YYYY-MM-DD)") from None
-    return datetime(day.year, day.month, day.day, tzinfo=UTC)
+        pass
+    else:
+        return datetime(day.year, day.month, day.day, tzinfo=UTC)
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise InvalidRequest(
+            f"{option} {value!r} is not a date (use YYYY-MM-DD, or a time with its offset such as "
+            "2024-03-12T10:00+02:00)"
+        ) from None
+    return moment.astimezone(UTC)
 
 
 def add_take_over(parser: argparse.ArgumentParser) -> None:

@@ -107,7 +107,13 @@ def test_no_command_module_keeps_an_any_workspace() -> None:
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [("2024-03-01", datetime(2024, 3, 1, tzinfo=UTC)), (None, None), ("", None)],
+    [
+        ("2024-03-01", datetime(2024, 3, 1, tzinfo=UTC)),
+        ("2024-03-12T10:00+02:00", datetime(2024, 3, 12, 8, 0, tzinfo=UTC)),
+        ("2024-03-12T10:00Z", datetime(2024, 3, 12, 10, 0, tzinfo=UTC)),
+        (None, None),
+        ("", None),
+    ],
 )
 def test_one_date_parser(value: str | None, expected: datetime | None) -> None:
     assert parse_day(value, "--since") == expected
@@ -115,7 +121,9 @@ def test_one_date_parser(value: str | None, expected: datetime | None) -> None:
 
 @pytest.mark.parametrize("value", ["yesterday", "2024-13-01", "2024-03-01T18:00", "01/03/2024"])
 def test_a_date_that_is_not_a_day_is_refused_by_name(value: str) -> None:
-    with pytest.raises(InvalidRequest, match=r"--until .* is not a date \(use YYYY-MM-DD\)"):
+    with pytest.raises(
+        InvalidRequest, match=r"--until .* is not a date \(use YYYY-MM-DD, or a time with its offset"
+    ):
         parse_day(value, "--until")
 
 
