@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,8 @@ STATUS_TEXT: dict[str, str] = {
     "unknown": "signed by an unknown key",
     "invalid": "signature INVALID",
 }
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -99,9 +102,28 @@ def workspace_signing_key(db_url: str, *, create: bool = True) -> Ed25519Private
         encoded = base64.b64encode(raw).decode("ascii")
         remember_secret("workspace signing key", encoded)
         keyring.set_password(KEYRING_SIGNING_SERVICE, user, encoded)
+        if keyring.get_password(KEYRING_SIGNING_SERVICE, user) != encoded:
+            _say_keyring_drops(keyring.get_keyring(), user)
+            return None  # a key nobody can find again would sign each export with a stranger's key
         return key
     except (KeyringError, ValueError, binascii.Error):
         return None
+
+
+_DROPPING_KEYRINGS: set[tuple[str, str]] = set()
+
+
+def _say_keyring_drops(backend: object, user: str) -> None:
+    """Once per keyring and workspace: the keyring accepted the key and did not keep it."""
+    name = type(backend).__name__
+    if (name, user) in _DROPPING_KEYRINGS:
+        return
+    _DROPPING_KEYRINGS.add((name, user))
+    log.warning(
+        "the OS keyring (%s) did not keep the workspace's signing key; exports stay unsigned "
+        "until a keyring keeps what is written to it",
+        name,
+    )
 
 
 def trusted_keys_file() -> Path:
