@@ -29,6 +29,7 @@ from core.domain.evidence import ToolEvidence
 from core.domain.labels import outcome_label
 from core.domain.usage import UsageTotals
 from core.evidence.content import ContentReader, iter_item_text
+from core.evidence.injection import injection_signs, injection_warning
 
 if TYPE_CHECKING:
     from core.workspace import Workspace
@@ -120,11 +121,18 @@ async def _print_tool(tool: dict[str, Any], store: ContentReader | None) -> None
     flag = " ERROR" if tool.get("is_error") else ""
     print(f"\n### Tool result {tool['tool_name']} ({tool.get('tool_call_id')}){flag}")
     if store is None or not tool.get("content_ref"):
+        warning = injection_warning(f"{tool.get('title') or ''}\n{tool['content']}")
+        if warning is not None:
+            print(warning)
         print(tool["content"])
         return
+    signs: set[str] = set()
     async for piece in iter_item_text(store, ToolEvidence.model_validate(tool)):
+        signs.update(injection_signs(piece))
         sys.stdout.write(piece)
     sys.stdout.write("\n")
+    if signs:  # a streamed result is flagged after it: its text is never held whole
+        print(f"evidence warning: possible prompt injection ({', '.join(sorted(signs))}) in the result above")
 
 
 async def print_dossier(data: dict[str, Any], store: ContentReader | None = None) -> None:

@@ -28,6 +28,7 @@ from pydantic import BaseModel
 
 from core.domain.content import ContentRef
 from core.domain.evidence import NodeRunResult, RunEvidence, TaskEvidencePacket, ToolEvidence
+from core.evidence.injection import injection_warning
 from core.evidence.wrapping import EXTERNAL_CONTENT_WARNING, neutralise, wrap_external
 
 __all__ = [
@@ -96,6 +97,9 @@ def _item_header(item: EvidenceItem) -> str:
         parts.append("ERROR")
     if item.attempt_index is not None:
         parts.append(f"attempt {item.attempt_index}")
+    warning = injection_warning(f"{item.title or ''}\n{item.content}")
+    if warning is not None:  # the reader (validator, analyst) sees it above the fenced text
+        parts.append(warning)
     return _one_line(" | ".join(parts))
 
 
