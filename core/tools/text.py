@@ -15,7 +15,10 @@ _PASSAGE_LOOKBACK = 1024  # how far back from a passage's end to look for whites
 _MD_TITLE_RE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
-_SKIP_TAGS = frozenset({"script", "style", "noscript", "template", "svg", "head"})
+_SKIP_TAGS = frozenset({"script", "style", "noscript", "template", "svg", "math"})
+# What HTML5 allows in <head>; any other start tag (or text) ends the head implicitly, as a browser
+# does: "</head>" is optional, and a page without it once lost all its body text.
+_HEAD_TAGS = frozenset({"base", "link", "meta", "noscript", "script", "style", "template", "title"})
 _BLOCK_TAGS = frozenset(
     {
         "address", "article", "aside", "blockquote", "br", "dd", "div", "dl", "dt", "fieldset",
@@ -32,13 +35,20 @@ class _HtmlText(HTMLParser):
         self.title_parts: list[str] = []
         self.h1_parts: list[str] = []
         self._skip_depth = 0
+        self._in_head = False
         self._in_title = False
+        self._title_done = False
         self._in_h1 = False
         self._h1_done = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "title":
-            self._in_title = True
+        if tag == "head":
+            self._in_head = True
+            return
+        if self._in_head and tag not in _HEAD_TAGS:
+            self._in_head = False
+        if tag == "title" and not self._skip_depth and not self._title_done:
+            self._in_title = True  # the document's title: an inline SVG's <title> is not the page's
         elif tag in _SKIP_TAGS:
             self._skip_depth += 1
         if tag == "h1" and not self._h1_done:
@@ -47,8 +57,11 @@ class _HtmlText(HTMLParser):
             self.parts.append("\n")
 
     def handle_endtag(self, tag: str) -> None:
-        if tag == "title":
+        if tag == "head":
+            self._in_head = False
+        if tag == "title" and self._in_title:
             self._in_title = False
+            self._title_done = True
         elif tag in _SKIP_TAGS and self._skip_depth:
             self._skip_depth -= 1
         if tag == "h1" and self._in_h1:
@@ -63,6 +76,10 @@ class _HtmlText(HTMLParser):
             return
         if self._skip_depth:
             return
+        if self._in_head:
+            if not data.strip():
+                return
+            self._in_head = False  # text cannot sit in <head>: the body has begun
         if self._in_h1:
             self.h1_parts.append(data)
         self.parts.append(data)

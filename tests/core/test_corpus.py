@@ -255,3 +255,14 @@ def test_html_to_text_entities_and_blocks() -> None:
     text, title = html_to_text("<p>A &lt;b&gt; &amp; c</p><p>second</p><!-- hidden -->")
     assert text == "A <b> & c\n\nsecond"
     assert title is None
+
+
+def test_html_without_a_closing_head_keeps_its_body_and_svg_titles_stay_out_of_the_title() -> None:
+    """``</head>`` is optional in HTML5, and an inline SVG's ``<title>`` is no page title."""
+    from core.tools.text import html_to_text
+
+    page = "<html><head><title>Tides</title><meta charset=utf-8><body><p>The Moon pulls the sea.</p>"
+    assert html_to_text(page) == ("The Moon pulls the sea.", "Tides")
+    icons = "<head><title>Tides</title></head><body><svg><title>menu icon</title></svg><p>Body.</p>"
+    assert html_to_text(icons) == ("Body.", "Tides")
+    assert html_to_text("<!doctype html><title>T</title><p>No head element.") == ("No head element.", "T")
