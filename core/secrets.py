@@ -49,6 +49,7 @@ _registry_lock = threading.Lock()
 _named_env: set[str] = set()
 _named_keyring: set[str] = set()
 _remembered: dict[str, str] = {}
+_version = [0]  # bumped on every change, so a reader may cache what it derived from the registry
 
 
 def name_credentials(*, env: Iterable[str | None] = (), keyring: Iterable[str | None] = ()) -> None:
@@ -56,6 +57,7 @@ def name_credentials(*, env: Iterable[str | None] = (), keyring: Iterable[str | 
     with _registry_lock:
         _named_env.update(name for name in env if name)
         _named_keyring.update(name for name in keyring if name)
+        _version[0] += 1
 
 
 def remember_secret(label: str, value: str | None) -> None:
@@ -66,7 +68,15 @@ def remember_secret(label: str, value: str | None) -> None:
     """
     if value and len(value) >= MIN_SECRET_LENGTH:
         with _registry_lock:
-            _remembered.setdefault(value, label)
+            if value not in _remembered:
+                _remembered[value] = label
+                _version[0] += 1
+
+
+def credentials_version() -> tuple[int, int]:
+    """Changes whenever the known credentials may have: the registry's changes and the environment's
+    size (the keyring load adds variables). Cheap, for callers that cache ``credential_values``."""
+    return _version[0], len(os.environ)
 
 
 def _is_secret_name(name: str) -> bool:

@@ -15,7 +15,7 @@ import io
 import re
 from typing import TextIO
 
-from core.secrets import credential_values, mask_secrets
+from core.secrets import credential_values, credentials_version, mask_secrets
 
 __all__ = ["TerminalStream", "escape_control", "json_safe", "raw_stream"]
 
@@ -53,12 +53,21 @@ class TerminalStream(io.TextIOBase):
         super().__init__()
         self.wrapped = wrapped
         self.mask = mask
+        self._values: tuple[tuple[int, int], list[str]] | None = None
+
+    def _credentials(self) -> list[str]:
+        """The credential values, recomputed only when they may have changed (``list`` of many
+        tasks writes thousands of times)."""
+        version = credentials_version()
+        if self._values is None or self._values[0] != version:
+            self._values = (version, [value for _label, value in credential_values()])
+        return self._values[1]
 
     def write(self, text: str) -> int:
         if self.mask:
             text = mask_secrets(text)
         else:
-            for _label, value in credential_values():
+            for value in self._credentials():
                 if value in text:
                     text = text.replace(value, "[redacted]")
         self.wrapped.write(escape_control(text))
