@@ -4,9 +4,9 @@ Text printed by the command line comes from outside: archive member names, impor
 titles, corpus documents, model answers. A carriage return or an ESC sequence in such text can
 rewrite what the terminal shows (a failing bundle displayed as "OK ... signed by a known key"), and
 a provider's error can echo the key it was sent. Rather than each command remembering to clean each
-string, the command line writes through ``TerminalStream``: every control character except tab and
-newline is shown as text (``\\x1b``), bidirectional overrides as ``\\u202e``, and on the error stream
-every credential the program holds and every secret shape is masked.
+string, the command line writes through ``TerminalStream``: every control character except tab,
+newline and a CRLF line end is shown as text (``\\x1b``), bidirectional overrides as ``\\u202e``,
+and on the error stream every credential the program holds and every secret shape is masked.
 """
 
 from __future__ import annotations
@@ -21,7 +21,11 @@ __all__ = ["TerminalStream", "escape_control", "json_safe", "raw_stream"]
 
 # C0 controls but tab and newline, DEL and the C1 controls (0x9b is a one-byte CSI on some
 # terminals), and the Unicode format characters that reorder or hide what is shown.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+# A carriage return is kept only as the first half of a CRLF line end (CSV's, RFC 4180): a lone one
+# is what moves the cursor back over a line already shown.
+_CONTROL = re.compile(
+    r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]|\r(?!\n)"
+)
 # What JSON leaves raw with ``ensure_ascii=False``: JSON escapes C0 itself.
 _JSON_RAW = re.compile(r"[\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 
@@ -32,7 +36,8 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def escape_control(text: str) -> str:
-    """``text`` with every control and reordering character shown as its escape, tab and newline kept."""
+    """``text`` with every control and reordering character shown as its escape; tab, newline and
+    CRLF line ends kept."""
     return _CONTROL.sub(_escape, text)
 
 
