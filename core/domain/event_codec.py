@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from core.domain.event_payloads import (
     AddedMessage,
     AnalystDecision,
+    AnalystJudgement,
     AnalystVerdictRecord,
     ClaimAssignment,
     ClaimRelease,
@@ -61,6 +62,7 @@ from core.errors import EvidenceDeskError
 
 PAYLOAD_MODELS: Mapping[EventKind, type[EventPayload]] = {
     EventKind.RUN_STARTED: RunStart,
+    EventKind.ANALYST_JUDGEMENT_RECORDED: AnalystJudgement,
     EventKind.LLM_REQUEST_SNAPSHOTTED: LlmRequestSnapshot,
     EventKind.LLM_RESPONSE_RECEIVED: LlmResponse,
     EventKind.LLM_CALL_FAILED: LlmCallFailure,
