@@ -1,16 +1,23 @@
 """Judge calibration over a large workspace of decided tasks (aim: 100,000 under 2 s).
 
 Each task has one attempt, one verdict (validator model, category and warnings in its debug) and
-one analyst decision; one in fifty also has an analyst override. Tasks go in through
-``Store.import_records`` (core/store/bulk.py) in batches, then ``calibrate`` runs three times.
+one analyst decision; one in fifty also has an analyst override, one in a hundred a decision
+undone and made again, one in a hundred a reopened decision, one in two hundred a blind first
+judgement and one in five hundred a second review. Tasks go in through ``Store.import_records``
+(core/store/bulk.py) in batches, then the full ``calibration --json`` (``calibrate`` with its
+rates, drift and judgements, then the JSON text) runs three times, with a 5 ms heartbeat on the
+loop measuring its longest stall: the desk's Calibration window computes on that same loop. With
+``--desk`` the window's own part (filling its tables from the figures, on the GUI thread) is
+timed too, offscreen.
 
-Run: ``.venv/bin/python benchmarks/bench_calibration.py --tasks 100000 [--db URL]``.
+Run: ``.venv/bin/python benchmarks/bench_calibration.py --tasks 100000 [--db URL] [--desk]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import sys
 import time
@@ -22,7 +29,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import scratch_dir
-from core.calibration import calibrate
+from core.calibration import Calibration, calibrate
 from core.domain.facts import EventKind
 from core.domain.records import (
     AttemptRecord,
@@ -67,6 +74,36 @@ def one_task(i: int, now: datetime) -> TaskImport:
         reviewer="ana", from_status="awaiting_feedback", to_status="closed", created_at=at + timedelta(seconds=5),
     )  # fmt: skip
     events = []
+    feedback = [decision]
+    if i % 100 == 1:  # undone, then decided again: only the second decision stands
+        undo = decision.model_copy(
+            update={"id": uuid.uuid4().hex, "action": "undo", "created_at": at + timedelta(seconds=6)}
+        )
+        again = decision.model_copy(
+            update={"id": uuid.uuid4().hex, "action": "abandon", "created_at": at + timedelta(seconds=7)}
+        )
+        feedback += [undo, again]
+    if i % 100 == 2:  # reopened: no decision stands
+        feedback.append(
+            decision.model_copy(
+                update={"id": uuid.uuid4().hex, "action": "reopen", "created_at": at + timedelta(seconds=6)}
+            )
+        )
+    for phase, every, who in (("blind", 200, "ana"), ("second", 500, "bob")):
+        if i % every == 3:
+            payload = {
+                "attempt_index": 1,
+                "attempt_id": aid,
+                "reviewer": who,
+                "decision": "satisfied",
+                "phase": phase,
+            }
+            events.append(
+                EventRecord(
+                    id=0, session_id=sid, run_id=None, task_id=tid, seq=len(events) + 1,
+                    kind=EventKind.ANALYST_JUDGEMENT_RECORDED, payload=payload, content=None, created_at=at,
+                )
+            )  # fmt: skip
     if i % 50 == 0:
         payload = {"attempt_index": 1, "attempt_id": aid, "status": "rejected", "category": "goal_missed",
                    "note": "", "reviewer": "ana"}  # fmt: skip
@@ -76,7 +113,7 @@ def one_task(i: int, now: datetime) -> TaskImport:
                 session_id=sid,
                 run_id=None,
                 task_id=tid,
-                seq=1,
+                seq=len(events) + 1,
                 kind=EventKind.ANALYST_VERDICT_RECORDED,
                 payload=payload,
                 content=None,
@@ -89,7 +126,7 @@ def one_task(i: int, now: datetime) -> TaskImport:
         sessions=[session],
         events=events,
         validations=[verdict],
-        feedback=[decision],
+        feedback=feedback,
     )
 
 
@@ -108,7 +145,29 @@ class Heartbeat:
             last = now
 
 
-async def run(url: str, n: int) -> None:
+def desk_render(cal: Calibration) -> float:
+    """Seconds the Calibration window takes to show computed figures (GUI thread, offscreen)."""
+    import os
+
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtWidgets import QApplication
+
+    from desktop.views.insight.calibration import CalibrationView
+
+    app = QApplication.instance() or QApplication([])
+    view = CalibrationView(None, None)  # type: ignore[arg-type]  # only shows figures here
+    view.resize(1200, 800)
+    view.show()
+    app.processEvents()
+    t0 = time.perf_counter()
+    view.show_calibration(cal)
+    app.processEvents()  # the repaint is part of the stall
+    took = time.perf_counter() - t0
+    view.close()
+    return took
+
+
+async def run(url: str, n: int, desk: bool) -> None:
     store = await Store.open(url)
     try:
         now = datetime.now(UTC)
@@ -122,13 +181,27 @@ async def run(url: str, n: int) -> None:
             ticker = asyncio.create_task(beats.run())
             t0 = time.perf_counter()
             cal = await calibrate(store)
+            text = json.dumps(cal.as_json())  # what `calibration --json` prints
             times.append(time.perf_counter() - t0)
             ticker.cancel()
             stalls.append(beats.longest)
-        assert cal.n == n, cal.n
-        print(f"calibration over {cal.n:,} decided attempts: kappa {cal.kappa:.3f}")
-        print(f"  time (s): min {min(times):.3f} median {statistics.median(times):.3f} max {max(times):.3f}")
+        reopened = len(range(2, n, 100))
+        assert cal.n == n - reopened, (cal.n, n, reopened)
+        assert cal.rates is not None and cal.anchoring is not None and cal.analysts is not None
+        fa = cal.rates.false_accept
+        print(
+            f"calibration over {cal.n:,} standing decisions ({reopened:,} reopened left out): kappa {cal.kappa:.3f}"
+        )
+        print(
+            f"  false accept {fa.value:.3f} [{fa.ci_low:.3f}, {fa.ci_high:.3f}] of {fa.n:,}; JSON {len(text):,} chars"
+        )
+        print(
+            f"  full --json time (s): min {min(times):.3f} median {statistics.median(times):.3f} max {max(times):.3f}"
+        )
         print(f"  longest event-loop stall meanwhile (ms): {max(stalls) * 1000:.0f}")
+        if desk:
+            renders = [desk_render(cal) for _ in range(3)]
+            print(f"  desk window showing the figures (ms): longest {max(renders) * 1000:.1f}")
     finally:
         await store.close()
 
@@ -137,9 +210,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=100_000)
     parser.add_argument("--db", help="workspace URL (default: a fresh SQLite file)")
+    parser.add_argument("--desk", action="store_true", help="also time the desk window showing the figures")
     args = parser.parse_args()
     url = args.db or str(scratch_dir() / "calibration.sqlite3")
-    asyncio.run(run(url, args.tasks))
+    asyncio.run(run(url, args.tasks, args.desk))
 
 
 if __name__ == "__main__":

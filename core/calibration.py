@@ -16,6 +16,7 @@ Blind first judgements give the anchoring figures, second reviews the inter-anal
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import json
@@ -53,6 +54,7 @@ from core.store.calibration_sql import (
 VALIDATOR_STATUSES = ["accepted", "rejected", "insufficient_evidence", "validator_error", "unvalidated"]
 DECISIONS = ["satisfied", "revised", "abandoned", "overridden"]
 _DECISION_OF = {"satisfied": "satisfied", "revise": "revised", "abandon": "abandoned"}
+_TURN = 2_000  # groups folded between two turns of the event loop (the desk paints meanwhile)
 CELLS = ["true_accept", "false_accept", "false_reject", "true_reject"]
 """The 2x2's cells by name: validator accepted and analyst satisfied, accepted and not, not and
 satisfied, neither (a, b, c, d of ``core.domain.agreement``)."""
@@ -274,7 +276,9 @@ async def _combos(store: Store, flt: CalibrationFilter, cases: bool) -> Counter[
     groups: list[DecisionGroup] = await decision_groups(
         store, since=flt.since, until=flt.until, batch_id=flt.batch_id, with_tasks=cases
     )
-    for g in groups:
+    for i, g in enumerate(groups):
+        if i % _TURN == _TURN - 1:
+            await asyncio.sleep(0)  # with cases there is a group per decision: let the GUI paint
         decision = _DECISION_OF[g.action]
         key = _Key(
             g.status or "unvalidated", decision, g.category or "none", g.model or "unknown", g.day,
@@ -366,7 +370,9 @@ async def calibrate(
     if flt.batch_id is not None and flt.batch_id not in {b for b, _ in await batch_choices(store)}:
         raise InvalidRequest(f"no batch {flt.batch_id!r} in this workspace (see `evidence-desk batches`)")
     fold = _Fold(cases)
-    for key, n in (await _combos(store, flt, cases)).items():
+    for i, (key, n) in enumerate((await _combos(store, flt, cases)).items()):
+        if i % _TURN == _TURN - 1:
+            await asyncio.sleep(0)
         if _keep(key, flt):
             fold.add(key, n)
     t = fold.tables
@@ -509,7 +515,8 @@ def rates_lines(r: Rates) -> list[str]:
     return lines
 
 
-def _judgement_lines(cal: Calibration) -> list[str]:
+def judgement_lines(cal: Calibration) -> list[str]:
+    """Blind review (anchoring) and analysts' agreement in words, when there are any."""
     lines: list[str] = []
     if (a := cal.anchoring) is not None:
         lines += [
@@ -554,7 +561,7 @@ def format_calibration(cal: Calibration) -> str:
         lines += ["", "reasons:"] + [
             f"  {k}: " + ", ".join(f"{d} {n}" for d, n in row.items() if n) for k, row in cal.reasons.items()
         ]
-    lines += _judgement_lines(cal)
+    lines += judgement_lines(cal)
     if cal.cases is not None:
         lines += ["", "cases:"] + [f"  {cell}: {' '.join(ids)}" for cell, ids in cal.cases.items()]
     return "\n".join(lines)
@@ -598,5 +605,6 @@ __all__ = [
     "calibration_csv",
     "cohen_kappa",
     "format_calibration",
+    "judgement_lines",
     "rates_lines",
 ]

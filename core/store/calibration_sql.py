@@ -33,6 +33,7 @@ _OVERRIDE_REVIEWER = payload_key(AnalystVerdictRecord, "reviewer")
 _OVERRIDE_REASON = payload_key(AnalystVerdictRecord, "reason")
 
 _CHUNK = 500
+_PARTITION = 2_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,21 +205,27 @@ async def _common_groups(
         )
         .group_by(*keys)
     )
-    return [
-        DecisionGroup(
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            r[4] or None,
-            _as_date(r[5]),
-            r[-1],
-            r[6],
-            r[7],
-            r[8] if with_tasks else None,
-        )
-        for r in await conn.execute(_in_range(q, since, until, batch_id))
-    ]
+    groups: list[DecisionGroup] = []
+    # Streamed in partitions: with task ids there is a row per decision (100,000 and more), and
+    # each partition awaited gives the loop (the desk's GUI) its turn between them.
+    result = await conn.stream(_in_range(q, since, until, batch_id))
+    async for part in result.partitions(_PARTITION):
+        groups += [
+            DecisionGroup(
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4] or None,
+                _as_date(r[5]),
+                r[-1],
+                r[6],
+                r[7],
+                r[8] if with_tasks else None,
+            )
+            for r in part
+        ]
+    return groups
 
 
 async def decision_groups(

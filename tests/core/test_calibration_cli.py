@@ -180,3 +180,27 @@ def test_reasons_lists_the_taxonomy_and_a_bad_file_is_one_line(
     own.write_text('[[reason]]\ncode = "Bad Code"\n', encoding="utf-8")
     code, _, err = cli("ana", "reasons")
     assert code == 4 and err.count("\n") == 1 and "lower-case" in err
+
+
+def test_html_and_text_show_the_same_rates(
+    migrated_sqlite_url: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: object,
+) -> None:
+    from pathlib import Path
+
+    ids = asyncio.run(_seed(migrated_sqlite_url, [ACC, ACC, REJ]))
+    cli = Cli(migrated_sqlite_url, capsys, monkeypatch)
+    cli.ok("ana", "feedback", ids[0], "satisfied")
+    cli.ok("ana", "feedback", ids[1], "abandon")
+    cli.ok("ana", "feedback", ids[2], "abandon")
+    page = Path(str(tmp_path)) / "cal.html"
+    text = cli.ok("ana", "calibration", "--html", str(page))
+    html = page.read_text(encoding="utf-8")
+    # false accept 1 of 2 (accepted, then abandoned), false reject 0 of 1: the same words in both
+    line = next(x for x in text.splitlines() if x.startswith("false accept"))
+    assert (
+        line.startswith("false accept: 0.500 [") and "of 2" in line and "false reject: 0.000 [0.000" in line
+    )
+    assert line in html and "too few decisions" in html
