@@ -22,8 +22,10 @@ import statistics
 import sys
 import time
 import uuid
+from collections.abc import Awaitable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TypeVar
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -41,6 +43,7 @@ from core.domain.records import (
 )
 from core.store import Store, TaskImport
 
+T = TypeVar("T")
 STATUSES = ["accepted"] * 6 + ["rejected", "rejected", "insufficient_evidence", "validator_error"]
 ACTIONS = ["satisfied"] * 6 + ["revise", "revise", "abandon", "satisfied"]
 CATEGORIES = ["none", "goal_missed", "incomplete", "rule_violation"]
@@ -167,24 +170,36 @@ def desk_render(cal: Calibration) -> float:
     return took
 
 
-async def run(url: str, n: int, desk: bool) -> None:
+async def stall_of(work: Awaitable[T]) -> tuple[T, float, float]:
+    """``work``'s result, its time and the loop's longest stall meanwhile (the GUI's, on the desk)."""
+    beats = Heartbeat()
+    ticker = asyncio.create_task(beats.run())
+    t0 = time.perf_counter()
+    result = await work
+    took = time.perf_counter() - t0
+    ticker.cancel()
+    return result, took, beats.longest
+
+
+async def run(url: str, n: int, desk: bool, reuse: bool) -> None:
     store = await Store.open(url)
     try:
         now = datetime.now(UTC)
         started = time.perf_counter()
-        for start in range(0, n, 5_000):
-            await store.import_records([one_task(i, now) for i in range(start, min(n, start + 5_000))])
-        print(f"imported {n:,} decided tasks in {time.perf_counter() - started:.1f} s")
+        if not reuse:
+            for start in range(0, n, 5_000):
+                await store.import_records([one_task(i, now) for i in range(start, min(n, start + 5_000))])
+            print(f"imported {n:,} decided tasks in {time.perf_counter() - started:.1f} s")
         times, stalls = [], []
-        for _ in range(3):
-            beats = Heartbeat()
-            ticker = asyncio.create_task(beats.run())
-            t0 = time.perf_counter()
+
+        async def full_json() -> tuple[Calibration, str]:
             cal = await calibrate(store)
-            text = json.dumps(cal.as_json())  # what `calibration --json` prints
-            times.append(time.perf_counter() - t0)
-            ticker.cancel()
-            stalls.append(beats.longest)
+            return cal, json.dumps(cal.as_json())  # what `calibration --json` prints
+
+        for _ in range(3):
+            (cal, text), took, stall = await stall_of(full_json())
+            times.append(took)
+            stalls.append(stall)
         reopened = len(range(2, n, 100))
         assert cal.n == n - reopened, (cal.n, n, reopened)
         assert cal.rates is not None and cal.anchoring is not None and cal.analysts is not None
@@ -199,9 +214,17 @@ async def run(url: str, n: int, desk: bool) -> None:
             f"  full --json time (s): min {min(times):.3f} median {statistics.median(times):.3f} max {max(times):.3f}"
         )
         print(f"  longest event-loop stall meanwhile (ms): {max(stalls) * 1000:.0f}")
-        if desk:
-            renders = [desk_render(cal) for _ in range(3)]
-            print(f"  desk window showing the figures (ms): longest {max(renders) * 1000:.1f}")
+        if desk:  # the window asks for the cases too (click-through), on the same loop
+            import gc
+
+            gc.freeze()  # as the desk does once it is up (desktop/quiet_gc.py)
+            window = [await stall_of(calibrate(store, cases=True)) for _ in range(3)]
+            print(
+                f"  desk window's figures with cases (s): median {statistics.median(w[1] for w in window):.3f}; "
+                f"longest loop stall {max(w[2] for w in window) * 1000:.0f} ms"
+            )
+            renders = [desk_render(window[-1][0]) for _ in range(3)]
+            print(f"  desk window showing the figures (GUI thread, ms): longest {max(renders) * 1000:.1f}")
     finally:
         await store.close()
 
@@ -211,9 +234,12 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=100_000)
     parser.add_argument("--db", help="workspace URL (default: a fresh SQLite file)")
     parser.add_argument("--desk", action="store_true", help="also time the desk window showing the figures")
+    parser.add_argument("--reuse", action="store_true", help="--db already holds the tasks: do not import")
     args = parser.parse_args()
+    if args.reuse and not args.db:
+        parser.error("--reuse needs --db")
     url = args.db or str(scratch_dir() / "calibration.sqlite3")
-    asyncio.run(run(url, args.tasks, args.desk))
+    asyncio.run(run(url, args.tasks, args.desk, args.reuse))
 
 
 if __name__ == "__main__":

@@ -41,7 +41,6 @@ from core.domain.agreement import (
 from core.errors import InvalidRequest
 from core.store import Store
 from core.store.calibration_sql import (
-    DecisionGroup,
     batch_choices,
     decision_groups,
     drift_groups,
@@ -54,7 +53,7 @@ from core.store.calibration_sql import (
 VALIDATOR_STATUSES = ["accepted", "rejected", "insufficient_evidence", "validator_error", "unvalidated"]
 DECISIONS = ["satisfied", "revised", "abandoned", "overridden"]
 _DECISION_OF = {"satisfied": "satisfied", "revise": "revised", "abandon": "abandoned"}
-_TURN = 2_000  # groups folded between two turns of the event loop (the desk paints meanwhile)
+_TURN = 500  # groups folded between two turns of the event loop (the desk paints meanwhile)
 CELLS = ["true_accept", "false_accept", "false_reject", "true_reject"]
 """The 2x2's cells by name: validator accepted and analyst satisfied, accepted and not, not and
 satisfied, neither (a, b, c, d of ``core.domain.agreement``)."""
@@ -232,11 +231,6 @@ def cohen_kappa(a: int, b: int, c: int, d: int) -> float | None:
     return cohen_kappa_table([[a, b], [c, d]])
 
 
-def cell_of(accepted: bool, satisfied: bool) -> str:
-    """The 2x2 cell's name (``CELLS``) of one decision."""
-    return CELLS[(0 if satisfied else 1) if accepted else (2 if satisfied else 3)]
-
-
 def _week(day: date) -> str:
     return (day - timedelta(days=day.weekday())).isoformat()
 
@@ -266,34 +260,35 @@ class _Key:
     warnings: str | None
     reviewer: str
     reason: str | None
-    task_id: str | None
     good: bool  # the analyst found the answer good: satisfied, or overridden to accepted
 
 
-async def _combos(store: Store, flt: CalibrationFilter, cases: bool) -> Counter[_Key]:
-    """Every standing decision in range, counted per key (task ids only when cases are asked for)."""
+async def _combos(
+    store: Store, flt: CalibrationFilter, cases: bool
+) -> tuple[Counter[_Key], dict[_Key, list[str]]]:
+    """Every standing decision in range counted per key, and each key's task ids (when cases are asked for)."""
     combos: Counter[_Key] = Counter()
-    groups: list[DecisionGroup] = await decision_groups(
-        store, since=flt.since, until=flt.until, batch_id=flt.batch_id, with_tasks=cases
+    ids: dict[_Key, list[str]] = defaultdict(list)
+    groups, overrides = await asyncio.gather(
+        decision_groups(store, since=flt.since, until=flt.until, batch_id=flt.batch_id, with_tasks=cases),
+        override_rows(store, since=flt.since, until=flt.until, batch_id=flt.batch_id),
     )
     for i, g in enumerate(groups):
         if i % _TURN == _TURN - 1:
-            await asyncio.sleep(0)  # with cases there is a group per decision: let the GUI paint
+            await asyncio.sleep(0)  # let the GUI paint between stretches
         decision = _DECISION_OF[g.action]
         key = _Key(
             g.status or "unvalidated", decision, g.category or "none", g.model or "unknown", g.day,
-            g.warnings, g.reviewer, g.reason, g.task_id, decision == "satisfied",
+            g.warnings, g.reviewer, g.reason, decision == "satisfied",
         )  # fmt: skip
         combos[key] += g.n
+        if g.task_ids:
+            ids[key].extend(g.task_ids)
     # Overridden attempts (few): the last override of each decides, at its time.
-    last = {
-        o.attempt_id: o
-        for o in await override_rows(store, since=flt.since, until=flt.until, batch_id=flt.batch_id)
-    }
+    last = {o.attempt_id: o for o in overrides}
     verdicts = await verdicts_for(store, last) if last else {}
     for attempt_id, o in last.items():
         v = verdicts.get(attempt_id)
-        task = o.task_id if cases else None
         good = o.status == "accepted"
         if v is None:
             key = _Key(
@@ -305,13 +300,14 @@ async def _combos(store: Store, flt: CalibrationFilter, cases: bool) -> Counter[
                 None,
                 o.reviewer,
                 o.reason,
-                task,
                 good,
             )
         else:
-            key = _Key(v.status, "overridden", v.category, v.model or "unknown", o.decided_at.date(), v.warnings, o.reviewer, o.reason, task, good)  # fmt: skip
+            key = _Key(v.status, "overridden", v.category, v.model or "unknown", o.decided_at.date(), v.warnings, o.reviewer, o.reason, good)  # fmt: skip
         combos[key] += 1
-    return combos
+        if cases:
+            ids[key].append(o.task_id)
+    return combos, ids
 
 
 def _keep(k: _Key, flt: CalibrationFilter) -> bool:
@@ -328,25 +324,27 @@ class _Fold:
 
     def __init__(self, cases: bool) -> None:
         self.matrix = {s: dict.fromkeys(DECISIONS, 0) for s in VALIDATOR_STATUSES}
-        self.total = Agreement()
-        self.tables: dict[str, dict[str, Agreement]] = {
-            t: defaultdict(Agreement) for t in ("category", "model", "week", "reviewer")
+        self.total = [0, 0, 0, 0]  # a, b, c, d: plain lists, as pydantic's setattr costs on the loop
+        self.tables: dict[str, dict[str, list[int]]] = {
+            t: defaultdict(lambda: [0, 0, 0, 0]) for t in ("category", "model", "week", "reviewer")
         }
         self.warn: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
         self.reasons: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(DECISIONS, 0))
         self.cases: dict[str, list[str]] | None = defaultdict(list) if cases else None
 
-    def add(self, k: _Key, n: int) -> None:
+    def add(self, k: _Key, n: int, task_ids: list[str]) -> None:
         self.matrix.setdefault(k.status, dict.fromkeys(DECISIONS, 0))[k.decision] += n
         accepted = k.status == "accepted"
-        self.total.add(accepted, k.good, n)
-        for table, key in (
-            ("category", k.category),
-            ("model", k.model),
-            ("week", _week(k.day)),
-            ("reviewer", k.reviewer),
+        cell = (0 if k.good else 1) if accepted else (2 if k.good else 3)
+        self.total[cell] += n
+        t = self.tables
+        for counts in (
+            t["category"][k.category],
+            t["model"][k.model],
+            t["week"][_week(k.day)],
+            t["reviewer"][k.reviewer],
         ):
-            self.tables[table][key].add(accepted, k.good, n)
+            counts[cell] += n
         for code in _warning_codes(k.warnings):
             counts = self.warn[code]
             counts[0] += n
@@ -354,9 +352,9 @@ class _Fold:
             counts[2] += n if k.decision == "revised" else 0
         if k.reason is not None:
             self.reasons[k.reason][k.decision] += n
-        if self.cases is not None and k.task_id is not None:
-            self.cases[f"{k.status}/{k.decision}"].append(k.task_id)
-            self.cases[cell_of(accepted, k.good)].append(k.task_id)
+        if self.cases is not None and task_ids:
+            self.cases[f"{k.status}/{k.decision}"].extend(task_ids)
+            self.cases[CELLS[cell]].extend(task_ids)
 
 
 async def calibrate(
@@ -370,32 +368,45 @@ async def calibrate(
     if flt.batch_id is not None and flt.batch_id not in {b for b, _ in await batch_choices(store)}:
         raise InvalidRequest(f"no batch {flt.batch_id!r} in this workspace (see `evidence-desk batches`)")
     fold = _Fold(cases)
-    for i, (key, n) in enumerate((await _combos(store, flt, cases)).items()):
+    # Each part reads on its own connection: the database works on them in parallel.
+    (combos, ids), drift, judged = await asyncio.gather(
+        _combos(store, flt, cases), _drift(store, flt), _judgements(store, flt)
+    )
+    for i, (key, n) in enumerate(combos.items()):
         if i % _TURN == _TURN - 1:
             await asyncio.sleep(0)
         if _keep(key, flt):
-            fold.add(key, n)
-    t = fold.tables
+            fold.add(key, n, ids.get(key, []))
+    total = _agreement(fold.total)
+
+    def table(name: str) -> dict[str, Agreement]:
+        return {k: _agreement(v) for k, v in sorted(fold.tables[name].items())}
+
     return Calibration(
         filter=flt,
-        n=fold.total.n,
+        n=total.n,
         matrix=fold.matrix,
-        kappa=fold.total.kappa,
-        agreement=fold.total.rate,
-        rates=fold.total.rates(),
-        by_category=dict(sorted(t["category"].items())),
-        by_model=dict(sorted(t["model"].items())),
-        by_reviewer=dict(sorted(t["reviewer"].items())),
+        kappa=total.kappa,
+        agreement=total.rate,
+        rates=total.rates(),
+        by_category=table("category"),
+        by_model=table("model"),
+        by_reviewer=table("reviewer"),
         reasons=dict(sorted(fold.reasons.items())),
         warnings=[
             WarningFigure(code=k, decided=v[0], overridden=v[1], revised=v[2])
             for k, v in sorted(fold.warn.items())
         ],
-        weekly=dict(sorted(t["week"].items())),
-        drift=await _drift(store, flt),
+        weekly=table("week"),
+        drift=drift,
         cases={k: sorted(set(v)) for k, v in sorted(fold.cases.items())} if fold.cases is not None else None,
-        **(await _judgements(store, flt)),
+        **judged,
     )
+
+
+def _agreement(abcd: list[int]) -> Agreement:
+    a, b, c, d = abcd
+    return Agreement(n=a + b + c + d, agree=a + d, a=a, b=b, c=c)
 
 
 async def _drift(store: Store, flt: CalibrationFilter) -> dict[str, dict[str, DriftWeek]]:

@@ -9,6 +9,7 @@ debug blob crosses into Python. Folding rows into figures is ``core.calibration`
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -33,7 +34,6 @@ _OVERRIDE_REVIEWER = payload_key(AnalystVerdictRecord, "reviewer")
 _OVERRIDE_REASON = payload_key(AnalystVerdictRecord, "reason")
 
 _CHUNK = 500
-_PARTITION = 2_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +94,7 @@ class DecisionGroup:
     n: int
     reviewer: str = ""
     reason: str | None = None
-    task_id: str | None = None  # only when cases were asked for
+    task_ids: tuple[str, ...] = ()  # only when cases were asked for
 
 
 def _override_attempts() -> Any:
@@ -156,24 +156,33 @@ class _Standing:
     reason: str | None
 
 
-async def _standing_of(conn: Any, ids: list[str], batch_id: str | None) -> dict[str, _Standing]:
-    """The standing decision of each named attempt, replaying all its feedback rows in order."""
+async def _standing_where(conn: Any, where: Any, batch_id: str | None) -> dict[str, _Standing]:
+    """The standing decision of each attempt ``where`` picks, replaying all its feedback rows in order."""
     rows: dict[str, list[tuple[str, _Standing]]] = {}
-    for start in range(0, len(ids), _CHUNK):
-        q = select(
-            FeedbackRow.attempt_id, FeedbackRow.task_id, FeedbackRow.created_at, FeedbackRow.action,
-            FeedbackRow.reviewer, FeedbackRow.reason,
-        ).where(FeedbackRow.attempt_id.in_(ids[start : start + _CHUNK]))  # fmt: skip
-        for attempt_id, task_id, at, action, who, reason in await conn.execute(
-            _in_range(q, None, None, batch_id)
-        ):
-            rows.setdefault(attempt_id, []).append((action, _Standing(task_id, at, action, who, reason)))
+    q = select(
+        FeedbackRow.attempt_id, FeedbackRow.task_id, FeedbackRow.created_at, FeedbackRow.action,
+        FeedbackRow.reviewer, FeedbackRow.reason,
+    ).where(where)  # fmt: skip
+    for attempt_id, task_id, at, action, who, reason in await conn.execute(
+        _in_range(q, None, None, batch_id)
+    ):
+        rows.setdefault(attempt_id, []).append((action, _Standing(task_id, at, action, who, reason)))
     found: dict[str, _Standing] = {}
     for attempt_id, history in rows.items():
         history.sort(key=lambda pair: pair[1].at)
         last = standing(history)
         if last is not None:
             found[attempt_id] = last
+    return found
+
+
+async def _standing_of(conn: Any, ids: list[str], batch_id: str | None) -> dict[str, _Standing]:
+    """The standing decision of each named attempt (a few: judged ones), in chunks of ids."""
+    found: dict[str, _Standing] = {}
+    for start in range(0, len(ids), _CHUNK):
+        found |= await _standing_where(
+            conn, FeedbackRow.attempt_id.in_(ids[start : start + _CHUNK]), batch_id
+        )
     return found
 
 
@@ -191,10 +200,16 @@ async def _common_groups(
     keys: tuple[Any, ...] = (
         status, FeedbackRow.action, category, model, warnings, day, FeedbackRow.reviewer, FeedbackRow.reason,
     )  # fmt: skip
-    if with_tasks:
-        keys = (*keys, FeedbackRow.task_id)
+    counted: tuple[Any, ...] = (func.count(),)
+    if with_tasks:  # each group's task ids as one comma-joined text (ids are hex): no row per task
+        joined = (
+            func.group_concat(FeedbackRow.task_id, ",")
+            if conn.dialect.name == "sqlite"
+            else func.string_agg(FeedbackRow.task_id, ",")
+        )
+        counted = (*counted, joined)
     q = (
-        select(*keys, func.count())
+        select(*keys, *counted)
         .select_from(FeedbackRow)
         .outerjoin(ValidationRow, ValidationRow.attempt_id == FeedbackRow.attempt_id)
         .where(
@@ -206,25 +221,11 @@ async def _common_groups(
         .group_by(*keys)
     )
     groups: list[DecisionGroup] = []
-    # Streamed in partitions: with task ids there is a row per decision (100,000 and more), and
-    # each partition awaited gives the loop (the desk's GUI) its turn between them.
-    result = await conn.stream(_in_range(q, since, until, batch_id))
-    async for part in result.partitions(_PARTITION):
-        groups += [
-            DecisionGroup(
-                r[0],
-                r[1],
-                r[2],
-                r[3],
-                r[4] or None,
-                _as_date(r[5]),
-                r[-1],
-                r[6],
-                r[7],
-                r[8] if with_tasks else None,
-            )
-            for r in part
-        ]
+    for r in await conn.execute(_in_range(q, since, until, batch_id)):
+        ids = tuple(str(r[9]).split(",")) if with_tasks and r[9] else ()
+        groups.append(
+            DecisionGroup(r[0], r[1], r[2], r[3], r[4] or None, _as_date(r[5]), r[8], r[6], r[7], ids)
+        )
     return groups
 
 
@@ -242,20 +243,26 @@ async def decision_groups(
     only a few hundred groups cross into Python for 100,000 decisions. Attempts with more feedback
     rows (a decision undone, a task reopened) or more verdicts are left out of it and folded row by
     row, each once: the decision that stands (``core.domain.standing``), if it falls in range,
-    against its latest verdict. ``with_tasks`` adds the task id to the key (for ``--cases``).
+    against its latest verdict. ``with_tasks`` lists each group's task ids (for ``--cases``).
     """
-    many_fb, many_v = _repeated()
-    async with store.read_session() as s:
-        conn = await s.connection()
-        groups = await _common_groups(conn, since, until, batch_id, with_tasks)
-        overridden = {r[0] for r in await conn.execute(_override_attempts())}
-        special = {r[0] for r in await conn.execute(many_fb)} | {r[0] for r in await conn.execute(many_v)}
-        special -= overridden
-        last = {
-            attempt_id: d
-            for attempt_id, d in (await _standing_of(conn, sorted(special), batch_id)).items()
-            if d.action in DECIDING and _within(d.at, since, until)
-        }
+
+    async def common() -> list[DecisionGroup]:
+        async with store.read_session() as s:
+            return await _common_groups(await s.connection(), since, until, batch_id, with_tasks)
+
+    async def special() -> dict[str, _Standing]:
+        many_fb, many_v = _repeated()
+        # One pass: every feedback row of the attempts decided or judged more than once, not overridden.
+        where = and_(
+            FeedbackRow.attempt_id.in_(many_fb.union(many_v)),
+            FeedbackRow.attempt_id.not_in(_override_attempts()),
+        )
+        async with store.read_session() as s:
+            found = await _standing_where(await s.connection(), where, batch_id)
+        return {a: d for a, d in found.items() if d.action in DECIDING and _within(d.at, since, until)}
+
+    # Two read connections at once: SQLite in WAL mode and PostgreSQL both read in parallel.
+    groups, last = await asyncio.gather(common(), special())
     verdicts = await verdicts_for(store, last)
     for attempt_id, d in last.items():
         v = verdicts.get(attempt_id)
@@ -270,7 +277,7 @@ async def decision_groups(
                 1,
                 d.reviewer,
                 d.reason,
-                d.task_id if with_tasks else None,
+                (d.task_id,) if with_tasks else (),
             )
         )
     return groups

@@ -9,6 +9,8 @@ beside the first (inter-analyst agreement) and lists disagreements for adjudicat
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from core.config import Settings
 from core.domain import FeedbackAction
 from core.domain.event_codec import decode_as, encode
@@ -16,9 +18,10 @@ from core.domain.event_payloads import AnalystJudgement
 from core.domain.facts import EventKind
 from core.domain.reasons import check_reason, load_reasons
 from core.errors import InvalidRequest, RefusedAction
-from core.store import Store
-from core.store.calibration_sql import standing_decisions
 from core.tasks.review import allowed_actions
+
+if TYPE_CHECKING:  # the desk imports this module at start for ``blind_for``; the store's SQL loads on use
+    from core.store import Store
 
 BLIND, SECOND = "blind", "second"
 
@@ -65,6 +68,8 @@ async def record_judgement(
             )
         attempt = max(attempts, key=lambda a: a.index)
     elif phase == SECOND:
+        from core.store.calibration_sql import standing_decisions
+
         standing = await standing_decisions(store, [a.id for a in attempts])
         if not standing:
             raise RefusedAction(f"task {task.id[:12]} has no decision standing to review a second time")

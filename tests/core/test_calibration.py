@@ -156,3 +156,17 @@ async def test_attempts_decided_or_judged_twice_count_once(store: Store) -> None
     assert cal.matrix["accepted"]["satisfied"] == 1
     future = await calibrate(store, CalibrationFilter(since=datetime.now(UTC) + timedelta(days=1)))
     assert future.n == 0
+
+
+async def test_cases_list_each_cells_tasks_on_both_engines(store: Store) -> None:
+    fine = await seed(store, "accepted", "satisfied")
+    slipped = [await seed(store, "accepted", "abandon"), await seed(store, "accepted", "revise")]
+    missed = await seed(store, "rejected", "satisfied")
+    overridden = await seed(store, "accepted", None, override=True)  # its own verdict: rejected
+    cal = await calibrate(store, cases=True)
+    assert cal.cases is not None
+    assert cal.cases["true_accept"] == [fine]
+    assert cal.cases["false_accept"] == sorted([*slipped, overridden])
+    assert cal.cases["false_reject"] == [missed]
+    assert cal.cases["accepted/overridden"] == [overridden]
+    assert "cases" not in (await calibrate(store)).as_json()
