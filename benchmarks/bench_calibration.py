@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import time
@@ -76,7 +77,7 @@ def one_task(i: int, now: datetime) -> TaskImport:
         id=uuid.uuid4().hex, task_id=tid, attempt_id=aid, action=action, prompt=None, note=None,
         reviewer="ana", from_status="awaiting_feedback", to_status="closed", created_at=at + timedelta(seconds=5),
     )  # fmt: skip
-    events = []
+    events: list[EventRecord] = []
     feedback = [decision]
     if i % 100 == 1:  # undone, then decided again: only the second decision stands
         undo = decision.model_copy(
@@ -150,8 +151,6 @@ class Heartbeat:
 
 def desk_render(cal: Calibration) -> float:
     """Seconds the Calibration window takes to show computed figures (GUI thread, offscreen)."""
-    import os
-
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
@@ -200,6 +199,11 @@ async def run(url: str, n: int, desk: bool, reuse: bool) -> None:
             (cal, text), took, stall = await stall_of(full_json())
             times.append(took)
             stalls.append(stall)
+        _, _, idle = await stall_of(asyncio.sleep(statistics.median(times)))
+        print(f"load average {os.getloadavg()[0]:.1f}; workspace {url}")
+        print(
+            f"  baseline: the loop's longest stall while idle for as long, in the same run (ms): {idle * 1000:.0f}"
+        )
         reopened = len(range(2, n, 100))
         assert cal.n == n - reopened, (cal.n, n, reopened)
         assert cal.rates is not None and cal.anchoring is not None and cal.analysts is not None

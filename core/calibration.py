@@ -549,7 +549,9 @@ def judgement_lines(cal: Calibration) -> list[str]:
 def format_calibration(cal: Calibration) -> str:
     """The figures as plain text for a terminal."""
     width = max(len(s) for s in cal.matrix) + 2
-    lines = [f"decided attempts: {cal.n}", f"kappa: {_num(cal.kappa)}   agreement: {_num(cal.agreement)}"]
+    lines = [
+        f"decided attempts: {cal.n}   agreement: {_num(cal.agreement)} (validator accepted ⇔ analyst satisfied)"
+    ]
     lines += rates_lines(cal.rates) if cal.rates is not None else []
     lines.append("")
     lines.append("validator \\ analyst".ljust(width) + "".join(d.rjust(12) for d in DECISIONS))

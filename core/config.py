@@ -311,6 +311,15 @@ class Settings(BaseSettings):
         description="Comma-separated reviewer names who review blind even when Blind review is off.",
         json_schema_extra=_desk(SettingsGroup.REVIEW),
     )
+    second_review_rate: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        title="Second review sample (0-1)",
+        description="Share of decided tasks queued for an independent, blind second review by another "
+        "reviewer (`evidence-desk second-review --due`); the sample is fixed per task.",
+        json_schema_extra=_desk(SettingsGroup.REVIEW),
+    )
     auto_advance: bool = Field(
         default=True,
         title="Move to the next task after a decision",

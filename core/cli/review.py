@@ -56,10 +56,13 @@ def register(sub: Subparsers, common: argparse.ArgumentParser) -> dict[str, Hand
     p = sub.add_parser(
         "second-review",
         parents=[common],
-        help="an independent judgement of a decided task by another reviewer",
+        help="an independent judgement of a decided task by another reviewer; --due lists yours, "
+        "--request queues one",
     )
-    p.add_argument("task_id")
-    p.add_argument("action", choices=[a.value for a in FeedbackAction])
+    p.add_argument("task_id", nargs="?")
+    p.add_argument("action", nargs="?", choices=[a.value for a in FeedbackAction])
+    p.add_argument("--due", action="store_true", help="list the decided tasks waiting for your second review")
+    p.add_argument("--request", action="store_true", help="queue TASK_ID for a second review by someone else")
     p.add_argument("--reason", metavar="CODE", help="a reason code (see `evidence-desk reasons`)")
     p.add_argument("--note", help="a note kept with the judgement")
     p.add_argument("--reviewer", help=REVIEWER_HELP)
@@ -117,7 +120,46 @@ async def cmd_feedback(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_second_review(args: argparse.Namespace, settings: Settings) -> int:
+    if args.due:
+        return await _due(args, settings)
+    if args.task_id is None:
+        raise UsageError("second-review needs TASK_ID (with ACTION, or --request), or --due")
+    if args.request:
+        return await _request(args, settings)
+    if args.action is None:
+        raise UsageError("second-review TASK_ID needs your decision: satisfied, revise or abandon")
     return await _judge(args, settings, "second")
+
+
+async def _due(args: argparse.Namespace, settings: Settings) -> int:
+    from core.tasks.judgements import second_reviews_due
+
+    async def body(ws: Workspace) -> int:
+        due = await second_reviews_due(ws.store, settings, reviewer(args, settings))
+        if args.json:
+            emit([d.model_dump(mode="json") for d in due])
+        else:
+            for d in due:
+                print(f"{d.task_id[:12]}  attempt {d.attempt_index}  decided by {d.decided_by}  ({d.why})")
+            print(f"{len(due)} task(s) waiting for your second review", file=sys.stderr)
+        return EXIT_OK
+
+    return await with_workspace(settings, body)
+
+
+async def _request(args: argparse.Namespace, settings: Settings) -> int:
+    from core.tasks.judgements import request_second_review
+
+    async def body(ws: Workspace) -> int:
+        task = await ws.store.get_task(args.task_id)
+        index = await request_second_review(ws.store, task.id, reviewer=reviewer(args, settings))
+        if args.json:
+            emit({"task_id": task.id, "attempt_index": index})
+        else:
+            print(f"queued {task.id[:12]} (attempt {index}) for a second review by another reviewer")
+        return EXIT_OK
+
+    return await with_workspace(settings, body)
 
 
 async def _judge(args: argparse.Namespace, settings: Settings, phase: str) -> int:

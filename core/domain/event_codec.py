@@ -44,6 +44,7 @@ from core.domain.event_payloads import (
     SchemaCheckFailure,
     SchemaRepair,
     SchemaUnsatisfied,
+    SecondReviewRequest,
     StatusChange,
     SuppliedAnswerRecord,
     TaskInterruption,
@@ -63,6 +64,7 @@ from core.errors import EvidenceDeskError
 PAYLOAD_MODELS: Mapping[EventKind, type[EventPayload]] = {
     EventKind.RUN_STARTED: RunStart,
     EventKind.ANALYST_JUDGEMENT_RECORDED: AnalystJudgement,
+    EventKind.SECOND_REVIEW_REQUESTED: SecondReviewRequest,
     EventKind.LLM_REQUEST_SNAPSHOTTED: LlmRequestSnapshot,
     EventKind.LLM_RESPONSE_RECEIVED: LlmResponse,
     EventKind.LLM_CALL_FAILED: LlmCallFailure,

@@ -456,6 +456,14 @@ class AnalystJudgement(EventPayload):
     note: str | None = None
 
 
+class SecondReviewRequest(EventPayload):
+    """A decided attempt queued for an independent, blind second review by another reviewer."""
+
+    attempt_index: int
+    attempt_id: str
+    requested_by: str
+
+
 class SuppliedAnswerRecord(SuppliedProvenance, EventPayload):
     """A batch row's answer recorded as the attempt's run: validated only, no agent wrote it."""
 
@@ -488,6 +496,7 @@ __all__ = [
     "SchemaCheckFailure",
     "SchemaRepair",
     "SchemaUnsatisfied",
+    "SecondReviewRequest",
     "StatusChange",
     "SuppliedAnswerRecord",
     "SuppliedProvenance",

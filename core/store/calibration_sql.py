@@ -18,7 +18,12 @@ from typing import Any
 from sqlalchemy import Date, and_, cast, func, select
 
 from core.domain.event_codec import payload_key
-from core.domain.event_payloads import AnalystJudgement, AnalystVerdictRecord, ValidationDebug
+from core.domain.event_payloads import (
+    AnalystJudgement,
+    AnalystVerdictRecord,
+    SecondReviewRequest,
+    ValidationDebug,
+)
 from core.domain.facts import EventKind
 from core.domain.standing import DECIDING, standing
 from core.domain.status import FeedbackAction
@@ -447,6 +452,49 @@ async def drift_groups(store: StoreBase, since: datetime | None, until: datetime
         ]
 
 
+async def decided_task_ids(store: StoreBase) -> list[str]:
+    """Every task with a satisfied, revise or abandon on record (whether it still stands or not)."""
+    async with store.read_session() as s:
+        rows = await s.execute(select(FeedbackRow.task_id).where(_decisions()).distinct())
+        return sorted(str(r[0]) for r in rows)
+
+
+async def standing_by_task(
+    store: StoreBase, task_ids: Iterable[str]
+) -> dict[str, tuple[str, StandingDecision]]:
+    """Each named task's latest standing decision as (attempt id, decision); tasks with none left out."""
+    ids = sorted(set(task_ids))
+    found: dict[str, _Standing] = {}
+    attempt_of: dict[str, str] = {}
+    async with store.read_session() as s:
+        conn = await s.connection()
+        for start in range(0, len(ids), _CHUNK):
+            where = FeedbackRow.task_id.in_(ids[start : start + _CHUNK])  # tasks.id is indexed on feedback
+            for attempt_id, d in (await _standing_where(conn, where, None)).items():
+                if d.action in DECIDING and (d.task_id not in found or d.at >= found[d.task_id].at):
+                    found[d.task_id] = d
+                    attempt_of[d.task_id] = attempt_id
+    verdicts = await verdicts_for(store, attempt_of.values())
+    return {
+        t: (
+            a,
+            StandingDecision(
+                d.task_id, d.action, d.reviewer, d.at, v.status if (v := verdicts.get(a)) else None
+            ),
+        )
+        for t, d in found.items()
+        if (a := attempt_of[t])
+    }
+
+
+async def second_review_requests(store: StoreBase) -> dict[str, str]:
+    """The attempts someone queued for a second review, each with its task id."""
+    attempt = EventRow.payload[payload_key(SecondReviewRequest, "attempt_id")].as_string()
+    q = select(attempt, EventRow.task_id).where(EventRow.kind == EventKind.SECOND_REVIEW_REQUESTED.value)
+    async with store.read_session() as s:
+        return {str(r[0]): str(r[1]) for r in await s.execute(q) if r[0]}
+
+
 __all__ = [
     "DecisionGroup",
     "DriftGroup",
@@ -455,10 +503,13 @@ __all__ = [
     "StandingDecision",
     "Verdict",
     "batch_choices",
+    "decided_task_ids",
     "decision_groups",
     "drift_groups",
     "judgement_rows",
     "override_rows",
+    "second_review_requests",
+    "standing_by_task",
     "standing_decisions",
     "verdicts_for",
 ]

@@ -9,12 +9,15 @@ beside the first (inter-analyst agreement) and lists disagreements for adjudicat
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
 
 from core.config import Settings
 from core.domain import FeedbackAction
 from core.domain.event_codec import decode_as, encode
-from core.domain.event_payloads import AnalystJudgement
+from core.domain.event_payloads import AnalystJudgement, SecondReviewRequest
 from core.domain.facts import EventKind
 from core.domain.reasons import check_reason, load_reasons
 from core.errors import InvalidRequest, RefusedAction
@@ -94,4 +97,77 @@ async def record_judgement(
     return judgement
 
 
-__all__ = ["BLIND", "SECOND", "blind_for", "record_judgement"]
+def sampled(task_id: str, rate: float) -> bool:
+    """Whether ``second_review_rate`` picks this task: a fixed hash of its id, so the sample is the
+    same on every desk and every day, and raising the rate only adds tasks."""
+    return int(hashlib.sha256(task_id.encode()).hexdigest()[:8], 16) / 0x1_0000_0000 < rate
+
+
+class DueReview(BaseModel):
+    task_id: str
+    attempt_index: int
+    decided_by: str
+    why: str  # "sampled" or "requested"
+
+
+async def request_second_review(store: Store, task_id: str, *, reviewer: str) -> int:
+    """Queue the decided attempt of a task for a second review by someone else; its attempt index."""
+    from core.store.calibration_sql import second_review_requests, standing_by_task
+
+    task = await store.get_task(task_id)
+    standing = (await standing_by_task(store, [task.id])).get(task.id)
+    if standing is None or task.main_session_id is None:
+        raise RefusedAction(f"task {task.id[:12]} has no decision standing to review a second time")
+    attempt_id, _ = standing
+    if attempt_id in await second_review_requests(store):
+        raise RefusedAction(f"task {task.id[:12]} is already queued for a second review")
+    attempt = next(a for a in await store.list_attempts(task.id, resolve=False) if a.id == attempt_id)
+    request = SecondReviewRequest(attempt_index=attempt.index, attempt_id=attempt.id, requested_by=reviewer)
+    await store.append_event(task.main_session_id, *encode(request), task_id=task.id)
+    return attempt.index
+
+
+async def second_reviews_due(store: Store, settings: Settings, reviewer: str) -> list[DueReview]:
+    """Decided tasks sampled (``second_review_rate``) or queued for a second review that ``reviewer``
+    may give: someone else decided them and nobody has reviewed them a second time yet."""
+    from core.store.calibration_sql import (
+        decided_task_ids,
+        judgement_rows,
+        second_review_requests,
+        standing_by_task,
+    )
+
+    requested = await second_review_requests(store)
+    done = {j.attempt_id for j in await judgement_rows(store) if j.phase == SECOND}
+    candidates = [t for t in await decided_task_ids(store) if sampled(t, settings.second_review_rate)]
+    standing = await standing_by_task(store, candidates)
+    if requested:
+        standing |= await standing_by_task(store, set(requested.values()))
+    due = []
+    attempts: dict[str, int] = {}
+    for task_id, (attempt_id, d) in sorted(standing.items(), key=lambda kv: kv[1][1].at):
+        if attempt_id in done or d.reviewer == reviewer:
+            continue
+        why = "requested" if attempt_id in requested else "sampled"
+        if why == "sampled" and not sampled(task_id, settings.second_review_rate):
+            continue
+        if attempt_id not in attempts:
+            attempts[attempt_id] = next(
+                a.index for a in await store.list_attempts(task_id, resolve=False) if a.id == attempt_id
+            )
+        due.append(
+            DueReview(task_id=task_id, attempt_index=attempts[attempt_id], decided_by=d.reviewer, why=why)
+        )
+    return due
+
+
+__all__ = [
+    "BLIND",
+    "SECOND",
+    "DueReview",
+    "blind_for",
+    "record_judgement",
+    "request_second_review",
+    "sampled",
+    "second_reviews_due",
+]

@@ -204,3 +204,32 @@ def test_html_and_text_show_the_same_rates(
         line.startswith("false accept: 0.500 [") and "of 2" in line and "false reject: 0.000 [0.000" in line
     )
     assert line in html and "too few decisions" in html
+
+
+def test_second_reviews_are_sampled_or_requested_and_leave_the_queue_once_given(
+    migrated_sqlite_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.tasks.judgements import sampled
+
+    ids = asyncio.run(_seed(migrated_sqlite_url, [ACC] * 4))
+    cli = Cli(migrated_sqlite_url, capsys, monkeypatch)
+    for t in ids:
+        cli.ok("ana", "feedback", t, "satisfied")
+
+    def due(who: str) -> list[str]:
+        return [d["task_id"] for d in json.loads(cli.ok(who, "second-review", "--due", "--json"))]
+
+    assert due("bob") == []  # the default rate samples nothing
+    assert "queued" in cli.ok("ana", "second-review", ids[2], "--request")
+    code, _, err = cli("ana", "second-review", ids[2], "--request")
+    assert code == 3 and "already queued" in err
+    assert due("bob") == [ids[2]] and due("ana") == []  # never the reviewer who decided
+    cli.ok("bob", "second-review", ids[2], "abandon")
+    assert due("bob") == []
+    monkeypatch.setenv("EVIDENCE_DESK_SECOND_REVIEW_RATE", "1")
+    assert sorted(due("carol")) == sorted([ids[0], ids[1], ids[3]])
+    code, _, err = cli("bob", "second-review", "--request")
+    assert code == 2 and "needs TASK_ID" in err
+    picked = sum(sampled(f"{i:032x}", 0.25) for i in range(2000))
+    assert 400 < picked < 600  # a fixed hash sample: the same tasks every time, about the rate asked
+    assert all(sampled(f"{i:032x}", 0.5) for i in range(2000) if sampled(f"{i:032x}", 0.25))

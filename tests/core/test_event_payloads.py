@@ -256,6 +256,7 @@ SAMPLES: dict[EventKind, dict[str, Any]] = {
         "phase": "second",
         "reason": "wrong_fact",
     },
+    EventKind.SECOND_REVIEW_REQUESTED: {"attempt_index": 1, "attempt_id": "a1", "requested_by": "ana"},
     EventKind.ANSWER_SUPPLIED: {
         "source": "batch",
         "batch_id": "b1",

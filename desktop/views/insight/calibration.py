@@ -125,6 +125,11 @@ class CalibrationView(QWidget):
         self.false_reject = QPushButton("false reject –", self)
         for button, cell in ((self.false_accept, "false_accept"), (self.false_reject, "false_reject")):
             button.setFlat(True)
+            button.setCursor(Qt.CursorShape.PointingHandCursor)
+            # Read as a link: a rate is a click away from its cases, like every count here.
+            button.setStyleSheet(
+                "text-align: left; color: #1d4ed8; text-decoration: underline; border: none;"
+            )
             button.setToolTip(f"Click to list the {cell.replace('_', ' ')}s in the queue")
             button.clicked.connect(lambda _c=False, cell=cell: self.open_cases(cell, CELL_WORDS[cell]))
         self.stats = QLabel("", self)
@@ -201,7 +206,7 @@ class CalibrationView(QWidget):
 
     def _rates_row(self) -> QHBoxLayout:
         row = QHBoxLayout()
-        row.addWidget(self.cells_view)
+        row.addWidget(self.cells_view, 0, Qt.AlignmentFlag.AlignTop)
         words = QVBoxLayout()
         for w in (
             self.false_accept,
@@ -310,6 +315,11 @@ class CalibrationView(QWidget):
     def _show_rates(self, cal: Calibration) -> None:
         r = cal.rates
         self.cells.set_rates(r)
+        view = self.cells_view  # two rows exactly: no blank space under them
+        frame = 2 * view.frameWidth()
+        view.setFixedHeight(
+            view.horizontalHeader().sizeHint().height() + view.verticalHeader().length() + frame
+        )
         if r is None:
             return
         lines = rates_lines(r)
