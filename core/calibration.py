@@ -588,6 +588,14 @@ def calibration_csv(cal: Calibration) -> str:
     w.writerow(["summary", "all", "n", cal.n])
     w.writerow(["summary", "all", "kappa", _num(cal.kappa)])
     w.writerow(["summary", "all", "agreement", _num(cal.agreement)])
+    if (r := cal.rates) is not None:
+        for name, x in (("false_accept", r.false_accept), ("false_reject", r.false_reject)):
+            for column, value in (("value", x.value), ("ci_low", x.ci_low), ("ci_high", x.ci_high)):
+                w.writerow(["rates", name, column, _num(value)])
+            w.writerow(["rates", name, "n", x.n])
+        for column, v in (("gwet_ac1", r.gwet_ac1), ("prevalence", r.prevalence)):
+            w.writerow(["rates", "all", column, _num(v)])
+        w.writerow(["rates", "all", "too_few", str(r.too_few).lower()])
     for status, row in cal.matrix.items():
         for decision, n in row.items():
             w.writerow(["matrix", status, decision, n])

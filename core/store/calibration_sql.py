@@ -39,6 +39,7 @@ _OVERRIDE_REVIEWER = payload_key(AnalystVerdictRecord, "reviewer")
 _OVERRIDE_REASON = payload_key(AnalystVerdictRecord, "reason")
 
 _CHUNK = 500
+_TURN = 500  # rows turned into Python objects between two turns of the event loop
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,9 +169,10 @@ async def _standing_where(conn: Any, where: Any, batch_id: str | None) -> dict[s
         FeedbackRow.attempt_id, FeedbackRow.task_id, FeedbackRow.created_at, FeedbackRow.action,
         FeedbackRow.reviewer, FeedbackRow.reason,
     ).where(where)  # fmt: skip
-    for attempt_id, task_id, at, action, who, reason in await conn.execute(
-        _in_range(q, None, None, batch_id)
-    ):
+    result = await conn.execute(_in_range(q, None, None, batch_id))
+    for i, (attempt_id, task_id, at, action, who, reason) in enumerate(result):
+        if i % _TURN == _TURN - 1:
+            await asyncio.sleep(0)  # the desk's GUI paints between stretches
         rows.setdefault(attempt_id, []).append((action, _Standing(task_id, at, action, who, reason)))
     found: dict[str, _Standing] = {}
     for attempt_id, history in rows.items():

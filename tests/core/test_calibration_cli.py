@@ -204,6 +204,9 @@ def test_html_and_text_show_the_same_rates(
         line.startswith("false accept: 0.500 [") and "of 2" in line and "false reject: 0.000 [0.000" in line
     )
     assert line in html and "too few decisions" in html
+    table = Path(str(tmp_path)) / "cal.csv"
+    cli.ok("ana", "calibration", "--csv", str(table))
+    assert "rates,false_accept,value,0.500\nrates,false_accept,ci_low," in table.read_text(encoding="utf-8")
 
 
 def test_second_reviews_are_sampled_or_requested_and_leave_the_queue_once_given(

@@ -115,6 +115,72 @@ class CalibrationView(QWidget):
         self.refresh_button.clicked.connect(self.refresh)
         self.summary = QLabel("Computing…", self)
         self.summary.setTextFormat(Qt.TextFormat.PlainText)
+        self._build_rates()
+        self.matrix = MatrixModel(self)
+        by_category = ["category", "decided", "agreement", "kappa"]
+        by_model = ["validator model", "decided", "agreement", "kappa"]
+        self.by_category = RowsModel(by_category, text_cell, self, explained=by_category)
+        self.by_model = RowsModel(by_model, text_cell, self, explained=by_model)
+        self.warnings = RowsModel(
+            ["warning", "decided", "overridden", "revised", "share"],
+            text_cell,
+            self,
+            explained=[
+                "the verdict warning",
+                "decided attempts whose verdict carried the warning",
+                "of those, attempts the analyst overrode",
+                "of those, attempts the analyst sent back for revision",
+                "overridden or revised, of those decided",
+            ],
+        )
+        self.sparkline = Sparkline(self)
+        layout = QVBoxLayout(self)
+        layout.addLayout(self._filter_row())
+        layout.addWidget(self.summary)
+        layout.addLayout(self._rates_row())
+        tables = QHBoxLayout()
+        self.tables: list[QTableView] = []
+        for model in (self.matrix, self.by_category, self.by_model, self.warnings):
+            view = QTableView(self)
+            view.setModel(model)
+            view.setWordWrap(False)
+            self.tables.append(view)
+            header = view.horizontalHeader()
+            if model is self.matrix:
+                view.clicked.connect(self._matrix_clicked)
+                view.setToolTip("Click a count to list its tasks in the queue")
+                header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+                # Every validator status shows without a scroll bar: five rows are the whole point.
+                view.setSizeAdjustPolicy(QTableView.SizeAdjustPolicy.AdjustToContents)
+                view.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+                layout.addWidget(view)  # the heatmap gets the full width
+            else:
+                # Figures take the width of their header; the name column takes the rest (and
+                # elides a long model name, whose full text is its tooltip), so no header is cut.
+                header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+                header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+                view.verticalHeader().hide()
+                tables.addWidget(view)
+        layout.addLayout(tables, 1)
+        layout.addWidget(QLabel("Agreement per week", self))
+        layout.addWidget(self.sparkline)
+
+    def _filter_row(self) -> QHBoxLayout:
+        filters = QHBoxLayout()
+        for label, widget in (
+            ("Validator model", self.model_edit),
+            ("Category", self.category_combo),
+            ("Batch", self.batch_combo),
+            ("Reviewer", self.reviewer_edit),
+        ):
+            filters.addWidget(QLabel(label, self))
+            filters.addWidget(widget)
+        filters.addWidget(self.refresh_button)
+        filters.addStretch(1)
+        return filters
+
+    def _build_rates(self) -> None:
+        """The 2x2 with its error rates and the judgement lines; every count and rate clickable."""
         self.cells = CellsModel(self)
         self.cells_view = QTableView(self)
         self.cells_view.setModel(self.cells)
@@ -144,65 +210,6 @@ class CalibrationView(QWidget):
             lambda: self.open_cases("analysts disagree", "analysts disagree (to adjudicate)")
         )
         self.adjudicate.hide()
-        self.matrix = MatrixModel(self)
-        by_category = ["category", "decided", "agreement", "kappa"]
-        by_model = ["validator model", "decided", "agreement", "kappa"]
-        self.by_category = RowsModel(by_category, text_cell, self, explained=by_category)
-        self.by_model = RowsModel(by_model, text_cell, self, explained=by_model)
-        self.warnings = RowsModel(
-            ["warning", "decided", "overridden", "revised", "share"],
-            text_cell,
-            self,
-            explained=[
-                "the verdict warning",
-                "decided attempts whose verdict carried the warning",
-                "of those, attempts the analyst overrode",
-                "of those, attempts the analyst sent back for revision",
-                "overridden or revised, of those decided",
-            ],
-        )
-        self.sparkline = Sparkline(self)
-        filters = QHBoxLayout()
-        filters.addWidget(QLabel("Validator model", self))
-        filters.addWidget(self.model_edit)
-        filters.addWidget(QLabel("Category", self))
-        filters.addWidget(self.category_combo)
-        filters.addWidget(QLabel("Batch", self))
-        filters.addWidget(self.batch_combo)
-        filters.addWidget(QLabel("Reviewer", self))
-        filters.addWidget(self.reviewer_edit)
-        filters.addWidget(self.refresh_button)
-        filters.addStretch(1)
-        layout = QVBoxLayout(self)
-        layout.addLayout(filters)
-        layout.addWidget(self.summary)
-        layout.addLayout(self._rates_row())
-        tables = QHBoxLayout()
-        self.tables: list[QTableView] = []
-        for model in (self.matrix, self.by_category, self.by_model, self.warnings):
-            view = QTableView(self)
-            view.setModel(model)
-            view.setWordWrap(False)
-            self.tables.append(view)
-            header = view.horizontalHeader()
-            if model is self.matrix:
-                view.clicked.connect(self._matrix_clicked)
-                view.setToolTip("Click a count to list its tasks in the queue")
-                header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
-                # Every validator status shows without a scroll bar: five rows are the whole point.
-                view.setSizeAdjustPolicy(QTableView.SizeAdjustPolicy.AdjustToContents)
-                view.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-                layout.addWidget(view)  # the heatmap gets the full width
-            else:
-                # Figures take the width of their header; the name column takes the rest (and
-                # elides a long model name, whose full text is its tooltip), so no header is cut.
-                header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-                header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-                view.verticalHeader().hide()
-                tables.addWidget(view)
-        layout.addLayout(tables, 1)
-        layout.addWidget(QLabel("Agreement per week", self))
-        layout.addWidget(self.sparkline)
 
     def _rates_row(self) -> QHBoxLayout:
         row = QHBoxLayout()
