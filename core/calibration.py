@@ -136,7 +136,9 @@ class DriftWeek(BaseModel):
     verdicts: int = 0
     llm_calls: int = 0
     schema_retries: int = 0
-    fallbacks: int = 0  # verdicts answered by another model than the validator model asked for
+    fallbacks: int = 0  # verdicts answered by another model than the validator model asked for (tier 2)
+    stuck_loops: int = 0  # verdicts whose structured output stopped on one schema error repeated
+    canned: int = 0  # verdicts that fell to the canned last tier (validator_error)
     warnings: dict[str, int] = Field(default_factory=dict)  # verdict warning code -> verdicts
 
     @property
@@ -421,6 +423,8 @@ async def _drift(store: Store, flt: CalibrationFilter) -> dict[str, dict[str, Dr
         week.llm_calls += g.llm_calls
         week.schema_retries += g.schema_retries
         week.fallbacks += g.verdicts if g.fell_back else 0
+        week.stuck_loops += g.stuck_loops
+        week.canned += g.canned
         for code in _warning_codes(g.warnings):
             week.warnings[code] = week.warnings.get(code, 0) + g.verdicts
     return {m: dict(sorted(weeks.items())) for m, weeks in sorted(drift.items())}

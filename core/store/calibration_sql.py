@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
-from sqlalchemy import Date, and_, cast, func, select
+from sqlalchemy import Date, and_, case, cast, func, select
 
 from core.domain.event_codec import payload_key
 from core.domain.event_payloads import (
@@ -26,7 +26,7 @@ from core.domain.event_payloads import (
 )
 from core.domain.facts import EventKind
 from core.domain.standing import DECIDING, standing
-from core.domain.status import FeedbackAction
+from core.domain.status import FeedbackAction, ValidationStatus
 from core.store.base import StoreBase
 from core.store.models import BatchRow, EventRow, FeedbackRow, TaskRow, ValidationRow
 
@@ -362,6 +362,7 @@ _J_PHASE = payload_key(AnalystJudgement, "phase")
 _LLM_CALLS = payload_key(ValidationDebug, "llm_calls")
 _SCHEMA_RETRIES = payload_key(ValidationDebug, "schema_retries")
 _MODEL_USED = payload_key(ValidationDebug, "model_used")
+_ERROR = payload_key(ValidationDebug, "error")
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,6 +424,8 @@ class DriftGroup:
     verdicts: int
     llm_calls: int
     schema_retries: int
+    stuck_loops: int = 0  # verdicts whose structured output stopped on the same schema error repeated
+    canned: int = 0  # verdicts that fell to the last tier: no usable answer, a validator_error
 
 
 async def drift_groups(store: StoreBase, since: datetime | None, until: datetime | None) -> list[DriftGroup]:
@@ -440,16 +443,29 @@ async def drift_groups(store: StoreBase, since: datetime | None, until: datetime
         )
         fell_back = and_(used.is_not(None), model.is_not(None), used != model)
         keys = (model, day, warnings, fell_back)
+        stuck = debug[_ERROR].as_string().like("%schema-stuck-loop%")
+        canned = ValidationRow.status == ValidationStatus.VALIDATOR_ERROR.value
         q = select(
             *keys, func.count(), func.coalesce(func.sum(debug[_LLM_CALLS].as_integer()), 0),
             func.coalesce(func.sum(debug[_SCHEMA_RETRIES].as_integer()), 0),
+            func.sum(case((stuck, 1), else_=0)), func.sum(case((canned, 1), else_=0)),
         ).group_by(*keys)  # fmt: skip
         if since is not None:
             q = q.where(ValidationRow.created_at >= since)
         if until is not None:
             q = q.where(ValidationRow.created_at < until)
         return [
-            DriftGroup(r[0], _as_date(r[1]), r[2] or None, bool(r[3]), int(r[4]), int(r[5]), int(r[6]))
+            DriftGroup(
+                r[0],
+                _as_date(r[1]),
+                r[2] or None,
+                bool(r[3]),
+                int(r[4]),
+                int(r[5]),
+                int(r[6]),
+                int(r[7] or 0),
+                int(r[8] or 0),
+            )
             for r in await conn.execute(q)
         ]
 

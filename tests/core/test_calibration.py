@@ -170,3 +170,26 @@ async def test_cases_list_each_cells_tasks_on_both_engines(store: Store) -> None
     assert cal.cases["false_reject"] == [missed]
     assert cal.cases["accepted/overridden"] == [overridden]
     assert "cases" not in (await calibrate(store)).as_json()
+
+
+async def test_drift_counts_calls_retries_fallbacks_stuck_loops_and_warnings_by_code(store: Store) -> None:
+    incoherent = [{"code": "incoherent-verdict", "message": "accepted with a score of 0.1"}]
+    for debug in (
+        {"validator_model": "m1", "llm_calls": 2, "schema_retries": 1, "warnings": incoherent},
+        {"validator_model": "m1", "llm_calls": 3, "schema_retries": 2, "model_used": "m1-fallback"},
+        {"validator_model": "m1", "llm_calls": 3, "schema_retries": 2,
+         "error": "validator gave no usable verdict (schema-stuck-loop): same error twice"},
+    ):  # fmt: skip
+        task = await store.create_task("drift")
+        attempt = await store.create_attempt(task.id, 1, trigger="initial", prompt="p")
+        status = "validator_error" if "error" in debug else "accepted"
+        await store.add_validation(
+            task_id=task.id, attempt_id=attempt.id, attempt_index=1, result={"status": status, "score": 0.1},
+            raw_response="{}", prompt=None, debug=debug,
+        )  # fmt: skip
+    cal = await calibrate(store)
+    (week,) = cal.drift["m1"].values()
+    assert (week.verdicts, week.llm_calls, week.schema_retries) == (3, 8, 5)
+    assert week.schema_failures_per_call == pytest.approx(5 / 8)
+    assert (week.fallbacks, week.stuck_loops, week.canned) == (1, 1, 1)
+    assert week.warnings == {"incoherent-verdict": 1}

@@ -151,6 +151,7 @@ def test_seeded_workspace_rates_anchoring_and_analysts(
     drift = cal["drift"]["judge-1"]
     (week,) = drift.values()
     assert week["verdicts"] == 14 and week["schema_failures_per_call"] == pytest.approx(0.5)
+    assert (week["stuck_loops"], week["canned"], week["fallbacks"]) == (0, 0, 0)
 
     # Filters narrow every figure: bob decided nothing that stands; a reason picks its cases.
     assert json.loads(cli.ok("ana", "calibration", "--json", "--reviewer", "bob"))["n"] == 0
