@@ -193,3 +193,38 @@ async def test_drift_counts_calls_retries_fallbacks_stuck_loops_and_warnings_by_
     assert week.schema_failures_per_call == pytest.approx(5 / 8)
     assert (week.fallbacks, week.stuck_loops, week.canned) == (1, 1, 1)
     assert week.warnings == {"incoherent-verdict": 1}
+
+
+async def test_undone_and_reopened_decisions_do_not_count(store: Store) -> None:
+    """Issue 30, item 5: only the decision that stands counts; the history keeps the others."""
+    from datetime import UTC, datetime, timedelta
+
+    start = datetime.now(UTC) - timedelta(hours=1)
+
+    async def decide(verdict: str, *actions: str) -> str:
+        task = await store.create_task(f"{verdict}: {' '.join(actions)}")
+        attempt = await store.create_attempt(task.id, 1, trigger="initial", prompt="p")
+        await store.add_validation(
+            task_id=task.id, attempt_id=attempt.id, attempt_index=1, result={"status": verdict, "score": 0.5},
+            raw_response="{}", prompt=None, debug={"validator_model": "m1"},
+        )  # fmt: skip
+        for k, action in enumerate(actions):
+            await store.add_feedback(
+                task_id=task.id, attempt_id=attempt.id, action=action, prompt=None, note=None, reviewer="ana",
+                from_status=TaskStatus.AWAITING_FEEDBACK, to_status=TaskStatus.CLOSED,
+                created_at=start + timedelta(minutes=k),
+            )  # fmt: skip
+        return task.id
+
+    await decide("accepted", "satisfied")
+    undone = await decide("accepted", "satisfied", "undo")
+    reopened = await decide("rejected", "abandon", "reopen")
+    redecided = await decide("accepted", "satisfied", "undo", "abandon")
+    await decide("accepted", "abandon", "reopen", "satisfied")
+    cal = await calibrate(store, cases=True)
+    assert cal.n == 3
+    assert cal.matrix["accepted"] == {"satisfied": 2, "revised": 0, "abandoned": 1, "overridden": 0}
+    assert cal.matrix["rejected"]["abandoned"] == 0
+    assert cal.cases is not None and cal.cases["false_accept"] == [redecided]
+    assert undone not in str(cal.cases) and reopened not in str(cal.cases)
+    assert len(await store.list_feedback(undone)) == 2  # the history keeps what was undone
