@@ -84,7 +84,8 @@ class BlindReview:
     def apply(self) -> None:
         """Hide or reveal the verdict for the task now on screen."""
         hide = self.pending()
-        self.host.detail.set_verdict_hidden(hide)
+        if hide or self.host.detail.verdict_hidden:  # nothing to do (no second render) when not blind
+            self.host.detail.set_verdict_hidden(hide)
         self.banner.setVisible(hide)
 
     def intercept(self, action: FeedbackAction) -> bool:
