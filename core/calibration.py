@@ -1,36 +1,62 @@
 """How far to trust the validator: its verdicts against analysts' final decisions.
 
 The unit is a decided attempt. Its analyst decision is ``overridden`` when an analyst recorded
-their own verdict on it, else its last feedback (satisfied, revised, abandoned). Its validator
-status is the attempt's latest verdict, or ``unvalidated``. The rows come from
-``core.store.calibration_sql`` in three set-based queries; this module folds them in one pass.
+their own verdict on it, else the feedback decision that stands (satisfied, revised, abandoned):
+an undone decision and the decisions before a reopen do not count (``core.domain.standing``),
+though the history keeps them. Its validator status is the attempt's latest verdict, or
+``unvalidated``. The rows come from ``core.store.calibration_sql`` in set-based queries; this
+module folds them in one pass.
 
-Cohen's kappa treats agreement as binary: the validator accepted ⇔ the analyst was satisfied.
-With ``n`` decided attempts, ``a`` = accepted and satisfied, ``b`` = accepted, not satisfied,
-``c`` = not accepted, satisfied, ``d`` = neither::
-
-    p_o = (a + d) / n
-    p_e = ((a + b)(a + c) + (c + d)(b + d)) / n²
-    kappa = (p_o - p_e) / (1 - p_e)        (undefined, reported as None, when p_e = 1)
+Agreement is binary: the validator accepted ⇔ the analyst found the answer good (satisfied, or
+an override whose own status is ``accepted``). The 2x2 (a, b, c, d), the false-accept and
+false-reject rates with Wilson intervals, kappa, Gwet's AC1 and prevalence are
+``core.domain.agreement``'s, so the CLI, the desk and the HTML page show the same numbers.
+Blind first judgements give the anchoring figures, second reviews the inter-analyst ones.
 """
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import json
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from core.domain.agreement import (
+    MIN_DECISIONS,
+    MIN_PER_RATE,
+    Rate,
+    Rates,
+    cohen_kappa_table,
+    judge_rates,
+    krippendorff_alpha_nominal,
+    pairs_table,
+    rate,
+)
 from core.errors import InvalidRequest
 from core.store import Store
-from core.store.calibration_sql import batch_choices, decision_groups, override_rows, verdicts_for
+from core.store.calibration_sql import (
+    batch_choices,
+    decision_groups,
+    drift_groups,
+    judgement_rows,
+    override_rows,
+    standing_decisions,
+    verdicts_for,
+)
 
 VALIDATOR_STATUSES = ["accepted", "rejected", "insufficient_evidence", "validator_error", "unvalidated"]
 DECISIONS = ["satisfied", "revised", "abandoned", "overridden"]
 _DECISION_OF = {"satisfied": "satisfied", "revise": "revised", "abandon": "abandoned"}
+_TURN = 500  # groups folded between two turns of the event loop (the desk paints meanwhile)
+CELLS = ["true_accept", "false_accept", "false_reject", "true_reject"]
+"""The 2x2's cells by name: validator accepted and analyst satisfied, accepted and not, not and
+satisfied, neither (a, b, c, d of ``core.domain.agreement``)."""
 
 
 class CalibrationFilter(BaseModel):
@@ -39,6 +65,8 @@ class CalibrationFilter(BaseModel):
     validator_model: str | None = None
     category: str | None = None
     batch_id: str | None = None  # only tasks queued by this batch (tasks.batch_id)
+    reviewer: str | None = None  # only decisions by this reviewer
+    reason: str | None = None  # only decisions given this reason code
 
 
 class Agreement(BaseModel):
@@ -56,12 +84,19 @@ class Agreement(BaseModel):
         self.c += n if satisfied and not accepted else 0
 
     @property
+    def d(self) -> int:
+        return self.n - self.a - self.b - self.c
+
+    @property
     def rate(self) -> float | None:
         return self.agree / self.n if self.n else None
 
     @property
     def kappa(self) -> float | None:
-        return cohen_kappa(self.a, self.b, self.c, self.n - self.a - self.b - self.c)
+        return cohen_kappa(self.a, self.b, self.c, self.d)
+
+    def rates(self) -> Rates:
+        return judge_rates(self.a, self.b, self.c, self.d)
 
 
 class WarningFigure(BaseModel):
@@ -75,6 +110,42 @@ class WarningFigure(BaseModel):
         return (self.overridden + self.revised) / self.decided if self.decided else 0.0
 
 
+class Anchoring(BaseModel):
+    """How often seeing the verdict changed a blind first judgement, and which way."""
+
+    judged: int  # attempts with a blind judgement and a standing decision by the same reviewer
+    changed: Rate  # of those, the share whose decision after the reveal differs from the blind one
+    toward_validator: int  # changed into agreement with the validator
+    away_from_validator: int  # changed out of agreement
+    other: int  # changed, agreement with the validator the same (revise <-> abandon)
+    blind: Rates  # the validator against the blind judgements (no anchoring possible)
+
+
+class Analysts(BaseModel):
+    """Analysts against each other on tasks reviewed twice: the ceiling a judge can reach."""
+
+    tasks: int
+    agreement: float | None
+    kappa: float | None  # Cohen's, first decision against the first second review
+    alpha: float | None  # Krippendorff's (nominal), every review of every unit
+    reviewers: int
+    disagreements: list[str]  # task ids to adjudicate
+
+
+class DriftWeek(BaseModel):
+    verdicts: int = 0
+    llm_calls: int = 0
+    schema_retries: int = 0
+    fallbacks: int = 0  # verdicts answered by another model than the validator model asked for (tier 2)
+    stuck_loops: int = 0  # verdicts whose structured output stopped on one schema error repeated
+    canned: int = 0  # verdicts that fell to the canned last tier (validator_error)
+    warnings: dict[str, int] = Field(default_factory=dict)  # verdict warning code -> verdicts
+
+    @property
+    def schema_failures_per_call(self) -> float | None:
+        return self.schema_retries / self.llm_calls if self.llm_calls else None
+
+
 class Calibration(BaseModel):
     filter: CalibrationFilter
     n: int
@@ -85,37 +156,81 @@ class Calibration(BaseModel):
     by_model: dict[str, Agreement]
     warnings: list[WarningFigure]
     weekly: dict[str, Agreement]  # ISO week start (YYYY-MM-DD) -> agreement that week
+    rates: Rates | None = None
+    by_reviewer: dict[str, Agreement] = Field(default_factory=dict)
+    reasons: dict[str, dict[str, int]] = Field(default_factory=dict)  # reason -> decision -> count
+    anchoring: Anchoring | None = None
+    analysts: Analysts | None = None
+    drift: dict[str, dict[str, DriftWeek]] = Field(default_factory=dict)  # model -> week -> figures
+    cases: dict[str, list[str]] | None = None  # cell ("false_accept", "accepted/revised") -> task ids
 
     def as_json(self) -> dict[str, object]:
         def ag(x: Agreement) -> dict[str, object]:
             return {"n": x.n, "agreement": x.rate, "kappa": x.kappa}
 
-        return {
+        out: dict[str, object] = {
             "filter": self.filter.model_dump(mode="json"),
             "n": self.n,
             "matrix": self.matrix,
             "kappa": self.kappa,
             "agreement": self.agreement,
+            "rates": _rates_json(self.rates) if self.rates is not None else None,
             "by_category": {k: ag(v) for k, v in self.by_category.items()},
             "by_model": {k: ag(v) for k, v in self.by_model.items()},
+            "by_reviewer": {k: ag(v) for k, v in self.by_reviewer.items()},
+            "reasons": self.reasons,
             "warnings": [
                 {**w.model_dump(), "override_or_revise_rate": w.override_or_revise_rate}
                 for w in self.warnings
             ],
             "weekly": {k: ag(v) for k, v in self.weekly.items()},
+            "anchoring": _anchoring_json(self.anchoring) if self.anchoring is not None else None,
+            "analysts": self.analysts.model_dump(mode="json") if self.analysts is not None else None,
+            "drift": {
+                m: {
+                    w: {**d.model_dump(), "schema_failures_per_call": d.schema_failures_per_call}
+                    for w, d in weeks.items()
+                }
+                for m, weeks in self.drift.items()
+            },
         }
+        if self.cases is not None:
+            out["cases"] = self.cases
+        return out
+
+
+def _rate_json(r: Rate) -> dict[str, object]:
+    return {"value": r.value, "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n}
+
+
+def _rates_json(r: Rates) -> dict[str, object]:
+    return {
+        "false_accept": _rate_json(r.false_accept),
+        "false_reject": _rate_json(r.false_reject),
+        "kappa": r.kappa,
+        "gwet_ac1": r.gwet_ac1,
+        "prevalence": r.prevalence,
+        "agreement": r.agreement,
+        "decisions": r.decisions,
+        "too_few": r.too_few,
+        "cells": {"true_accept": r.a, "false_accept": r.b, "false_reject": r.c, "true_reject": r.d},
+    }
+
+
+def _anchoring_json(a: Anchoring) -> dict[str, object]:
+    return {
+        "judged": a.judged,
+        "changed": _rate_json(a.changed),
+        "toward_validator": a.toward_validator,
+        "away_from_validator": a.away_from_validator,
+        "other": a.other,
+        "blind": _rates_json(a.blind),
+    }
 
 
 def cohen_kappa(a: int, b: int, c: int, d: int) -> float | None:
-    """Kappa of a 2×2 table (see the module docstring); None when chance agreement is total."""
-    n = a + b + c + d
-    if n == 0:
-        return None
-    p_o = (a + d) / n
-    p_e = ((a + b) * (a + c) + (c + d) * (b + d)) / (n * n)
-    if p_e >= 1.0:
-        return None
-    return (p_o - p_e) / (1 - p_e)
+    """Kappa of a 2×2 table (``core.domain.agreement``); None when chance agreement is total."""
+    return cohen_kappa_table([[a, b], [c, d]])
 
 
 def _week(day: date) -> str:
@@ -129,68 +244,262 @@ def _warning_codes(warnings: str | None) -> set[str]:
         parsed = json.loads(warnings)
     except ValueError:
         return set()
+    if not isinstance(parsed, list):
+        return set()
+    # Warnings from before structured codes are plain strings: counted by their text's first word.
+    return {str(w.get("code")) for w in parsed if isinstance(w, dict) and w.get("code")} | {
+        w.split(":")[0].split()[0] for w in parsed if isinstance(w, str) and w.strip()
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class _Key:
+    status: str
+    decision: str
+    category: str
+    model: str
+    day: date
+    warnings: str | None
+    reviewer: str
+    reason: str | None
+    good: bool  # the analyst found the answer good: satisfied, or overridden to accepted
+
+
+async def _combos(
+    store: Store, flt: CalibrationFilter, cases: bool
+) -> tuple[Counter[_Key], dict[_Key, list[str]]]:
+    """Every standing decision in range counted per key, and each key's task ids (when cases are asked for)."""
+    combos: Counter[_Key] = Counter()
+    ids: dict[_Key, list[str]] = defaultdict(list)
+    groups, overrides = await asyncio.gather(
+        decision_groups(store, since=flt.since, until=flt.until, batch_id=flt.batch_id, with_tasks=cases),
+        override_rows(store, since=flt.since, until=flt.until, batch_id=flt.batch_id),
+    )
+    for i, g in enumerate(groups):
+        if i % _TURN == _TURN - 1:
+            await asyncio.sleep(0)  # let the GUI paint between stretches
+        decision = _DECISION_OF[g.action]
+        key = _Key(
+            g.status or "unvalidated", decision, g.category or "none", g.model or "unknown", g.day,
+            g.warnings, g.reviewer, g.reason, decision == "satisfied",
+        )  # fmt: skip
+        combos[key] += g.n
+        if g.task_ids:
+            ids[key].extend(g.task_ids)
+    # Overridden attempts (few): the last override of each decides, at its time.
+    last = {o.attempt_id: o for o in overrides}
+    verdicts = await verdicts_for(store, last) if last else {}
+    for attempt_id, o in last.items():
+        v = verdicts.get(attempt_id)
+        good = o.status == "accepted"
+        if v is None:
+            key = _Key(
+                "unvalidated",
+                "overridden",
+                "none",
+                "unknown",
+                o.decided_at.date(),
+                None,
+                o.reviewer,
+                o.reason,
+                good,
+            )
+        else:
+            key = _Key(v.status, "overridden", v.category, v.model or "unknown", o.decided_at.date(), v.warnings, o.reviewer, o.reason, good)  # fmt: skip
+        combos[key] += 1
+        if cases:
+            ids[key].append(o.task_id)
+    return combos, ids
+
+
+def _keep(k: _Key, flt: CalibrationFilter) -> bool:
     return (
-        {str(w.get("code")) for w in parsed if isinstance(w, dict) and w.get("code")}
-        if isinstance(parsed, list)
-        else set()
+        (flt.category is None or k.category == flt.category)
+        and (flt.validator_model is None or k.model == flt.validator_model)
+        and (flt.reviewer is None or k.reviewer == flt.reviewer)
+        and (flt.reason is None or k.reason == flt.reason)
     )
 
 
-async def calibrate(store: Store, flt: CalibrationFilter | None = None) -> Calibration:
-    """The calibration figures over every decided attempt matching ``flt``."""
+class _Fold:
+    """One pass over the counted keys, filling every table at once."""
+
+    def __init__(self, cases: bool) -> None:
+        self.matrix = {s: dict.fromkeys(DECISIONS, 0) for s in VALIDATOR_STATUSES}
+        self.total = [0, 0, 0, 0]  # a, b, c, d: plain lists, as pydantic's setattr costs on the loop
+        self.tables: dict[str, dict[str, list[int]]] = {
+            t: defaultdict(lambda: [0, 0, 0, 0]) for t in ("category", "model", "week", "reviewer")
+        }
+        self.warn: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+        self.reasons: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(DECISIONS, 0))
+        self.cases: dict[str, list[str]] | None = defaultdict(list) if cases else None
+
+    def add(self, k: _Key, n: int, task_ids: list[str]) -> None:
+        self.matrix.setdefault(k.status, dict.fromkeys(DECISIONS, 0))[k.decision] += n
+        accepted = k.status == "accepted"
+        cell = (0 if k.good else 1) if accepted else (2 if k.good else 3)
+        self.total[cell] += n
+        t = self.tables
+        for counts in (
+            t["category"][k.category],
+            t["model"][k.model],
+            t["week"][_week(k.day)],
+            t["reviewer"][k.reviewer],
+        ):
+            counts[cell] += n
+        for code in _warning_codes(k.warnings):
+            counts = self.warn[code]
+            counts[0] += n
+            counts[1] += n if k.decision == "overridden" else 0
+            counts[2] += n if k.decision == "revised" else 0
+        if k.reason is not None:
+            self.reasons[k.reason][k.decision] += n
+        if self.cases is not None and task_ids:
+            self.cases[f"{k.status}/{k.decision}"].extend(task_ids)
+            self.cases[CELLS[cell]].extend(task_ids)
+
+
+async def calibrate(
+    store: Store, flt: CalibrationFilter | None = None, *, cases: bool = False
+) -> Calibration:
+    """The calibration figures over every standing decision matching ``flt``.
+
+    ``cases`` also lists the task ids behind each matrix cell and each 2x2 cell (``CELLS``).
+    """
     flt = flt or CalibrationFilter()
     if flt.batch_id is not None and flt.batch_id not in {b for b, _ in await batch_choices(store)}:
         raise InvalidRequest(f"no batch {flt.batch_id!r} in this workspace (see `evidence-desk batches`)")
-    combos: Counter[tuple[str, str, str, str, date, str | None]] = Counter()
-    for g in await decision_groups(store, since=flt.since, until=flt.until, batch_id=flt.batch_id):
-        status = g.status or "unvalidated"
-        key = (status, _DECISION_OF[g.action], g.category or "none", g.model or "unknown", g.day, g.warnings)
-        combos[key] += g.n
-    # Overridden attempts (few): the last override of each decides, at its time.
-    last: dict[str, datetime] = {}
-    for o in await override_rows(store, since=flt.since, until=flt.until, batch_id=flt.batch_id):
-        last[o.attempt_id] = o.decided_at
-    verdicts = await verdicts_for(store, last) if last else {}
-    for attempt_id, at in last.items():
-        v = verdicts.get(attempt_id)
-        if v is None:
-            combos["unvalidated", "overridden", "none", "unknown", at.date(), None] += 1
-        else:
-            combos[v.status, "overridden", v.category, v.model or "unknown", at.date(), v.warnings] += 1
+    fold = _Fold(cases)
+    # Each part reads on its own connection: the database works on them in parallel.
+    (combos, ids), drift, judged = await asyncio.gather(
+        _combos(store, flt, cases), _drift(store, flt), _judgements(store, flt)
+    )
+    for i, (key, n) in enumerate(combos.items()):
+        if i % _TURN == _TURN - 1:
+            await asyncio.sleep(0)
+        if _keep(key, flt):
+            fold.add(key, n, ids.get(key, []))
+    total = _agreement(fold.total)
 
-    matrix = {s: dict.fromkeys(DECISIONS, 0) for s in VALIDATOR_STATUSES}
-    total = Agreement()
-    by_category: dict[str, Agreement] = defaultdict(Agreement)
-    by_model: dict[str, Agreement] = defaultdict(Agreement)
-    weekly: dict[str, Agreement] = defaultdict(Agreement)
-    warn: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
-    for (status, decision, category, model, day, warnings), n in combos.items():
-        if flt.category is not None and category != flt.category:
-            continue
-        if flt.validator_model is not None and model != flt.validator_model:
-            continue
-        matrix.setdefault(status, dict.fromkeys(DECISIONS, 0))[decision] += n
-        accepted, satisfied = status == "accepted", decision == "satisfied"
-        for bucket in (total, by_category[category], by_model[model], weekly[_week(day)]):
-            bucket.add(accepted, satisfied, n)
-        for code in _warning_codes(warnings):
-            counts = warn[code]
-            counts[0] += n
-            counts[1] += n if decision == "overridden" else 0
-            counts[2] += n if decision == "revised" else 0
+    def table(name: str) -> dict[str, Agreement]:
+        return {k: _agreement(v) for k, v in sorted(fold.tables[name].items())}
+
     return Calibration(
         filter=flt,
         n=total.n,
-        matrix=matrix,
+        matrix=fold.matrix,
         kappa=total.kappa,
         agreement=total.rate,
-        by_category=dict(sorted(by_category.items())),
-        by_model=dict(sorted(by_model.items())),
+        rates=total.rates(),
+        by_category=table("category"),
+        by_model=table("model"),
+        by_reviewer=table("reviewer"),
+        reasons=dict(sorted(fold.reasons.items())),
         warnings=[
             WarningFigure(code=k, decided=v[0], overridden=v[1], revised=v[2])
-            for k, v in sorted(warn.items())
+            for k, v in sorted(fold.warn.items())
         ],
-        weekly=dict(sorted(weekly.items())),
+        weekly=table("week"),
+        drift=drift,
+        cases={k: sorted(set(v)) for k, v in sorted(fold.cases.items())} if fold.cases is not None else None,
+        **judged,
+    )
+
+
+def _agreement(abcd: list[int]) -> Agreement:
+    a, b, c, d = abcd
+    return Agreement(n=a + b + c + d, agree=a + d, a=a, b=b, c=c)
+
+
+async def _drift(store: Store, flt: CalibrationFilter) -> dict[str, dict[str, DriftWeek]]:
+    """Per validator model and week: calls, schema retries per call, fallbacks and warnings by code."""
+    drift: dict[str, dict[str, DriftWeek]] = defaultdict(lambda: defaultdict(DriftWeek))
+    for g in await drift_groups(store, flt.since, flt.until):
+        model = g.model or "unknown"
+        if flt.validator_model is not None and model != flt.validator_model:
+            continue
+        week = drift[model][_week(g.day)]
+        week.verdicts += g.verdicts
+        week.llm_calls += g.llm_calls
+        week.schema_retries += g.schema_retries
+        week.fallbacks += g.verdicts if g.fell_back else 0
+        week.stuck_loops += g.stuck_loops
+        week.canned += g.canned
+        for code in _warning_codes(g.warnings):
+            week.warnings[code] = week.warnings.get(code, 0) + g.verdicts
+    return {m: dict(sorted(weeks.items())) for m, weeks in sorted(drift.items())}
+
+
+async def _judgements(store: Store, flt: CalibrationFilter) -> dict[str, Any]:
+    """Anchoring (blind first judgements) and inter-analyst agreement (second reviews)."""
+    rows = [
+        j for j in await judgement_rows(store, flt.batch_id)
+        if flt.reviewer is None or j.reviewer == flt.reviewer
+    ]  # fmt: skip
+    if not rows:
+        return {}
+    standing = await standing_decisions(store, {j.attempt_id for j in rows})
+    out: dict[str, Any] = {}
+    blind: dict[str, Any] = {}
+    for j in rows:
+        d = standing.get(j.attempt_id)
+        if j.phase == "blind" and d is not None and d.reviewer == j.reviewer:
+            blind.setdefault(j.attempt_id, (j, d))  # the first blind judgement counts
+    if blind:
+        out["anchoring"] = _anchoring(list(blind.values()))
+    seconds: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for j in rows:
+        d = standing.get(j.attempt_id)
+        if j.phase == "second" and d is not None and j.reviewer != d.reviewer:
+            seconds[j.attempt_id].append((j.reviewer, j.decision))
+    if seconds:
+        out["analysts"] = _analysts(seconds, standing)
+    return out
+
+
+def _agrees(verdict: str | None, decision: str) -> bool:
+    return (verdict == "accepted") == (decision == "satisfied")
+
+
+def _anchoring(pairs: list[tuple[Any, Any]]) -> Anchoring:
+    changed = toward = away = other = 0
+    blind = Agreement()
+    for j, d in pairs:
+        blind.add(d.verdict == "accepted", j.decision == "satisfied")
+        if j.decision == d.action:
+            continue
+        changed += 1
+        before, after = _agrees(d.verdict, j.decision), _agrees(d.verdict, d.action)
+        toward += 1 if after and not before else 0
+        away += 1 if before and not after else 0
+        other += 1 if before == after else 0
+    return Anchoring(
+        judged=len(pairs), changed=rate(changed, len(pairs)), toward_validator=toward,
+        away_from_validator=away, other=other, blind=blind.rates(),
+    )  # fmt: skip
+
+
+def _analysts(seconds: dict[str, list[tuple[str, str]]], standing: dict[str, Any]) -> Analysts:
+    pairs: list[tuple[str, str]] = []
+    units: list[list[str]] = []
+    reviewers: set[str] = set()
+    disagree: set[str] = set()
+    for attempt_id, reviews in seconds.items():
+        first = standing[attempt_id]
+        by_reviewer = {first.reviewer: first.action} | dict(reviews)  # each reviewer's last word
+        reviewers |= by_reviewer.keys()
+        pairs.append((first.action, reviews[0][1]))
+        units.append(list(by_reviewer.values()))
+        if len(set(by_reviewer.values())) > 1:
+            disagree.add(first.task_id)
+    _, table = pairs_table(pairs)
+    return Analysts(
+        tasks=len(units),
+        agreement=sum(1 for x, y in pairs if x == y) / len(pairs),
+        kappa=cohen_kappa_table(table),
+        alpha=krippendorff_alpha_nominal(units),
+        reviewers=len(reviewers),
+        disagreements=sorted(disagree),
     )
 
 
@@ -199,16 +508,63 @@ async def calibration_batches(store: Store) -> list[tuple[str, str]]:
     return await batch_choices(store)
 
 
+def _rate_text(name: str, r: Rate) -> str:
+    if r.value is None:
+        return f"{name}: n/a (no cases)"
+    return f"{name}: {r.value:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] of {r.n}"
+
+
+def rates_lines(r: Rates) -> list[str]:
+    """The 2x2's figures in words, the same in the terminal, the desk and the HTML page."""
+    lines = [
+        f"{_rate_text('false accept', r.false_accept)}   {_rate_text('false reject', r.false_reject)}"
+        "   (95% Wilson intervals)",
+        f"kappa: {_num(r.kappa)}   Gwet's AC1: {_num(r.gwet_ac1)}   prevalence (analyst satisfied): "
+        f"{_num(r.prevalence)}",
+    ]
+    if r.too_few:
+        lines.append(
+            f"too few decisions to trust these figures: {r.decisions} decided, {r.false_accept.n} not "
+            f"satisfied, {r.false_reject.n} satisfied (want {MIN_DECISIONS}+ and {MIN_PER_RATE}+ behind each rate)"
+        )
+    return lines
+
+
+def judgement_lines(cal: Calibration) -> list[str]:
+    """Blind review (anchoring) and analysts' agreement in words, when there are any."""
+    lines: list[str] = []
+    if (a := cal.anchoring) is not None:
+        lines += [
+            "",
+            f"blind review: {a.judged} judged blind; the reveal changed {_rate_text('the decision', a.changed)}",
+            f"  toward the validator {a.toward_validator}, away from it {a.away_from_validator}, other {a.other}",
+            "  validator against blind judgements: " + "; ".join(rates_lines(a.blind)[:2]),
+        ]
+    if (x := cal.analysts) is not None:
+        lines += [
+            "",
+            f"analysts: {x.tasks} tasks reviewed twice by {x.reviewers} reviewers: agreement {_num(x.agreement)} "
+            f"kappa {_num(x.kappa)} alpha {_num(x.alpha)}",
+            f"  to adjudicate: {', '.join(t[:12] for t in x.disagreements) or 'none'}",
+        ]
+    return lines
+
+
 def format_calibration(cal: Calibration) -> str:
     """The figures as plain text for a terminal."""
     width = max(len(s) for s in cal.matrix) + 2
-    lines = [f"decided attempts: {cal.n}", f"kappa: {_num(cal.kappa)}   agreement: {_num(cal.agreement)}", ""]
+    lines = [
+        f"decided attempts: {cal.n}   agreement: {_num(cal.agreement)} (validator accepted ⇔ analyst satisfied)"
+    ]
+    lines += rates_lines(cal.rates) if cal.rates is not None else []
+    lines.append("")
     lines.append("validator \\ analyst".ljust(width) + "".join(d.rjust(12) for d in DECISIONS))
     for status, row in cal.matrix.items():
         lines.append(status.ljust(width) + "".join(str(row[d]).rjust(12) for d in DECISIONS))
     for title, table in (
         ("category", cal.by_category),
         ("validator model", cal.by_model),
+        ("reviewer", cal.by_reviewer),
         ("week", cal.weekly),
     ):
         lines += ["", f"by {title}:"]
@@ -218,6 +574,13 @@ def format_calibration(cal: Calibration) -> str:
         f"  {w.code}: {w.overridden + w.revised}/{w.decided} ({w.override_or_revise_rate:.0%})"
         for w in cal.warnings
     ]
+    if cal.reasons:
+        lines += ["", "reasons:"] + [
+            f"  {k}: " + ", ".join(f"{d} {n}" for d, n in row.items() if n) for k, row in cal.reasons.items()
+        ]
+    lines += judgement_lines(cal)
+    if cal.cases is not None:
+        lines += ["", "cases:"] + [f"  {cell}: {' '.join(ids)}" for cell, ids in cal.cases.items()]
     return "\n".join(lines)
 
 
@@ -229,6 +592,14 @@ def calibration_csv(cal: Calibration) -> str:
     w.writerow(["summary", "all", "n", cal.n])
     w.writerow(["summary", "all", "kappa", _num(cal.kappa)])
     w.writerow(["summary", "all", "agreement", _num(cal.agreement)])
+    if (r := cal.rates) is not None:
+        for name, x in (("false_accept", r.false_accept), ("false_reject", r.false_reject)):
+            for column, value in (("value", x.value), ("ci_low", x.ci_low), ("ci_high", x.ci_high)):
+                w.writerow(["rates", name, column, _num(value)])
+            w.writerow(["rates", name, "n", x.n])
+        for column, v in (("gwet_ac1", r.gwet_ac1), ("prevalence", r.prevalence)):
+            w.writerow(["rates", "all", column, _num(v)])
+        w.writerow(["rates", "all", "too_few", str(r.too_few).lower()])
     for status, row in cal.matrix.items():
         for decision, n in row.items():
             w.writerow(["matrix", status, decision, n])
@@ -249,6 +620,9 @@ def _num(x: float | None) -> str:
 
 
 __all__ = [
+    "CELLS",
+    "Analysts",
+    "Anchoring",
     "Calibration",
     "CalibrationFilter",
     "calibrate",
@@ -256,4 +630,6 @@ __all__ = [
     "calibration_csv",
     "cohen_kappa",
     "format_calibration",
+    "judgement_lines",
+    "rates_lines",
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from jinja2 import Environment, StrictUndefined
 
-from core.calibration import DECISIONS, Calibration
+from core.calibration import DECISIONS, Calibration, judgement_lines, rates_lines
 
 _TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Validator calibration</title>
@@ -17,10 +17,16 @@ body { font-family: system-ui, sans-serif; margin: 2em; color: #111; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
 th, td { border: 1px solid #ccc; padding: 0.3em 0.7em; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
+.warn { color: #b45309; font-weight: 600; }
 </style></head><body>
 <h1>Validator calibration</h1>
 <p>{{ c.n }} decided attempts · Cohen's kappa <strong>{{ num(c.kappa) }}</strong> · agreement
 <strong>{{ num(c.agreement) }}</strong> (agreement: validator accepted ⇔ analyst satisfied)</p>
+<h2>How often the validator is wrong</h2>
+{% for line in rates %}<p{% if loop.index == 3 %} class="warn"{% endif %}>{{ line }}</p>
+{% endfor %}
+{% if judgements %}<h2>Blind review and second reviews</h2>
+{% for line in judgements %}<p>{{ line }}</p>{% endfor %}{% endif %}
 <h2>Validator status against analyst decision</h2>
 <table><tr><th>validator \\ analyst</th>{% for d in decisions %}<th>{{ d }}</th>{% endfor %}</tr>
 {% for status, row in c.matrix.items() %}<tr><td>{{ status | replace("_", " ") }}</td>
@@ -47,7 +53,11 @@ def _num(x: float | None) -> str:
 def calibration_html(cal: Calibration) -> str:
     env = Environment(autoescape=True, undefined=StrictUndefined)
     top = max([1, *(n for row in cal.matrix.values() for n in row.values())])
-    return env.from_string(_TEMPLATE).render(c=cal, decisions=DECISIONS, num=_num, top=top)
+    rates = rates_lines(cal.rates) if cal.rates is not None else []
+    judgements = [line.strip() for line in judgement_lines(cal) if line.strip()]
+    return env.from_string(_TEMPLATE).render(
+        c=cal, decisions=DECISIONS, num=_num, top=top, rates=rates, judgements=judgements
+    )
 
 
 __all__ = ["calibration_html"]

@@ -300,6 +300,34 @@ class Settings(BaseSettings):
         description="Recorded with each review decision; empty means your login name.",
         json_schema_extra=_desk(SettingsGroup.REVIEW),
     )
+    reasons: Path | None = Field(
+        default=None,
+        title="Reason codes file",
+        description="A TOML list of [[reason]] code and description; empty means the default set "
+        "(wrong fact, missing part, unsupported claim, wrong source, format, policy, other).",
+        json_schema_extra=_desk(SettingsGroup.REVIEW, path="file"),
+    )
+    blind_review: bool = Field(
+        default=False,
+        title="Blind review",
+        description="Hide the validator's verdict until you record a first judgement, then reveal it.",
+        json_schema_extra=_desk(SettingsGroup.REVIEW),
+    )
+    blind_reviewers: list[str] = Field(
+        default_factory=list,
+        title="Blind review for these reviewers",
+        description="Comma-separated reviewer names who review blind even when Blind review is off.",
+        json_schema_extra=_desk(SettingsGroup.REVIEW),
+    )
+    second_review_rate: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        title="Second review sample (0-1)",
+        description="Share of decided tasks queued for an independent, blind second review by another "
+        "reviewer (`evidence-desk second-review --due`); the sample is fixed per task.",
+        json_schema_extra=_desk(SettingsGroup.REVIEW),
+    )
     auto_advance: bool = Field(
         default=True,
         title="Move to the next task after a decision",
@@ -403,7 +431,7 @@ class Settings(BaseSettings):
         """The role's profile with defaults applied and its key found (``None``: the role has no model)."""
         return resolve_profile(self, role)
 
-    @field_validator("script", "rules")
+    @field_validator("script", "rules", "reasons")
     @classmethod
     def _must_be_file(cls, v: Path | None) -> Path | None:
         if v is not None and not v.is_file():

@@ -43,6 +43,7 @@ def register(sub: Subparsers, common: argparse.ArgumentParser) -> dict[str, Hand
     p.add_argument("--category", default="none", help="goal_missed, incomplete, rule_violation, ... or none")
     p.add_argument("--note", default="", help="why you disagree (kept with the verdict)")
     p.add_argument("--attempt", type=int, metavar="N", help="the attempt judged (default: the last)")
+    p.add_argument("--reason", metavar="CODE", help="a reason code (see `evidence-desk reasons`)")
     add_take_over(p)  # a verdict is a decision: claims apply (core.tasks.claim_guard)
     p = sub.add_parser("calibration", parents=[common], help="how far the validator agrees with analysts")
     p.add_argument("--since", metavar="YYYY-MM-DD", help="decisions on or after this day (UTC)")
@@ -50,9 +51,18 @@ def register(sub: Subparsers, common: argparse.ArgumentParser) -> dict[str, Hand
     p.add_argument("--validator-model", metavar="MODEL", help="only verdicts by this validator model")
     p.add_argument("--category", help="only verdicts of this category")
     p.add_argument("--batch", metavar="ID", help="only tasks queued by this batch")
+    p.add_argument("--reviewer", help="only decisions by this reviewer")
+    p.add_argument("--reason", metavar="CODE", help="only decisions given this reason code")
+    p.add_argument("--cases", action="store_true", help="also list the task ids behind each cell")
     p.add_argument("--csv", metavar="FILE", help="also write the figures as CSV")
     p.add_argument("--html", metavar="FILE", help="also write the figures as a standalone HTML page")
-    return {"diff": cmd_diff, "override": cmd_override, "calibration": cmd_calibration}
+    sub.add_parser("reasons", parents=[common], help="the workspace's reason codes and what each means")
+    return {
+        "diff": cmd_diff,
+        "override": cmd_override,
+        "calibration": cmd_calibration,
+        "reasons": cmd_reasons,
+    }
 
 
 async def cmd_diff(args: argparse.Namespace, settings: Settings) -> int:
@@ -71,8 +81,11 @@ async def cmd_diff(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_override(args: argparse.Namespace, settings: Settings) -> int:
+    from core.domain.reasons import check_reason, load_reasons
     from core.tasks.claim_guard import decision_claim
     from core.tasks.override import format_override, record_override
+
+    reason = check_reason(args.reason, load_reasons(settings.reasons))
 
     async def body(ws: Workspace) -> int:
         me = reviewer(args, settings)
@@ -85,6 +98,7 @@ async def cmd_override(args: argparse.Namespace, settings: Settings) -> int:
                 note=args.note,
                 reviewer=me,
                 attempt_index=args.attempt,
+                reason=reason,
             )
         if args.json:
             emit(v.model_dump(mode="json"))
@@ -105,8 +119,10 @@ async def cmd_calibration(args: argparse.Namespace, settings: Settings) -> int:
             validator_model=args.validator_model,
             category=args.category,
             batch_id=args.batch,
+            reviewer=args.reviewer,
+            reason=args.reason,
         )
-        cal = await calibrate(ws.store, flt)
+        cal = await calibrate(ws.store, flt, cases=args.cases)
         from core.calibration_html import calibration_html
 
         for path, render in ((args.csv, calibration_csv), (args.html, calibration_html)):
@@ -122,3 +138,16 @@ async def cmd_calibration(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_OK
 
     return await with_workspace(settings, body)
+
+
+async def cmd_reasons(args: argparse.Namespace, settings: Settings) -> int:
+    from core.domain.reasons import load_reasons
+
+    reasons = load_reasons(settings.reasons)
+    if args.json:
+        emit([r.model_dump() for r in reasons])
+    else:
+        width = max(len(r.code) for r in reasons)
+        for r in reasons:
+            print(f"{r.key or ' '}  {r.code.ljust(width)}  {r.description}")
+    return EXIT_OK

@@ -46,7 +46,26 @@ def register(sub: Subparsers, common: argparse.ArgumentParser) -> dict[str, Hand
     p.add_argument("--note", help="a note kept with the decision")
     p.add_argument("--version", dest="expected_version", type=int, help="task version you reviewed")
     p.add_argument("--no-run", action="store_true", help="revise: record only, do not start the new attempt")
+    p.add_argument("--reason", metavar="CODE", help="a reason code (see `evidence-desk reasons`)")
+    p.add_argument(
+        "--blind-first",
+        action="store_true",
+        help="record ACTION as your blind first judgement, before seeing the verdict; decide after the reveal",
+    )
     add_take_over(p)
+    p = sub.add_parser(
+        "second-review",
+        parents=[common],
+        help="an independent judgement of a decided task by another reviewer; --due lists yours, "
+        "--request queues one",
+    )
+    p.add_argument("task_id", nargs="?")
+    p.add_argument("action", nargs="?", choices=[a.value for a in FeedbackAction])
+    p.add_argument("--due", action="store_true", help="list the decided tasks waiting for your second review")
+    p.add_argument("--request", action="store_true", help="queue TASK_ID for a second review by someone else")
+    p.add_argument("--reason", metavar="CODE", help="a reason code (see `evidence-desk reasons`)")
+    p.add_argument("--note", help="a note kept with the judgement")
+    p.add_argument("--reviewer", help=REVIEWER_HELP)
 
     p = sub.add_parser("reopen", parents=[common], help="reopen a closed or abandoned task, with a reason")
     p.add_argument("task_id")
@@ -73,6 +92,7 @@ def register(sub: Subparsers, common: argparse.ArgumentParser) -> dict[str, Hand
     p.add_argument("--reviewer", help=REVIEWER_HELP)
     return {
         "feedback": cmd_feedback,
+        "second-review": cmd_second_review,
         "reopen": cmd_reopen,
         "undo": cmd_undo,
         "claim": cmd_claim,
@@ -84,17 +104,85 @@ def register(sub: Subparsers, common: argparse.ArgumentParser) -> dict[str, Hand
 # ---------------------------------------------------------------------- decisions
 async def cmd_feedback(args: argparse.Namespace, settings: Settings) -> int:
     action = FeedbackAction(args.action)
+    if args.blind_first:
+        return await _judge(args, settings, "blind")
     if action is FeedbackAction.REVISE and not args.prompt:
         raise UsageError("revise needs --prompt TEXT")
 
     async def move(review: ReviewService, task: TaskRecord) -> TaskRecord:
         expected = args.expected_version if args.expected_version is not None else task.version
         return await review.feedback(
-            task.id, action, expected_version=expected, prompt=args.prompt, note=args.note
+            task.id, action, expected_version=expected, prompt=args.prompt, note=args.note, reason=args.reason
         )
 
     run_after = action is FeedbackAction.REVISE and not args.no_run
     return await _decide(args, settings, move, said=None, run_after=run_after)
+
+
+async def cmd_second_review(args: argparse.Namespace, settings: Settings) -> int:
+    if args.due:
+        return await _due(args, settings)
+    if args.task_id is None:
+        raise UsageError("second-review needs TASK_ID (with ACTION, or --request), or --due")
+    if args.request:
+        return await _request(args, settings)
+    if args.action is None:
+        raise UsageError("second-review TASK_ID needs your decision: satisfied, revise or abandon")
+    return await _judge(args, settings, "second")
+
+
+async def _due(args: argparse.Namespace, settings: Settings) -> int:
+    from core.tasks.judgements import second_reviews_due
+
+    async def body(ws: Workspace) -> int:
+        due = await second_reviews_due(ws.store, settings, reviewer(args, settings))
+        if args.json:
+            emit([d.model_dump(mode="json") for d in due])
+        else:
+            for d in due:
+                print(f"{d.task_id[:12]}  attempt {d.attempt_index}  decided by {d.decided_by}  ({d.why})")
+            print(f"{len(due)} task(s) waiting for your second review", file=sys.stderr)
+        return EXIT_OK
+
+    return await with_workspace(settings, body)
+
+
+async def _request(args: argparse.Namespace, settings: Settings) -> int:
+    from core.tasks.judgements import request_second_review
+
+    async def body(ws: Workspace) -> int:
+        task = await ws.store.get_task(args.task_id)
+        index = await request_second_review(ws.store, task.id, reviewer=reviewer(args, settings))
+        if args.json:
+            emit({"task_id": task.id, "attempt_index": index})
+        else:
+            print(f"queued {task.id[:12]} (attempt {index}) for a second review by another reviewer")
+        return EXIT_OK
+
+    return await with_workspace(settings, body)
+
+
+async def _judge(args: argparse.Namespace, settings: Settings, phase: str) -> int:
+    """A judgement that leaves the task as it is: blind first (then ``feedback`` after the reveal)
+    or a second review by another reviewer."""
+    from core.tasks.judgements import record_judgement
+
+    async def body(ws: Workspace) -> int:
+        task = await ws.store.get_task(args.task_id)
+        j = await record_judgement(
+            ws.store, settings, task.id, args.action, phase=phase, reviewer=reviewer(args, settings),
+            reason=args.reason, note=args.note,
+        )  # fmt: skip
+        if args.json:
+            emit({"task_id": task.id, **j.model_dump(mode="json")})
+        elif phase == "blind":
+            print(f"blind judgement recorded on {task.id[:12]}: {j.decision}; now see the verdict "
+                  f"(`evidence-desk show {task.id[:12]}`) and decide with `evidence-desk feedback`")  # fmt: skip
+        else:
+            print(f"second review recorded on {task.id[:12]} (attempt {j.attempt_index}): {j.decision}")
+        return EXIT_OK
+
+    return await with_workspace(settings, body)
 
 
 async def cmd_reopen(args: argparse.Namespace, settings: Settings) -> int:

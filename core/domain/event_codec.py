@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from core.domain.event_payloads import (
     AddedMessage,
     AnalystDecision,
+    AnalystJudgement,
     AnalystVerdictRecord,
     ClaimAssignment,
     ClaimRelease,
@@ -43,6 +44,7 @@ from core.domain.event_payloads import (
     SchemaCheckFailure,
     SchemaRepair,
     SchemaUnsatisfied,
+    SecondReviewRequest,
     StatusChange,
     SuppliedAnswerRecord,
     TaskInterruption,
@@ -61,6 +63,8 @@ from core.errors import EvidenceDeskError
 
 PAYLOAD_MODELS: Mapping[EventKind, type[EventPayload]] = {
     EventKind.RUN_STARTED: RunStart,
+    EventKind.ANALYST_JUDGEMENT_RECORDED: AnalystJudgement,
+    EventKind.SECOND_REVIEW_REQUESTED: SecondReviewRequest,
     EventKind.LLM_REQUEST_SNAPSHOTTED: LlmRequestSnapshot,
     EventKind.LLM_RESPONSE_RECEIVED: LlmResponse,
     EventKind.LLM_CALL_FAILED: LlmCallFailure,

@@ -273,7 +273,7 @@ class TaskInterruption(EventPayload):
 class AnalystDecision(EventPayload):
     """An analyst's satisfied, revise, abandon, reopen or undo, with what undo needs to reverse it."""
 
-    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"undoes"})
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"undoes", "reason"})
 
     reviewer: str = ""
     time: IsoTime | None = None
@@ -286,6 +286,7 @@ class AnalystDecision(EventPayload):
     version_after: int | None = None  # undo checks nobody acted since; older decisions lack it
     revision_requested_by_before: str | None = None  # what undo puts back
     undoes: dict[str, Any] | None = None  # the decision an undo reverses: event_id, action, reviewer
+    reason: str | None = None  # a reason code of the workspace taxonomy (core/domain/reasons.py)
 
 
 # --------------------------------------------------------------------------- validation
@@ -428,12 +429,39 @@ class ClaimAssignment(EventPayload):
 class AnalystVerdictRecord(EventPayload):
     """An analyst's override of the validator's verdict on one attempt, kept beside it (never over it)."""
 
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"reason"})
+
     attempt_index: int
     attempt_id: str  # calibration's SQL joins overrides to attempts on this key
     status: ValidationStatus
     category: FailureCategory
     note: str = ""
     reviewer: str
+    reason: str | None = None  # a reason code of the workspace taxonomy
+
+
+class AnalystJudgement(EventPayload):
+    """A judgement that does not move the task: a blind first judgement before the verdict is
+    revealed (``phase`` "blind"), or an independent second review by another reviewer ("second").
+    Calibration sets them beside the standing decision (anchoring, inter-analyst agreement)."""
+
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"reason", "note"})
+
+    attempt_index: int
+    attempt_id: str  # calibration's SQL reads judgements by attempt
+    reviewer: str
+    decision: str  # satisfied | revise | abandon
+    phase: str  # blind | second
+    reason: str | None = None
+    note: str | None = None
+
+
+class SecondReviewRequest(EventPayload):
+    """A decided attempt queued for an independent, blind second review by another reviewer."""
+
+    attempt_index: int
+    attempt_id: str
+    requested_by: str
 
 
 class SuppliedAnswerRecord(SuppliedProvenance, EventPayload):
@@ -450,6 +478,7 @@ class UnknownPayload(EventPayload):
 __all__ = [
     "AddedMessage",
     "AnalystDecision",
+    "AnalystJudgement",
     "AnalystVerdictRecord",
     "ClaimAssignment",
     "ClaimRelease",
@@ -467,6 +496,7 @@ __all__ = [
     "SchemaCheckFailure",
     "SchemaRepair",
     "SchemaUnsatisfied",
+    "SecondReviewRequest",
     "StatusChange",
     "SuppliedAnswerRecord",
     "SuppliedProvenance",

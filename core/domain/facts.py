@@ -41,6 +41,8 @@ class EventKind(StrEnum):
     CLAIM_ASSIGNED = "claim_assigned"  # a task assigned to a reviewer: a long claim (core/tasks/bulk.py)
     ANALYST_VERDICT_RECORDED = "analyst_verdict_recorded"  # an override, kept beside the validator's
     ANSWER_SUPPLIED = "answer_supplied"  # a batch row's answer, validated only: no agent wrote it
+    ANALYST_JUDGEMENT_RECORDED = "analyst_judgement_recorded"  # a blind first or a second review
+    SECOND_REVIEW_REQUESTED = "second_review_requested"  # a decided task queued for another reviewer
 
 
 class AttemptState(StrEnum):

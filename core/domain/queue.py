@@ -75,6 +75,8 @@ class QueueFilter(BaseModel):
     status: TaskStatus | None = None
     outcome: OutcomeFilter = OutcomeFilter.ANY
     batch_id: str | None = None  # the tasks of one batch (``evidence-desk batch``)
+    task_ids: tuple[str, ...] | None = None  # exactly these tasks (a calibration cell's cases)
+    cases_label: str = ""  # what ``task_ids`` are, in words ("validator accepted ∧ analyst abandoned")
 
     def statuses_in(self, group: QueueGroup) -> tuple[TaskStatus, ...]:
         """The group's statuses this filter lets through (none when the status picker excludes it)."""
@@ -85,7 +87,11 @@ class QueueFilter(BaseModel):
     @property
     def is_empty(self) -> bool:
         return (
-            not self.text and self.status is None and self.outcome is OutcomeFilter.ANY and not self.batch_id
+            not self.text
+            and self.status is None
+            and self.outcome is OutcomeFilter.ANY
+            and not self.batch_id
+            and self.task_ids is None
         )
 
 

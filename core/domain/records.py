@@ -135,3 +135,4 @@ class FeedbackRecord(_Record):
     from_status: str
     to_status: str
     created_at: datetime
+    reason: str | None = None  # a reason code of the workspace taxonomy (core/domain/reasons.py)

@@ -42,6 +42,7 @@ COLUMNS = (
     "analyst_override_verdict",
     "reviewer",
     "note",
+    "reason",
     "decided_at",
     "created_at",
 )
@@ -128,6 +129,7 @@ async def task_decisions(
                 "analyst_override_verdict": override.status.value if override else None,
                 "reviewer": f.reviewer,
                 "note": f.note,
+                "reason": f.reason,
                 "decided_at": f.created_at.isoformat(),
                 "created_at": task.created_at.isoformat(),
             }

@@ -183,6 +183,7 @@ class FeedbackRow(Base):
     action: Mapped[str] = mapped_column(String(16))
     prompt: Mapped[str | None] = mapped_column(Text)
     note: Mapped[str | None] = mapped_column(Text)
+    reason: Mapped[str | None] = mapped_column(String(32))  # a reason code (migration judge_stats)
     reviewer: Mapped[str] = mapped_column(String(200))
     from_status: Mapped[str] = mapped_column(String(32))
     to_status: Mapped[str] = mapped_column(String(32))

@@ -24,12 +24,14 @@ a row or a needle that is not plain ASCII.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from sqlalchemy import Boolean, Row, and_, func, literal, literal_column, or_, select, true, union_all
+from sqlalchemy import Boolean, Row, and_, cast, func, literal, literal_column, or_, select, true, union_all
 from sqlalchemy import text as sql_text
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import CompoundSelect, Select
 from sqlalchemy.sql.elements import ColumnElement
@@ -93,7 +95,18 @@ def filter_clause(
         parts.append(_text_clause(store, flt.text, shared=shared, walk=walk))
     if flt.batch_id:
         parts.append(TaskRow.batch_id == flt.batch_id)
+    if flt.task_ids is not None:
+        parts.append(_among(store, flt.task_ids))
     return and_(true(), *parts)
+
+
+def _among(store: StoreBase, task_ids: tuple[str, ...]) -> ColumnElement[bool]:
+    """The task is one of ``task_ids`` (a calibration cell's cases, up to every decided task):
+    one JSON array parameter, so no count of ids meets the databases' limit on parameters."""
+    ids = json.dumps(list(task_ids))
+    if store.is_sqlite:
+        return TaskRow.id.in_(select(literal_column("value")).select_from(func.json_each(literal(ids))))
+    return TaskRow.id.in_(select(func.jsonb_array_elements_text(cast(literal(ids), JSONB))))
 
 
 def _phrase(needle: str) -> str:
@@ -347,7 +360,7 @@ def counts_are_cheap(flt: QueueFilter) -> bool:
 
     The table counts by status and outcome only: a text or batch filter needs the tasks themselves.
     """
-    return not flt.text and not flt.batch_id
+    return not flt.text and not flt.batch_id and flt.task_ids is None
 
 
 async def count_by_status(store: StoreBase, flt: QueueFilter) -> dict[TaskStatus, int]:

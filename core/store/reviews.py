@@ -63,6 +63,7 @@ class ReviewRepository(StoreBase):
         from_status: TaskStatus,
         to_status: TaskStatus,
         created_at: datetime | None = None,
+        reason: str | None = None,
     ) -> FeedbackRecord:
         row = FeedbackRow(
             id=new_id(),
@@ -71,6 +72,7 @@ class ReviewRepository(StoreBase):
             action=action,
             prompt=prompt,
             note=note,
+            reason=reason,
             reviewer=reviewer,
             from_status=from_status.value,
             to_status=to_status.value,

@@ -32,6 +32,7 @@ class AnalystVerdict(BaseModel):
     note: str
     reviewer: str
     created_at: datetime | None = None
+    reason: str | None = None
 
 
 def _parse(value: str, enum: type[ValidationStatus] | type[FailureCategory], what: str) -> str:
@@ -50,6 +51,7 @@ async def record_override(
     note: str = "",
     reviewer: str,
     attempt_index: int | None = None,
+    reason: str | None = None,
 ) -> AnalystVerdict:
     """Append the analyst's verdict on an attempt (default: the latest); the validator's stays as is."""
     status = _parse(status, ValidationStatus, "status")
@@ -75,6 +77,7 @@ async def record_override(
         category=FailureCategory(category),
         note=note,
         reviewer=reviewer,
+        reason=reason,
     )
     event = await store.append_event(
         task.main_session_id,
@@ -102,7 +105,8 @@ def dossier_overrides(dossier: TaskDossier) -> dict[int, AnalystVerdict]:
 
 def format_override(v: AnalystVerdict) -> str:
     note = f" — {v.note}" if v.note else ""
-    return f"analyst verdict ({v.reviewer}): {v.status.value}, category {v.category.value}{note}"
+    why = f", reason {v.reason}" if v.reason else ""
+    return f"analyst verdict ({v.reviewer}): {v.status.value}, category {v.category.value}{why}{note}"
 
 
 __all__ = [

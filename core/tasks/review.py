@@ -17,6 +17,7 @@ from core.domain import FeedbackAction, TaskStatus
 from core.domain.event_codec import decode_as
 from core.domain.event_payloads import AnalystDecision
 from core.domain.facts import AttemptState, EventKind, RevisionRequester
+from core.domain.reasons import check_reason, load_reasons
 from core.errors import RefusedAction, VersionConflict
 from core.events import TaskChange, TaskChanged
 from core.profiles import roles_for_task
@@ -84,9 +85,11 @@ class ReviewService:
         expected_version: int,
         prompt: str | None = None,
         note: str | None = None,
+        reason: str | None = None,
     ) -> TaskRecord:
         """Record the analyst's action. ``revise`` leaves the task in needs_revision: the caller
         starts the new attempt (``TaskService.run``/``start``) so it decides where it runs."""
+        reason = check_reason(reason, load_reasons(self.settings.reasons))
         task = await self._writable(task_id, expected_version)
         trigger = _TRIGGERS[action]
         if not can(task.status, trigger):
@@ -101,7 +104,9 @@ class ReviewService:
         fields: dict[str, Any] = {"runner": None}
         if action is FeedbackAction.REVISE:
             fields["revision_requested_by"] = RevisionRequester.ANALYST
-        return await self._decide(task, trigger, action.value, prompt=prompt, note=note, **fields)
+        return await self._decide(
+            task, trigger, action.value, prompt=prompt, note=note, reason=reason, **fields
+        )
 
     async def reopen(self, task_id: str, *, reason: str, expected_version: int | None = None) -> TaskRecord:
         """Bring a closed or abandoned task back; the reason is kept as the decision's note."""
@@ -181,6 +186,7 @@ class ReviewService:
         prompt: str | None = None,
         note: str | None = None,
         undoes: dict[str, Any] | None = None,
+        reason: str | None = None,
         **fields: Any,
     ) -> TaskRecord:
         """One analyst move: status, event and feedback row in one transaction.
@@ -206,6 +212,7 @@ class ReviewService:
                 version_after=task.version + 1,
                 revision_requested_by_before=requested.value if requested else None,
                 undoes=undoes,
+                reason=reason,
             )
         )
         attempts = await self.store.list_attempts(task.id, resolve=False)
@@ -218,6 +225,7 @@ class ReviewService:
                 "action": action,
                 "prompt": prompt,
                 "note": note,
+                "reason": reason,
                 "reviewer": reviewer,
                 "from_status": task.status.value,
                 "to_status": target.value,

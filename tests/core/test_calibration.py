@@ -156,3 +156,75 @@ async def test_attempts_decided_or_judged_twice_count_once(store: Store) -> None
     assert cal.matrix["accepted"]["satisfied"] == 1
     future = await calibrate(store, CalibrationFilter(since=datetime.now(UTC) + timedelta(days=1)))
     assert future.n == 0
+
+
+async def test_cases_list_each_cells_tasks_on_both_engines(store: Store) -> None:
+    fine = await seed(store, "accepted", "satisfied")
+    slipped = [await seed(store, "accepted", "abandon"), await seed(store, "accepted", "revise")]
+    missed = await seed(store, "rejected", "satisfied")
+    overridden = await seed(store, "accepted", None, override=True)  # its own verdict: rejected
+    cal = await calibrate(store, cases=True)
+    assert cal.cases is not None
+    assert cal.cases["true_accept"] == [fine]
+    assert cal.cases["false_accept"] == sorted([*slipped, overridden])
+    assert cal.cases["false_reject"] == [missed]
+    assert cal.cases["accepted/overridden"] == [overridden]
+    assert "cases" not in (await calibrate(store)).as_json()
+
+
+async def test_drift_counts_calls_retries_fallbacks_stuck_loops_and_warnings_by_code(store: Store) -> None:
+    incoherent = [{"code": "incoherent-verdict", "message": "accepted with a score of 0.1"}]
+    for debug in (
+        {"validator_model": "m1", "llm_calls": 2, "schema_retries": 1, "warnings": incoherent},
+        {"validator_model": "m1", "llm_calls": 3, "schema_retries": 2, "model_used": "m1-fallback"},
+        {"validator_model": "m1", "llm_calls": 3, "schema_retries": 2,
+         "error": "validator gave no usable verdict (schema-stuck-loop): same error twice"},
+    ):  # fmt: skip
+        task = await store.create_task("drift")
+        attempt = await store.create_attempt(task.id, 1, trigger="initial", prompt="p")
+        status = "validator_error" if "error" in debug else "accepted"
+        await store.add_validation(
+            task_id=task.id, attempt_id=attempt.id, attempt_index=1, result={"status": status, "score": 0.1},
+            raw_response="{}", prompt=None, debug=debug,
+        )  # fmt: skip
+    cal = await calibrate(store)
+    (week,) = cal.drift["m1"].values()
+    assert (week.verdicts, week.llm_calls, week.schema_retries) == (3, 8, 5)
+    assert week.schema_failures_per_call == pytest.approx(5 / 8)
+    assert (week.fallbacks, week.stuck_loops, week.canned) == (1, 1, 1)
+    assert week.warnings == {"incoherent-verdict": 1}
+
+
+async def test_undone_and_reopened_decisions_do_not_count(store: Store) -> None:
+    """Issue 30, item 5: only the decision that stands counts; the history keeps the others."""
+    from datetime import UTC, datetime, timedelta
+
+    start = datetime.now(UTC) - timedelta(hours=1)
+
+    async def decide(verdict: str, *actions: str) -> str:
+        task = await store.create_task(f"{verdict}: {' '.join(actions)}")
+        attempt = await store.create_attempt(task.id, 1, trigger="initial", prompt="p")
+        await store.add_validation(
+            task_id=task.id, attempt_id=attempt.id, attempt_index=1, result={"status": verdict, "score": 0.5},
+            raw_response="{}", prompt=None, debug={"validator_model": "m1"},
+        )  # fmt: skip
+        for k, action in enumerate(actions):
+            await store.add_feedback(
+                task_id=task.id, attempt_id=attempt.id, action=action, prompt=None, note=None, reviewer="ana",
+                from_status=TaskStatus.AWAITING_FEEDBACK, to_status=TaskStatus.CLOSED,
+                created_at=start + timedelta(minutes=k),
+            )  # fmt: skip
+        return task.id
+
+    await decide("accepted", "satisfied")
+    undone = await decide("accepted", "satisfied", "undo")
+    reopened = await decide("rejected", "abandon", "reopen")
+    redecided = await decide("accepted", "satisfied", "undo", "abandon")
+    await decide("accepted", "abandon", "reopen", "satisfied")
+    cal = await calibrate(store, cases=True)
+    assert cal.n == 3
+    assert cal.matrix["accepted"] == {"satisfied": 2, "revised": 0, "abandoned": 1, "overridden": 0}
+    assert cal.matrix["rejected"]["abandoned"] == 0
+    assert cal.cases is not None and cal.cases["false_accept"] == [redecided]
+    assert undone not in str(cal.cases) and reopened not in str(cal.cases)
+    assert len(await store.list_feedback(undone)) == 2  # the history keeps what was undone

@@ -248,6 +248,15 @@ SAMPLES: dict[EventKind, dict[str, Any]] = {
         "note": "missing the source",
         "reviewer": "ana",
     },
+    EventKind.ANALYST_JUDGEMENT_RECORDED: {
+        "attempt_index": 1,
+        "attempt_id": "a1",
+        "reviewer": "bob",
+        "decision": "abandon",
+        "phase": "second",
+        "reason": "wrong_fact",
+    },
+    EventKind.SECOND_REVIEW_REQUESTED: {"attempt_index": 1, "attempt_id": "a1", "requested_by": "ana"},
     EventKind.ANSWER_SUPPLIED: {
         "source": "batch",
         "batch_id": "b1",

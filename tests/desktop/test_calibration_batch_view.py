@@ -56,7 +56,7 @@ def test_every_header_fits_at_the_windows_default_size(
     ops = CoreOps()
     view = CalibrationView(ops, lambda f: calibrate(store, f), batches=lambda: calibration_batches(store))
     qtbot.addWidget(view)
-    view.resize(1000, 520)  # what Review → Calibration… opens
+    view.resize(1000, 680)  # what Review → Calibration… opens
     view.show()
     qtbot.waitExposed(view)
     view.refresh()

@@ -12,7 +12,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtCore import QModelIndex, QPointF, Qt, Signal
 from PySide6.QtGui import QAction, QColor, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import (
     QComboBox,
@@ -26,11 +26,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.calibration import Calibration, CalibrationFilter
+from core.calibration import DECISIONS, Calibration, CalibrationFilter, judgement_lines, rates_lines
 from core.domain.validation import FailureCategory
+from desktop.models.calibration_cells import CELL_ROLE, CELL_WORDS, CellsModel
 from desktop.models.calibration_matrix import MatrixModel
 from desktop.models.rows_model import RowsModel, text_cell
 from desktop.ops import CoreOps
+from desktop.views.insight.calibration_cases import CasesFilter
 
 if TYPE_CHECKING:
     from desktop.views.host import DeskHost
@@ -74,10 +76,16 @@ def _num(x: float | None) -> str:
 
 
 class CalibrationView(QWidget):
-    """Filters, the matrix heatmap, kappa, agreement tables and the weekly sparkline."""
+    """Filters, the 2x2 with its error rates, the matrix heatmap, agreement tables and the trend.
+
+    Every count and rate is a click away from its cases: ``sig_cases`` carries the cell's words
+    and task ids, and the desk narrows the queue to them (``calibration_cases.CasesFilter``).
+    """
 
     sig_loaded = Signal()
     """New figures are shown (after each refresh)."""
+    sig_cases = Signal(str, list)
+    """A cell or rate was clicked: (what the cell is, in words; its task ids)."""
 
     def __init__(
         self, ops: CoreOps, source: Source, parent: QWidget | None = None, *, batches: Batches | None = None
@@ -101,10 +109,13 @@ class CalibrationView(QWidget):
         self.category_combo.addItem("any category", None)
         for c in FailureCategory:
             self.category_combo.addItem(c.value.replace("_", " "), c.value)
+        self.reviewer_edit = QLineEdit(self)
+        self.reviewer_edit.setPlaceholderText("any reviewer")
         self.refresh_button = QPushButton("Refresh", self)
         self.refresh_button.clicked.connect(self.refresh)
         self.summary = QLabel("Computing…", self)
         self.summary.setTextFormat(Qt.TextFormat.PlainText)
+        self._build_rates()
         self.matrix = MatrixModel(self)
         by_category = ["category", "decided", "agreement", "kappa"]
         by_model = ["validator model", "decided", "agreement", "kappa"]
@@ -123,18 +134,10 @@ class CalibrationView(QWidget):
             ],
         )
         self.sparkline = Sparkline(self)
-        filters = QHBoxLayout()
-        filters.addWidget(QLabel("Validator model", self))
-        filters.addWidget(self.model_edit)
-        filters.addWidget(QLabel("Category", self))
-        filters.addWidget(self.category_combo)
-        filters.addWidget(QLabel("Batch", self))
-        filters.addWidget(self.batch_combo)
-        filters.addWidget(self.refresh_button)
-        filters.addStretch(1)
         layout = QVBoxLayout(self)
-        layout.addLayout(filters)
+        layout.addLayout(self._filter_row())
         layout.addWidget(self.summary)
+        layout.addLayout(self._rates_row())
         tables = QHBoxLayout()
         self.tables: list[QTableView] = []
         for model in (self.matrix, self.by_category, self.by_model, self.warnings):
@@ -144,6 +147,8 @@ class CalibrationView(QWidget):
             self.tables.append(view)
             header = view.horizontalHeader()
             if model is self.matrix:
+                view.clicked.connect(self._matrix_clicked)
+                view.setToolTip("Click a count to list its tasks in the queue")
                 header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
                 # Every validator status shows without a scroll bar: five rows are the whole point.
                 view.setSizeAdjustPolicy(QTableView.SizeAdjustPolicy.AdjustToContents)
@@ -160,13 +165,101 @@ class CalibrationView(QWidget):
         layout.addWidget(QLabel("Agreement per week", self))
         layout.addWidget(self.sparkline)
 
+    def _filter_row(self) -> QHBoxLayout:
+        filters = QHBoxLayout()
+        for label, widget in (
+            ("Validator model", self.model_edit),
+            ("Category", self.category_combo),
+            ("Batch", self.batch_combo),
+            ("Reviewer", self.reviewer_edit),
+        ):
+            filters.addWidget(QLabel(label, self))
+            filters.addWidget(widget)
+        filters.addWidget(self.refresh_button)
+        filters.addStretch(1)
+        return filters
+
+    def _build_rates(self) -> None:
+        """The 2x2 with its error rates and the judgement lines; every count and rate clickable."""
+        self.cells = CellsModel(self)
+        self.cells_view = QTableView(self)
+        self.cells_view.setModel(self.cells)
+        self.cells_view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.cells_view.setSizeAdjustPolicy(QTableView.SizeAdjustPolicy.AdjustToContents)
+        self.cells_view.clicked.connect(self._cell_clicked)
+        self.false_accept = QPushButton("false accept –", self)
+        self.false_reject = QPushButton("false reject –", self)
+        for button, cell in ((self.false_accept, "false_accept"), (self.false_reject, "false_reject")):
+            button.setFlat(True)
+            button.setCursor(Qt.CursorShape.PointingHandCursor)
+            # Read as a link: a rate is a click away from its cases, like every count here.
+            button.setStyleSheet(
+                "text-align: left; color: #1d4ed8; text-decoration: underline; border: none;"
+            )
+            button.setToolTip(f"Click to list the {cell.replace('_', ' ')}s in the queue")
+            button.clicked.connect(lambda _c=False, cell=cell: self.open_cases(cell, CELL_WORDS[cell]))
+        self.stats = QLabel("", self)
+        self.too_few = QLabel("", self)
+        self.too_few.setStyleSheet("color: #b45309; font-weight: 600;")
+        self.too_few.setWordWrap(True)
+        self.judgements = QLabel("", self)
+        self.judgements.setWordWrap(True)
+        self.adjudicate = QPushButton("Adjudicate disagreements", self)
+        self.adjudicate.setToolTip("Tasks where two reviewers decided differently: list them in the queue")
+        self.adjudicate.clicked.connect(
+            lambda: self.open_cases("analysts disagree", "analysts disagree (to adjudicate)")
+        )
+        self.adjudicate.hide()
+
+    def _rates_row(self) -> QHBoxLayout:
+        row = QHBoxLayout()
+        row.addWidget(self.cells_view, 0, Qt.AlignmentFlag.AlignTop)
+        words = QVBoxLayout()
+        for w in (
+            self.false_accept,
+            self.false_reject,
+            self.stats,
+            self.too_few,
+            self.judgements,
+            self.adjudicate,
+        ):
+            words.addWidget(w)
+        words.addStretch(1)
+        row.addLayout(words, 1)
+        return row
+
     def current_filter(self) -> CalibrationFilter:
         model = self.model_edit.text().strip() or None
         return CalibrationFilter(
             validator_model=model,
             category=self.category_combo.currentData(),
             batch_id=self.batch_combo.currentData(),
+            reviewer=self.reviewer_edit.text().strip() or None,
         )
+
+    def open_cases(self, cell: str, words: str) -> list[str]:
+        """Announce a cell's cases (``sig_cases``); returns them (none before figures with cases)."""
+        cal = self.calibration
+        if cal is None:
+            return []
+        if cell == "analysts disagree":
+            ids = list(cal.analysts.disagreements) if cal.analysts is not None else []
+        else:
+            ids = list((cal.cases or {}).get(cell, []))
+        self.sig_cases.emit(words, ids)
+        return ids
+
+    def _cell_clicked(self, index: QModelIndex) -> None:
+        cell = index.data(CELL_ROLE)
+        if isinstance(cell, str):
+            self.open_cases(cell, CELL_WORDS[cell])
+
+    def _matrix_clicked(self, index: QModelIndex) -> None:
+        status = self.matrix.headerData(index.row(), Qt.Orientation.Vertical)
+        decision = DECISIONS[index.column()]
+        if isinstance(status, str):
+            key = f"{status.replace(' ', '_')}/{decision}"
+            self.open_cases(key, f"validator {status} ∧ analyst {decision}")
 
     def refresh(self) -> None:
         """Compute the figures for the current filter off the GUI's way; show them when done."""
@@ -205,6 +298,7 @@ class CalibrationView(QWidget):
             f"{cal.n} decided attempts · Cohen's kappa {_num(cal.kappa)} · agreement {_num(cal.agreement)}"
             " (validator accepted ⇔ analyst satisfied)"
         )
+        self._show_rates(cal)
         self.matrix.set_matrix(cal.matrix)
         self.by_category.set_rows(
             [[k, str(v.n), _num(v.rate), _num(v.kappa)] for k, v in cal.by_category.items()]
@@ -225,6 +319,30 @@ class CalibrationView(QWidget):
         self.sparkline.set_values([v.rate for v in cal.weekly.values() if v.rate is not None])
         self.sig_loaded.emit()
 
+    def _show_rates(self, cal: Calibration) -> None:
+        r = cal.rates
+        self.cells.set_rates(r)
+        view = self.cells_view  # two rows exactly: no blank space under them
+        frame = 2 * view.frameWidth()
+        view.setFixedHeight(
+            view.horizontalHeader().sizeHint().height() + view.verticalHeader().length() + frame
+        )
+        if r is None:
+            return
+        lines = rates_lines(r)
+        fa, fr = lines[0].split("   ")[:2]
+        self.false_accept.setText(fa)
+        self.false_reject.setText(fr)
+        self.stats.setText(lines[1])
+        self.too_few.setText(lines[2] if r.too_few else "")
+        self.too_few.setVisible(r.too_few)
+        words = [w.strip() for w in judgement_lines(cal) if w.strip()]
+        self.judgements.setText("\n".join(words))
+        self.judgements.setVisible(bool(words))
+        disagree = cal.analysts.disagreements if cal.analysts is not None else []
+        self.adjudicate.setText(f"Adjudicate {len(disagree)} disagreement{'s' if len(disagree) != 1 else ''}")
+        self.adjudicate.setVisible(bool(disagree))
+
 
 class CalibrationMenuEntry:
     """Review → Calibration…: one view per desk, made when first opened, refreshed each time.
@@ -235,6 +353,7 @@ class CalibrationMenuEntry:
     def __init__(self, host: DeskHost) -> None:
         self.host = host
         self.view: CalibrationView | None = None
+        self.cases = CasesFilter(host)
         self.action = QAction("&Calibration…", host.widget)
         self.action.setToolTip("How far the validator agrees with analysts' final decisions")
         self.action.triggered.connect(lambda _checked=False: self.open())
@@ -248,12 +367,13 @@ class CalibrationMenuEntry:
             workspace = self.host.services.workspace
             view = CalibrationView(
                 self.host.ops,
-                lambda f: calibrate(workspace.store, f),
+                lambda f: calibrate(workspace.store, f, cases=True),
                 batches=lambda: calibration_batches(workspace.store),
             )
             view.setWindowFlag(Qt.WindowType.Window)
             view.setParent(self.host.widget, Qt.WindowType.Window)
-            view.resize(1000, 520)
+            view.resize(1000, 680)
+            view.sig_cases.connect(lambda words, ids: self.cases.show(words, ids))
             self.view = view
         view.show()
         view.raise_()

@@ -295,6 +295,8 @@ class QueueView(QWidget):
             status=self.status_combo.currentData(),
             outcome=self.outcome_combo.currentData() or OutcomeFilter.ANY,
             batch_id=self.model.filter.batch_id,  # set by the Batches pane (desktop/views/team/batches.py)
+            task_ids=self.model.filter.task_ids,  # set by the Calibration window (insight/calibration_cases.py)
+            cases_label=self.model.filter.cases_label,
         )
 
     def apply_filter(self) -> None:

@@ -161,6 +161,7 @@ class TaskDetailView(QWidget):
         self._attempt_index: int | None = None
         self.badges: list[QLabel] = []
         self._live: tuple[str, str] = ("", "")  # (task id, streamed text) while a run streams
+        self.verdict_hidden = False  # blind review: see set_verdict_hidden
 
         self._stack = QStackedWidget(self)
         self.empty_label = QLabel("Select a task", self)
@@ -355,6 +356,27 @@ class TaskDetailView(QWidget):
         self.analyst_verdict_label.show_for(dossier, self._attempt_index)
         self._set_badges(warning_badges(dossier, attempt, validation, packet) if attempt is not None else [])
         self._show_disagreements(packet)
+        if self.verdict_hidden:
+            self.set_verdict_hidden(True)
+
+    def set_verdict_hidden(self, hidden: bool) -> None:
+        """Blind review (``desktop/views/task/blind.py``): hide every widget that shows or hints at
+        the validator's verdict (status, outcome, the attempt selector's verdict words, score,
+        issues, raw response, warning badges, the analyst's override, history and diff) until the
+        analyst's first judgement; revealing shows the attempt again as it is."""
+        self.verdict_hidden = hidden
+        for widget in (self.status_label, self.outcome_label, self.attempt_combo, self.validator_view):
+            widget.setVisible(not hidden)
+        for tab in (self.history_view, self.diff_view):
+            self.tabs.setTabVisible(self.tabs.indexOf(tab), not hidden)
+        if hidden:
+            for widget in (self.analyst_verdict_label, self.failure_label, *self.badges):
+                widget.hide()
+            self.tabs.setTabVisible(self.tabs.indexOf(self.disagreement_view), False)
+            self.tabs.setCurrentIndex(0)
+        elif self._dossier is not None:
+            self.failure_label.setVisible(bool(self.failure_label.text()))
+            self._show(next((a for a in self._attempts if a.index == self._attempt_index), None))
 
     def _show_disagreements(self, packet: TaskEvidencePacket | None) -> None:
         """The tab is there only when the shown attempt's team contradicted itself."""

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 __all__ = ["add_override_action", "record_from_desk"]
 
 
-def record_from_desk(host: DeskHost, status: str, category: str, note: str) -> None:
+def record_from_desk(
+    host: DeskHost, status: str, category: str, note: str, reason: str | None = None
+) -> None:
     """Record the verdict on the attempt the detail pane shows, then reload the task."""
     dossier: TaskDossier | None = host.detail.dossier
     attempt = host.detail.attempt_index
@@ -32,7 +34,7 @@ def record_from_desk(host: DeskHost, status: str, category: str, note: str) -> N
     workspace = host.services.workspace
     coro = record_override(
         workspace.store, task_id, status=status, category=category, note=note,
-        reviewer=reviewer_name(workspace.settings.reviewer), attempt_index=attempt,
+        reviewer=reviewer_name(workspace.settings.reviewer), attempt_index=attempt, reason=reason,
     )  # fmt: skip
     host.ops.run(coro, what="Recording your verdict", on_done=lambda _v: host.load_detail(task_id))
 
@@ -46,9 +48,17 @@ def add_override_action(host: DeskHost) -> QAction:
         attempt = host.detail.attempt_index
         if attempt is None:
             return
+        from core.domain.reasons import load_reasons
+        from desktop.dialogs.reason_picker import attach_reason_picker
+
         dialog = OverrideDialog(attempt, host.widget)
+        try:
+            picker = attach_reason_picker(dialog, load_reasons(host.services.workspace.settings.reasons))
+        except ValueError as exc:
+            host.show_error(str(exc))
+            return
         if dialog.exec() == QDialog.DialogCode.Accepted:
-            record_from_desk(host, *dialog.values())
+            record_from_desk(host, *dialog.values(), reason=picker.reason)
 
     act.triggered.connect(open_dialog)
     host.menu("Review").addAction(act)

@@ -35,6 +35,7 @@ from desktop.views.insight.calibration import CalibrationMenuEntry
 from desktop.views.queue.claims import ClaimKeeper
 from desktop.views.queue.view import QueueView
 from desktop.views.queue.watching import LiveWorkspace
+from desktop.views.task.blind import BlindReview
 from desktop.views.task.detail import TaskDetailView
 from desktop.views.task.evidence_paging import install_evidence_paging
 from desktop.views.task.live_feed import connect_live
@@ -105,6 +106,7 @@ class MainWindow(QMainWindow):
         self._connect()
         self.claims = ClaimKeeper(self)  # the task on screen is claimed, renewed and released
         self.reviewing = ReviewActions(self, self.claims, decisions)  # S / R / A
+        self.reviewing.blind = BlindReview(self)  # blind review: the verdict hidden until a first judgement
         self.evidence_reader = install_evidence_paging(
             self
         )  # big evidence paged, found in core (not deferred: a selection needs it)

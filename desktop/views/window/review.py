@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QMenu
+from PySide6.QtWidgets import QDialog, QMenu
 
 from core.domain import FeedbackAction
 from core.domain.records import TaskRecord
@@ -26,8 +26,10 @@ from desktop.views.task.navigation import advance_to
 
 if TYPE_CHECKING:
     from core.tasks.review import ReviewService
+    from desktop.dialogs.reason_picker import ReasonPicker
     from desktop.views.host import DeskHost
     from desktop.views.queue.claims import ClaimKeeper
+    from desktop.views.task.blind import BlindReview
 
 __all__ = ["Decisions", "ReviewActions", "ReviewMoves"]
 
@@ -42,12 +44,17 @@ class ReviewActions:
         self.host = host
         self.claims = claims
         self.decisions = decisions
+        self.blind: BlindReview | None = (
+            None  # set by the window: the first S / R / A may be a blind judgement
+        )
 
     def _may(self, action: FeedbackAction) -> TaskRecord | None:
         """The task on screen if ``action`` is enabled for it and the analyst may act on it."""
         task = self.host.current_task
         if task is None or not self.decisions[action].isEnabled() or not self.claims.may_act(task):
             return None
+        if self.blind is not None and self.blind.intercept(action):
+            return None  # recorded as the blind judgement; the verdict is revealed, the next key decides
         return task
 
     def refused(self, task_id: str) -> Callable[[BaseException], bool]:
@@ -93,16 +100,32 @@ class ReviewActions:
         from desktop.dialogs.revise import ReviseDialog
 
         dialog = ReviseDialog(task.title, self.recommended_prompt(), self.host.widget)
-        dialog.accepted.connect(lambda: self.send_revision(task, dialog.prompt, dialog.note))
+        picker = self._picker(dialog)
+        dialog.accepted.connect(lambda: self.send_revision(task, dialog.prompt, dialog.note, picker.reason))
         self.host.open_dialog(dialog)
 
-    def send_revision(self, task: TaskRecord, prompt: str, note: str | None) -> None:
+    def _picker(self, dialog: QDialog) -> ReasonPicker:
+        """The reason codes, one key each, above the dialog's buttons."""
+        from core.domain.reasons import DEFAULT_REASONS, load_reasons
+        from desktop.dialogs.reason_picker import attach_reason_picker
+
+        try:
+            reasons = load_reasons(self.host.services.workspace.settings.reasons)
+        except ValueError as exc:  # a broken reasons file: say so, offer the defaults meanwhile
+            self.host.show_error(str(exc))
+            reasons = DEFAULT_REASONS
+        return attach_reason_picker(dialog, reasons)
+
+    def send_revision(
+        self, task: TaskRecord, prompt: str, note: str | None, reason: str | None = None
+    ) -> None:
         host = self.host
 
         async def revise_and_run() -> TaskRecord:
             updated = await host.services.review.feedback(
-                task.id, FeedbackAction.REVISE, expected_version=task.version, prompt=prompt, note=note
-            )
+                task.id, FeedbackAction.REVISE, expected_version=task.version, prompt=prompt, note=note,
+                reason=reason,
+            )  # fmt: skip
             self.watch_run(task.id)
             return updated
 
@@ -130,16 +153,19 @@ class ReviewActions:
             self.host.widget,
             subject=task.title,
         )
-        dialog.accepted.connect(lambda: self.send_abandon(task))
+        picker = self._picker(dialog)
+        dialog.accepted.connect(lambda: self.send_abandon(task, picker.reason))
         self.host.open_dialog(dialog)
 
-    def send_abandon(self, task: TaskRecord) -> None:
+    def send_abandon(self, task: TaskRecord, reason: str | None = None) -> None:
         host = self.host
         upcoming = host.queue.next_needing_decision(task.id)
         shown = host.current_task
         current = shown if shown is not None and shown.id == task.id else task
         host.ops.run(
-            host.services.review.feedback(task.id, FeedbackAction.ABANDON, expected_version=current.version),
+            host.services.review.feedback(
+                task.id, FeedbackAction.ABANDON, expected_version=current.version, reason=reason
+            ),
             what="Abandoning the task",
             on_done=lambda _t: self.decided(task, f"Abandoned: {task.title}", upcoming),
             on_error=self.refused(task.id),
