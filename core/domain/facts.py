@@ -41,6 +41,7 @@ class EventKind(StrEnum):
     CLAIM_ASSIGNED = "claim_assigned"  # a task assigned to a reviewer: a long claim (core/tasks/bulk.py)
     ANALYST_VERDICT_RECORDED = "analyst_verdict_recorded"  # an override, kept beside the validator's
     ANSWER_SUPPLIED = "answer_supplied"  # a batch row's answer, validated only: no agent wrote it
+    MODEL_CALLS_RECORDED = "model_calls_recorded"  # calls outside runs and validations (planner, schema)
 
 
 class AttemptState(StrEnum):
@@ -122,6 +123,7 @@ class WarningCode(StrEnum):
     NO_EVIDENCE = "no-evidence"
     CITATIONS_REQUIRED = "citations-required"
     TRUNCATED_ANSWER = "truncated-answer"
+    INCOHERENT_VERDICT = "incoherent-verdict"
     OTHER = "other"
 
 
