@@ -257,10 +257,35 @@ class Settings(BaseSettings):
         default=180.0,
         gt=0,
         le=3600,
-        title="Validator timeout (s)",
-        description="Seconds for the whole verdict (retries, re-asks and every chunk); when it runs out the "
-        "answer goes to review with a validator error.",
+        title="Validator call timeout (s)",
+        description="Seconds for one validator call (a verdict, one chunk's review, a re-ask).",
         json_schema_extra=_desk(SettingsGroup.LIMITS),
+    )
+    validator_budget_s: float = Field(
+        default=600.0,
+        gt=0,
+        le=86_400,
+        title="Validator budget (s)",
+        description="Seconds for the whole verdict (retries and re-asks), plus the per-chunk budget for each "
+        "chunk; when it runs out the answer goes to review with a validator error.",
+        json_schema_extra=_desk(SettingsGroup.LIMITS),
+    )
+    validator_budget_per_chunk_s: float = Field(
+        default=180.0,
+        ge=0,
+        le=86_400,
+        title="Validator budget per chunk (s)",
+        description="Seconds added to the validator budget for each chunk when the evidence does not fit "
+        "its window (slow local models need them).",
+        json_schema_extra=_desk(SettingsGroup.LIMITS),
+    )
+    local_server_ports: list[int] = Field(
+        default_factory=list,
+        title="Local server ports",
+        description="Extra loopback ports where Detect looks for an OpenAI-compatible model server (e.g. a "
+        "llama.cpp server started with --port), beside Ollama 11434, LM Studio 1234, llama.cpp 8080 and "
+        "vLLM 8000.",
+        json_schema_extra=_desk(SettingsGroup.MODELS),
     )
     validator_context_tokens: int | None = Field(
         default=None,
@@ -286,6 +311,49 @@ class Settings(BaseSettings):
         default=False,
         title="Require a verified citation to accept",
         description="An answer accepted with evidence but no verified citation is marked insufficient evidence.",
+        json_schema_extra=_desk(SettingsGroup.REVIEW),
+    )
+    # A weak judge cannot endorse (core/validation/coherence.py; README "A weak judge cannot endorse").
+    coherence_min_score: float = Field(
+        default=0.6,
+        ge=0.0,
+        le=1.0,
+        title="Lowest score an acceptance may have",
+        description="An accepted verdict scored below this is recorded as insufficient evidence "
+        "(incoherent verdict); 0 turns the check off.",
+        json_schema_extra=_desk(SettingsGroup.REVIEW),
+    )
+    coherence_max_issues: int = Field(
+        default=0,
+        ge=0,
+        le=1000,
+        title="Issues an acceptance may list",
+        description="An accepted verdict listing more issues than this is recorded as insufficient evidence.",
+        json_schema_extra=_desk(SettingsGroup.REVIEW),
+    )
+    coherence_max_missing_requirements: int = Field(
+        default=0,
+        ge=0,
+        le=1000,
+        title="Missing requirements an acceptance may list",
+        description="An accepted verdict listing more missing requirements than this is recorded as "
+        "insufficient evidence.",
+        json_schema_extra=_desk(SettingsGroup.REVIEW),
+    )
+    coherence_min_citations: int = Field(
+        default=1,
+        ge=0,
+        le=1000,
+        title="Citations an acceptance needs",
+        description="When the task has evidence, an accepted verdict citing fewer items than this is recorded "
+        "as insufficient evidence; 0 turns the check off.",
+        json_schema_extra=_desk(SettingsGroup.REVIEW),
+    )
+    coherence_text_check: bool = Field(
+        default=True,
+        title="Check the verdict's own words",
+        description="An accepted verdict whose goal, completeness or rules text says the answer failed "
+        "(goal_missed, not met, incomplete, ...) is recorded as insufficient evidence.",
         json_schema_extra=_desk(SettingsGroup.REVIEW),
     )
     rules: Path | None = Field(

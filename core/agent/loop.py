@@ -34,6 +34,7 @@ from core.events import EvidenceRecorded, TranscriptDelta
 from core.llm import LLMResponse
 from core.llm.errors import LLMBadRequest, LLMError
 from core.llm.gateway import provider_family
+from core.profiles import ModelRole
 from core.runtime import RunContext
 from core.store import NewEvent, new_event
 from core.tools.registry import ToolResult
@@ -43,6 +44,11 @@ FINALIZATION_INSTRUCTION = (
     "the evidence already gathered above. Say plainly what you could not confirm or what is missing."
 )
 TRUNCATED_MESSAGE = "the answer was cut off at the model's output token limit (finish_reason=length)"
+TOOLS_IGNORED_MESSAGE = (
+    "tools-ignored: the model was offered tools and a document corpus but called no tool, so the "
+    "answer rests on no gathered evidence (the server may ignore tools: check its chat template)"
+)
+_ANSWERED = frozenset({FinishReason.STOP, FinishReason.TRUNCATED})
 LENGTH_RETRY_FLOOR = 1024  # max_tokens for the retried turn when neither the call nor the usage says more
 BUDGET_FINALIZATION_INSTRUCTION = (
     "The {budget} budget for this task is spent: no more tools can be called. Answer the task now "
@@ -127,7 +133,7 @@ class AgentLoop:
             finish = _Finish(FinishReason.CANCELLED, state.last_content or "", "the run was cancelled")
             await asyncio.shield(self._finish(state, finish))
             raise
-        await self._finish(state, outcome)
+        await self._finish(state, outcome, self._needs_evidence(schemas))
         return RunOutcome(
             run_id=state.run_id,
             session_id=session_id,
@@ -257,6 +263,7 @@ class AgentLoop:
         try:
             response = await self.gateway.complete(
                 model=model,
+                role=ModelRole.AGENT,  # team nodes and the synthesis are agents too
                 messages=state.messages,
                 tools=tools or None,
                 tool_choice=tool_choice,
@@ -325,6 +332,7 @@ class AgentLoop:
     async def _call_tools(self, state: _RunState, response: LLMResponse) -> None:
         """Run the turn's calls concurrently; append results to the transcript in call order."""
         self._progress(state, "tools", current_tool=", ".join(c.name for c in response.tool_calls))
+        state.tool_calls += len(response.tool_calls)
         results: list[ToolResult] = await asyncio.gather(
             *(self.tools.execute(c.name, c.arguments) for c in response.tool_calls)
         )
@@ -407,11 +415,21 @@ class AgentLoop:
             FinishReason.MAX_TOOL_ITERATIONS_FINALIZED, response.content or "", None, budget=spent_budget
         )
 
-    async def _finish(self, state: _RunState, finish: _Finish) -> None:
+    def _needs_evidence(self, schemas: list[dict[str, Any]]) -> bool:
+        """The run was offered tools and the task has a corpus to search: an answer should rest on it."""
+        offered = {s["function"]["name"] for s in schemas}
+        return self.settings.corpus is not None and "search_corpus" in offered
+
+    async def _finish(self, state: _RunState, finish: _Finish, needs_evidence: bool = False) -> None:
         warnings = _warnings_for(finish)
         calls, failed, first = state.tool_errors
         if calls and failed == calls:  # e.g. a corpus that cannot be searched: the answer has no evidence
             warnings.append(f"every tool call of this run failed ({calls}); first: {first}")
+        # A server that ignores ``tools`` (a chat template without them) answers from the model's
+        # memory: say so, rather than let an answer that searched nothing pass as researched.
+        ignored = needs_evidence and state.tool_calls == 0 and finish.finish_reason in _ANSWERED
+        if ignored:
+            warnings.append(TOOLS_IGNORED_MESSAGE)
         finished = new_event(
             RunEnd(
                 finish_reason=finish.finish_reason,
@@ -420,6 +438,7 @@ class AgentLoop:
                 pending_tool_calls=finish.pending_tool_calls,
                 iterations=state.iteration,
                 warnings=warnings,
+                tools_ignored=True if ignored else None,
             )
         )
         await self.store.end_run(
@@ -506,6 +525,7 @@ class _RunState:
         "spent",
         "task_id",
         "tool_errors",
+        "tool_calls",
     )
 
     def __init__(
@@ -525,6 +545,7 @@ class _RunState:
         self.node_id = node_id
         self.messages = messages
         self.iteration = 0
+        self.tool_calls = 0  # calls the model asked for in this run
         self.last_content: str | None = None
         self.spent = UsageTotals()
         self.schema_chars: tuple[list[dict[str, Any]], int] = ([], 0)  # the run's schemas and their size

@@ -27,9 +27,10 @@ from core.cli.common import (
 from core.config import Settings
 from core.domain import TaskStatus
 from core.domain.event_codec import decode
-from core.domain.event_payloads import LlmResponse, RunEnd, StatusChange, ValidationSnapshot
+from core.domain.event_payloads import RunEnd, StatusChange
 from core.domain.facts import EventKind
 from core.domain.records import TaskRecord
+from core.domain.usage import USAGE_EVENT_KINDS, recorded_spend
 
 if TYPE_CHECKING:
     from core.store import Store
@@ -104,28 +105,30 @@ async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 async def run_outcome(store: Store, task: TaskRecord) -> dict[str, Any]:
     """``error`` (why a failed task failed, else None), token totals and ``cost_usd``.
 
-    The cost stays None until calls record a price; tokens count every answered call: the agent's
-    turns and the validator's requests, failed calls excluded (they report no usage).
+    Tokens and cost count every answered call once, as ``show`` does (``core.domain.usage``): agent
+    turns, a cut-off turn that was retried, planner and output-schema calls, and every validation's
+    calls. ``cost_usd`` is a number (0.0 when the models are priced at zero) and None only when no
+    call had a known price.
     """
     events = await store.get_task_events(
         task.id,
         resolve=False,  # usage and errors only: never a tool result's text
         kinds=[
+            *USAGE_EVENT_KINDS,
             EventKind.RUN_FINISHED,
-            EventKind.LLM_RESPONSE_RECEIVED,
             EventKind.TASK_VALIDATION_SNAPSHOTTED,
             EventKind.TASK_STATUS_CHANGED,
         ],
     )
-    prompt = completion = 0
+    spent = recorded_spend(events)
+    prompt, completion = spent.prompt_tokens, spent.completion_tokens
     run_error: str | None = None
     reason: str | None = None
     for event in events:
+        if event.kind not in (EventKind.RUN_FINISHED, EventKind.TASK_STATUS_CHANGED):
+            continue
         payload = decode(event)
-        if isinstance(payload, (LlmResponse, ValidationSnapshot)):
-            prompt += payload.usage.prompt_tokens
-            completion += payload.usage.completion_tokens
-        elif isinstance(payload, RunEnd):
+        if isinstance(payload, RunEnd):
             run_error = payload.error or None
         elif isinstance(payload, StatusChange):
             reason = payload.reason or reason
@@ -135,5 +138,6 @@ async def run_outcome(store: Store, task: TaskRecord) -> dict[str, Any]:
     return {
         "error": error,
         "tokens": {"prompt": prompt, "completion": completion, "total": prompt + completion},
-        "cost_usd": None,
+        "calls": spent.calls,
+        "cost_usd": spent.known_cost_usd,
     }

@@ -30,6 +30,7 @@ from core.domain.labels import outcome_label
 from core.domain.usage import UsageTotals
 from core.evidence.content import ContentReader, iter_item_text
 from core.evidence.injection import injection_signs, injection_warning
+from core.validation.warnings import read_warnings
 
 if TYPE_CHECKING:
     from core.workspace import Workspace
@@ -164,6 +165,8 @@ async def print_dossier(data: dict[str, Any], store: ContentReader | None = None
             )
     for v in data["validations"]:
         print(f"\n## Validation of attempt {v['attempt_index']}: {v['status']} score {v['score']}")
+        for warning in read_warnings(v["debug"] or {}):
+            print(f"warning: {warning.code.value}: {warning.message}")
         print(f"### Raw validator response\n{v['raw_response']}")
         print(f"### Debug\n{json.dumps(v['debug'], indent=2, default=str)}")
         if v.get("prompt"):

@@ -37,6 +37,7 @@ from core.domain.event_payloads import (
     LlmCallFailure,
     LlmRequestSnapshot,
     LlmResponse,
+    ModelCallsRecord,
     PayloadPart,
     RunEnd,
     RunInterruption,
@@ -88,6 +89,7 @@ PAYLOAD_MODELS: Mapping[EventKind, type[EventPayload]] = {
     EventKind.CLAIM_ASSIGNED: ClaimAssignment,
     EventKind.ANALYST_VERDICT_RECORDED: AnalystVerdictRecord,
     EventKind.ANSWER_SUPPLIED: SuppliedAnswerRecord,
+    EventKind.MODEL_CALLS_RECORDED: ModelCallsRecord,
 }
 """The one table from event kind to the model of its payload."""
 

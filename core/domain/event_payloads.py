@@ -95,12 +95,15 @@ class EventPayload(PayloadPart):
 class TokenUsage(PayloadPart):
     """What a model call cost, as the gateway reported it; task budgets and reports sum these."""
 
-    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"total_tokens"})
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"total_tokens", "unpriced_calls"})
 
     prompt_tokens: Count = 0
     completion_tokens: Count = 0
     total_tokens: int | None = None  # the gateway reports it; the validator's summed usage does not
     cost_usd: Cost = 0.0
+    # Of the calls summed here, those whose model had no known price (their cost is unknown, not 0);
+    # None in usage written before prices were told apart from their absence.
+    unpriced_calls: int | None = None
 
 
 # A response or validation whose usage was recorded as null (older rows, a provider that reported
@@ -225,7 +228,7 @@ class AddedMessage(EventPayload):
 class RunEnd(EventPayload):
     """How a run ended; written by whatever ended it, so no reader has to reconstruct it."""
 
-    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"supplied"})
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"supplied", "tools_ignored"})
 
     finish_reason: FinishReasonOrText = ""  # text when a later version ended it for a new reason
     output_text: str = ""
@@ -234,6 +237,9 @@ class RunEnd(EventPayload):
     iterations: int = 0
     warnings: list[str] = Field(default_factory=list)
     supplied: SuppliedProvenance | None = None  # a batch row's answer stood in for the agent
+    # True when the run was offered tools, the task had a corpus to search, and the model called
+    # none (a server that ignores ``tools``): the answer rests on no gathered evidence.
+    tools_ignored: bool | None = None
 
 
 class RunInterruption(EventPayload):
@@ -298,7 +304,9 @@ class ValidationDebug(PayloadPart):
     ``validator_model`` and ``warnings`` from it.
     """
 
-    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"downgraded_from"})
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset(
+        {"downgraded_from", "coherence_failures", "prompt_budget", "reply_reserve"}
+    )
 
     evidence_run_ids: list[str] = Field(default_factory=list)
     evidence_session_ids: list[str] = Field(default_factory=list)
@@ -311,11 +319,14 @@ class ValidationDebug(PayloadPart):
     agent_model: str | None = None  # same family as the validator earns a warning
     validation_mode: str = ""
     citation_checks: dict[str, int] = Field(default_factory=dict)  # CitationCheck value -> count
-    downgraded_from: str | None = None  # "accepted" when no citation could be verified
+    downgraded_from: str | None = None  # "accepted" when no citation could be verified, or it was incoherent
+    coherence_failures: list[str] | None = None  # the CoherenceCheck values an acceptance failed
     strategy: str = ""  # single, chunked, pre-check, skipped, error
     chunk_count: int = 0
     prompt_tokens: int = 0  # estimated size of the prompt (of the largest chunk when chunked)
     verdict_prompt_tokens: int | None = None
+    prompt_budget: int | None = None  # input tokens the judge's window left for the prompt
+    reply_reserve: int | None = None  # tokens kept for the verdict: the validator profile's max_tokens
     evidence_chars_in_input: int = 0
     coverage: float = 1.0  # share of the gathered evidence the validator saw
     schema_retries: int = 0
@@ -392,6 +403,19 @@ class SchemaUnsatisfied(EventPayload):
     error: str | None = None
     attempts: int = 0
     tier: int = 3
+
+
+class ModelCallsRecord(EventPayload):
+    """Answered model calls made outside any agent run or validation: the planner's, an output
+    schema's re-asks. Written once per such step so every answered call is counted once in the
+    attempt's and the task's totals (``core.domain.usage``)."""
+
+    purpose: str = ""  # "planner" or "output-schema"
+    role: str = ""  # the ModelRole of the first call
+    model: str | None = None
+    attempt_id: str | None = None
+    calls: int = 0
+    usage: RecordedUsage = Field(default_factory=TokenUsage)
 
 
 class TeamPlanFallback(EventPayload):
@@ -488,6 +512,7 @@ __all__ = [
     "LlmCallFailure",
     "LlmRequestSnapshot",
     "LlmResponse",
+    "ModelCallsRecord",
     "PayloadPart",
     "RecordedToolCall",
     "RunEnd",

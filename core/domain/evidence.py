@@ -40,6 +40,7 @@ class RunEvidence(BaseModel):
     transcript: list[dict[str, Any]] = Field(default_factory=list)
     tool_results: list[ToolEvidence] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    tools_ignored: bool = False  # offered tools with a corpus to search, and called none (RunEnd)
     # Execution metadata for the validator (seed 004): read from the run's events. None means
     # not recorded (a packet from before these fields existed, or a run that never ended).
     duration_s: float | None = None

@@ -43,6 +43,7 @@ class EventKind(StrEnum):
     ANSWER_SUPPLIED = "answer_supplied"  # a batch row's answer, validated only: no agent wrote it
     ANALYST_JUDGEMENT_RECORDED = "analyst_judgement_recorded"  # a blind first or a second review
     SECOND_REVIEW_REQUESTED = "second_review_requested"  # a decided task queued for another reviewer
+    MODEL_CALLS_RECORDED = "model_calls_recorded"  # calls outside runs and validations (planner, schema)
 
 
 class AttemptState(StrEnum):
@@ -124,6 +125,7 @@ class WarningCode(StrEnum):
     NO_EVIDENCE = "no-evidence"
     CITATIONS_REQUIRED = "citations-required"
     TRUNCATED_ANSWER = "truncated-answer"
+    INCOHERENT_VERDICT = "incoherent-verdict"
     OTHER = "other"
 
 

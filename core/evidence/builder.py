@@ -125,6 +125,7 @@ def run_evidence_from_events(run_id: str, session_id: str, events: Sequence[Even
     output_text = ""
     warnings: list[str] = []
     interrupted = False  # recovery recorded that the process running it died
+    tools_ignored = False
     finished = False
     started_at = finished_at = None
     llm_calls = prompt_tokens = completion_tokens = 0
@@ -158,6 +159,7 @@ def run_evidence_from_events(run_id: str, session_id: str, events: Sequence[Even
             finish_reason = str(end.finish_reason)
             output_text = end.output_text
             warnings.extend(end.warnings)
+            tools_ignored = bool(end.tools_ignored)
         elif ev.kind == EventKind.RUN_INTERRUPTED:
             interrupted = True
             warnings.append(decode_as(ev, RunInterruption).message)
@@ -173,6 +175,7 @@ def run_evidence_from_events(run_id: str, session_id: str, events: Sequence[Even
         transcript=transcript_from_events(events),
         tool_results=tool_results,
         warnings=warnings,
+        tools_ignored=tools_ignored,
         duration_s=_seconds_between(started_at, finished_at),
         llm_calls=llm_calls,
         prompt_tokens=prompt_tokens,

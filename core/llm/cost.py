@@ -30,9 +30,26 @@ def call_cost(
 
     A price set on the role's profile wins over the workspace-wide ``llm_cost_per_mtok_*``.
     """
+    price = call_price(litellm, model, prompt_tokens, completion_tokens, settings, profile)
+    return 0.0 if price is None else price
+
+
+def call_price(
+    litellm: Any,
+    model: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+    settings: Settings,
+    profile: ResolvedProfile | None = None,
+) -> float | None:
+    """USD for one call, or None when no price is known for its model (a local server nobody priced).
+
+    Scripted models and calls that used no tokens are priced at zero; so is a model whose price
+    litellm's map or the analyst set to zero. Totals say "unknown" only when no call was priced.
+    """
     if model.startswith(f"{PROVIDER_NAME}/") or (prompt_tokens <= 0 and completion_tokens <= 0):
         return 0.0
-    known = 0.0
+    known: float | None = None
     try:
         prompt_cost, completion_cost = litellm.cost_per_token(
             model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
@@ -46,10 +63,10 @@ def call_cost(
         profile.input_cost_per_mtok is not None or profile.output_cost_per_mtok is not None
     ):
         price_in, price_out = profile.input_cost_per_mtok, profile.output_cost_per_mtok
-    if known > 0 or (price_in is None and price_out is None):
+    if (known is not None and known > 0) or (price_in is None and price_out is None):
         return known
     # litellm prices local models (ollama/*) at zero; a price the analyst set says otherwise.
     return (prompt_tokens * (price_in or 0.0) + completion_tokens * (price_out or 0.0)) / _PER_MTOK
 
 
-__all__ = ["call_cost"]
+__all__ = ["call_cost", "call_price"]

@@ -14,7 +14,14 @@ from typing import Any
 
 from core.config import Settings
 from core.errors import ConfigurationError
-from core.llm.local import is_ollama, ollama_model_info, ollama_num_ctx, prepare_ollama_model
+from core.llm.local import (
+    fetch_served_window,
+    is_ollama,
+    ollama_model_info,
+    ollama_num_ctx,
+    prepare_ollama_model,
+    served_window,
+)
 from core.llm.scripted import PROVIDER_NAME, request_text
 from core.profiles import ModelRole, ResolvedProfile, resolve_profile, role_for_model, role_model
 
@@ -30,8 +37,13 @@ class EndpointResolver:
         self._lock = threading.Lock()
 
     def role_of(self, model: str, role: ModelRole | None) -> ModelRole | None:
-        """The caller's role when it names this model, else the first role configured with it."""
-        if role is not None and role_model(self.settings, role) == model:
+        """The caller's role, whatever the model names; only a call naming no role (a test's or a
+        tool's direct call) is matched to the first role configured with its model.
+
+        By role, not by model name: a planner or validator naming the agent's model still has its
+        own endpoint, key, window and prices.
+        """
+        if role is not None:
             return role
         return role_for_model(self.settings, model)
 
@@ -104,9 +116,9 @@ class EndpointResolver:
                 kwargs["num_ctx"] = ollama_num_ctx(chars, max_tokens or profile.max_tokens)
         return kwargs
 
-    def context_window(self, model: str) -> int | None:
-        """The profile's override, else what Ollama said (cached); None: ask litellm's map. No I/O."""
-        role = self.role_of(model, None)
+    def context_window(self, model: str, role: ModelRole | None = None) -> int | None:
+        """The role's profile override, else what Ollama said (cached); None: ask litellm's map. No I/O."""
+        role = self.role_of(model, role)
         configured = self.settings.profiles.get(role) if role is not None else None
         if configured is not None and configured.context_window:
             return configured.context_window
@@ -119,14 +131,19 @@ class EndpointResolver:
         if info is not None:
             value = info.get("max_input_tokens") or info.get("max_tokens")
             return int(value) if value else None
-        return None
+        with self._lock:
+            profile = self._cache.get(role) if role is not None else None
+        return served_window(profile.api_base if profile is not None else self.settings.api_base)
 
-    async def prepare(self, litellm: Any, model: str, provider: str) -> None:
+    async def prepare(self, litellm: Any, model: str, provider: str, role: ModelRole | None = None) -> None:
         """Fetch a local model's metadata in a worker before anyone reads it on the loop's thread."""
+        profile = await asyncio.to_thread(self.profile, model, role)
+        base = profile.api_base if profile is not None else self.settings.api_base
         if is_ollama(provider):
-            profile = await asyncio.to_thread(self.profile, model)
-            base = profile.api_base if profile is not None else self.settings.api_base
             await asyncio.to_thread(prepare_ollama_model, litellm, model, base)
+        elif base and (profile is None or profile.context_window is None):
+            # A llama.cpp server says the window it was started with; better than any assumption.
+            await asyncio.to_thread(fetch_served_window, base)
 
 
 __all__ = ["EndpointResolver"]

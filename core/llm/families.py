@@ -7,6 +7,10 @@ are both Anthropic models. So the family is read from the model name itself, aft
 prefixes, against a table of name patterns. A name that matches nothing is ``unknown``, and
 ``unknown`` never equals anything, not even another ``unknown``: the check only warns when it
 is sure.
+
+A prefix that names a wire protocol rather than a vendor is dropped too: ``openai/`` is how litellm
+reaches *any* OpenAI-compatible server (llama.cpp, LM Studio, vLLM), so ``openai/qwen2.5-7b-instruct``
+is a Qwen model and ``openai/my-model`` is unknown, not OpenAI's.
 """
 
 from __future__ import annotations
@@ -36,14 +40,27 @@ _FAMILIES: tuple[tuple[str, str], ...] = (
     ("01-ai", r"yi-|01-ai"),
     ("ai21", r"jamba|jurassic|ai21"),
     ("nvidia", r"nemotron|nvidia"),
+    ("huggingface", r"smollm|zephyr"),
+    ("ibm", r"granite"),
+    ("allenai", r"olmo|tulu"),
+    ("tii", r"falcon"),
     ("scripted", r"scripted"),
 )
 _PATTERNS = tuple((family, re.compile(rf"(?:^|[/.:_\-\s@])(?:{pattern})")) for family, pattern in _FAMILIES)
 
-# Where a model is served, not who made it: dropped before matching so "azure/gpt-4.1" and
-# "gpt-4.1" read the same. A vendor-named prefix ("anthropic/", "openai/") is kept: it names the
-# family itself.
+# Where a model is served, or the wire protocol it is reached by, not who made it: dropped before
+# matching so "azure/gpt-4.1" and "gpt-4.1" read the same, and "openai/qwen2.5-7b" (an
+# OpenAI-compatible local server) reads as Qwen. A vendor-only prefix ("anthropic/", "mistral/",
+# "gemini/") is kept: only that vendor's models are reached through it.
 _ROUTERS = {
+    "openai",
+    "openai_like",
+    "custom_openai",
+    "text-completion-openai",
+    "llamafile",
+    "llamacpp",
+    "xinference",
+    "oobabooga",
     "azure",
     "azure_ai",
     "bedrock",

@@ -9,19 +9,21 @@ background after the first paint.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import os
 import random
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from core.config import Settings
 from core.errors import ConfigurationError
-from core.llm.cost import call_cost
+from core.llm.cost import call_price
 from core.llm.endpoints import EndpointResolver
 from core.llm.errors import (
     LLMBadRequest,
@@ -57,6 +59,7 @@ class TokenUsage(BaseModel):
     completion_tokens: int = 0
     total_tokens: int = 0
     cost_usd: float = 0.0
+    unpriced_calls: int = 0  # calls whose model has no known price: their cost is unknown, not 0
 
 
 class LLMResponse(BaseModel):
@@ -78,6 +81,29 @@ class UsageRecord(BaseModel):
     error_kind: str | None = None
     attempt: int
     cost_usd: float = 0.0
+    priced: bool = True  # False: no price is known for the model (its cost_usd is 0 for want of one)
+
+
+# The answered calls of the block running ``LLMGateway.counting()``; a context variable so that
+# concurrent tasks (parallel validations, team nodes) each count their own, and a block that is
+# cancelled (a verdict out of time) still knows what it was answered.
+_COUNTED: contextvars.ContextVar[list[UsageRecord] | None] = contextvars.ContextVar(
+    "counted_calls", default=None
+)
+
+
+def counted_usage(records: list[UsageRecord]) -> TokenUsage:
+    """The sum of answered calls (``ok`` records), as one usage."""
+    answered = [r for r in records if r.ok]
+    prompt = sum(r.prompt_tokens for r in answered)
+    completion = sum(r.completion_tokens for r in answered)
+    return TokenUsage(
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=prompt + completion,
+        cost_usd=sum(r.cost_usd for r in answered),
+        unpriced_calls=sum(1 for r in answered if not r.priced),
+    )
 
 
 _litellm: Any = None
@@ -340,8 +366,30 @@ class LLMGateway:
 
     def _record(self, record: UsageRecord) -> None:
         self.usage.append(record)
+        counted = _COUNTED.get()
+        if counted is not None:
+            counted.append(record)
         if self.on_usage is not None:
             self.on_usage(record)
+
+    @staticmethod
+    @contextmanager
+    def counting() -> Iterator[list[UsageRecord]]:
+        """Collect every call this block (and the tasks it starts) makes, answered or not.
+
+        For calls made outside an agent run (the planner, an output schema's re-asks, a validation)
+        so each answered call is counted once in the task's totals, even when the block is cut
+        short by a timeout. Blocks nest: an inner block's calls count in the outer one too.
+        """
+        outer = _COUNTED.get()
+        records: list[UsageRecord] = []
+        token = _COUNTED.set(records)
+        try:
+            yield records
+        finally:
+            _COUNTED.reset(token)
+            if outer is not None:
+                outer.extend(records)
 
     def _script_api_base(self, model: str) -> str:
         script = self.settings.script
@@ -529,9 +577,11 @@ class LLMGateway:
             raise
         usage = response.usage
         profile = None if model.startswith(_SCRIPTED_PREFIX) else self.endpoints.profile(model, role)
-        usage.cost_usd = call_cost(
+        price = call_price(
             litellm, model, usage.prompt_tokens, usage.completion_tokens, self.settings, profile
         )
+        usage.cost_usd = price or 0.0
+        usage.unpriced_calls = 0 if price is not None else 1
         self._record(
             UsageRecord(
                 model=model,
@@ -541,6 +591,7 @@ class LLMGateway:
                 ok=True,
                 attempt=attempt,
                 cost_usd=usage.cost_usd,
+                priced=price is not None,
             )
         )
         return response
@@ -598,11 +649,11 @@ class LLMGateway:
                 pass
         return len(_messages_text(messages_or_text)) // 4
 
-    def context_window(self, model: str) -> int | None:
-        """Input token budget from litellm's local model map; None when the model is not in it."""
+    def context_window(self, model: str, role: ModelRole | None = None) -> int | None:
+        """Input token budget: the role's profile, else litellm's local model map; None when unknown."""
         if model.startswith(_SCRIPTED_PREFIX):
             return None
-        known = self.endpoints.context_window(model)
+        known = self.endpoints.context_window(model, role)
         if known is not None or provider_family(model) in ("ollama", "ollama_chat"):
             return known  # never litellm's map lookup for Ollama: that is a blocking /api/show
         try:
@@ -646,8 +697,8 @@ class LLMGateway:
             else:
                 await self.endpoints.check_ready(await asyncio.to_thread(_import_litellm), model, role)
 
-    async def prepare(self, model: str) -> None:
+    async def prepare(self, model: str, role: ModelRole | None = None) -> None:
         """Fetch a local model's metadata off the loop's thread, so later lookups never block it."""
         if not model.startswith(_SCRIPTED_PREFIX):
             litellm = await asyncio.to_thread(_import_litellm)
-            await self.endpoints.prepare(litellm, model, provider_family(model))
+            await self.endpoints.prepare(litellm, model, provider_family(model), role)

@@ -28,8 +28,9 @@ from core.events import RunProgress, TaskChange, TaskChanged
 from core.evidence import session_messages, settled_transcript
 from core.evidence.packet import attempt_packet, earlier_packets
 from core.evidence.render import next_evidence_number
+from core.llm.gateway import UsageRecord, counted_usage
 from core.llm.structured import SchemaFailure, complete_structured
-from core.profiles import roles_for_task
+from core.profiles import ModelRole, roles_for_task
 from core.store import AttemptRecord, TaskRecord, new_event
 from core.tasks.dispatch import defer_if_workers
 from core.tasks.policy import (
@@ -325,7 +326,9 @@ class TaskService:
             task, attempt.id, index, session_id, history, new_messages, earlier
         )
         final_output = outcome.output_text if outcome.usable else ""
-        schema_ok, final_output = await self._check_output_schema(task, session_id, outcome, final_output)
+        with self.ws.gateway.counting() as calls:
+            schema_ok, final_output = await self._check_output_schema(task, session_id, outcome, final_output)
+        await self._record_calls(task.id, session_id, attempt.id, "output-schema", ModelRole.AGENT, calls)
         where: dict[str, Any] = {
             "task_id": task.id,
             "attempt_index": index,
@@ -409,7 +412,9 @@ class TaskService:
         """Single agent, or team + no-tools synthesis. Returns the main outcome and team results."""
         if supplied := await supply_answer(self.ws, task.id, attempt_id, session_id, history, new_messages):
             return supplied, [], []  # a validate-only row: its answer is recorded, no agent runs
-        plan, warnings = await self._plan_for(task, session_id)
+        with self.ws.gateway.counting() as calls:
+            plan, warnings = await self._plan_for(task, session_id)
+        await self._record_calls(task.id, session_id, attempt_id, "planner", ModelRole.PLANNER, calls)
         on_progress = self._progress_callback(task.id, index)
         if plan is None:
             loop = AgentLoop(self.ctx, on_progress=on_progress)
@@ -446,6 +451,29 @@ class TaskService:
             ),  # only a synthesis numbers items before its packet
         )
         return outcome, [team], warnings + team.warnings
+
+    async def _record_calls(
+        self,
+        task_id: str,
+        session_id: str,
+        attempt_id: str,
+        purpose: str,
+        role: ModelRole,
+        calls: list[UsageRecord],
+    ) -> None:
+        """The answered calls of a step outside any run or validation, so the totals count them."""
+        answered = [c for c in calls if c.ok]
+        if not answered:
+            return
+        payload = payloads.ModelCallsRecord(
+            purpose=purpose,
+            role=role.value,
+            model=answered[0].model,
+            attempt_id=attempt_id,
+            calls=len(answered),
+            usage=payloads.TokenUsage.model_validate(counted_usage(answered).model_dump()),
+        )
+        await self.store.append_event(session_id, *encode(payload), task_id=task_id)
 
     async def _plan_for(self, task: TaskRecord, session_id: str) -> tuple[TeamPlan | None, list[str]]:
         if task.team_spec is None:
@@ -513,6 +541,8 @@ class TaskService:
             stuck_after=self.settings.schema_stuck_after,
             on_failure=record,
             first_reply=final_output,
+            role=ModelRole.AGENT,  # the agent's own answer, re-asked on the agent's profile
+            fallback_role=ModelRole.SCHEMA_FALLBACK,
         )
         if checked.ok and not checked.failures:
             return True, final_output

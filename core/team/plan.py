@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from core.errors import ConfigurationError, InputError
 from core.inputs import load_json_file, load_toml_file
+from core.profiles import ModelRole
 
 if TYPE_CHECKING:
     from core.config import Settings
@@ -273,6 +274,8 @@ async def plan_with_model(
         stuck_after=settings.schema_stuck_after,
         on_failure=on_failure,
         parse=parse,
+        role=ModelRole.PLANNER,
+        fallback_role=ModelRole.PLANNER_FALLBACK,
     )
     if outcome.status != "ok" or not isinstance(outcome.value, TeamPlan):
         why = outcome.error or "no plan returned"

@@ -37,6 +37,7 @@ from core.validation.judgement import (
     add_usage,
     error_result,
     from_outcome,
+    prompt_parts,
     prompt_text,
     validator_messages,
 )
@@ -74,6 +75,8 @@ class ChunkedContext(Protocol):
         on_failure: Callable[[SchemaFailure], Awaitable[None]],
     ) -> StructuredOutcome[Any]: ...
 
+    def extend_budget(self, chunks: int) -> None: ...
+
 
 def _span(part: EvidenceItem) -> tuple[str, int, int]:
     start = part.content_range[0] if part.content_range is not None else 0
@@ -110,6 +113,7 @@ async def judge_chunked(
         ctx, items, store=store, common=common, budget=budget, emit=emit, warnings=warnings
     )
     await review.plan()
+    ctx.extend_budget(len(review.chunks))  # a slow judge gets time for every chunk it must read
     judgement = Judgement(
         result=error_result("no verdict"),
         prompt="",
@@ -157,7 +161,7 @@ class _ChunkedReview:
         self.evidence_chars = sum(item_length(i) for i in items)
         self.full_prompts = self.evidence_chars <= FULL_PROMPT_CHARS
         self.chunks: list[list[EvidenceItem]] = []
-        self.prompts: list[str] = []
+        self.prompts: list[str] = prompt_parts()  # kept by the service if the budget runs out
 
     def _tokens(self, value: list[dict[str, Any]] | str) -> int:
         return self.ctx.gateway.token_count(self.model, value)

@@ -6,6 +6,7 @@ Kept apart from the service so the single-pass and the chunked strategies build 
 
 from __future__ import annotations
 
+import contextvars
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -18,14 +19,47 @@ from core.validation.schema import ValidatorOutput
 
 __all__ = [
     "Judgement",
+    "PromptLog",
     "add_usage",
+    "close_prompt_log",
     "error_result",
     "from_outcome",
+    "open_prompt_log",
     "precheck",
+    "prompt_parts",
     "prompt_text",
     "skip",
     "validator_messages",
 ]
+
+
+class PromptLog:
+    """The prompts of the verdict being reached, as they are sent: what is stored when the verdict's
+    budget cuts it short (the prompts of the chunk calls that did run are evidence of the attempt)."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+
+_PROMPTS: contextvars.ContextVar[PromptLog | None] = contextvars.ContextVar("validator_prompts", default=None)
+
+
+def open_prompt_log() -> tuple[PromptLog, contextvars.Token[PromptLog | None]]:
+    log = PromptLog()
+    return log, _PROMPTS.set(log)
+
+
+def close_prompt_log(token: contextvars.Token[PromptLog | None]) -> None:
+    _PROMPTS.reset(token)
+
+
+def prompt_parts(parts: list[str] | None = None) -> list[str]:
+    """The list the running verdict's prompts go in (``parts`` becomes it when given)."""
+    log = _PROMPTS.get()
+    chosen = parts if parts is not None else []
+    if log is not None:
+        log.parts = chosen
+    return chosen
 
 
 def error_result(message: str, raw: str = "") -> ValidationResult:
@@ -62,7 +96,14 @@ class Judgement(BaseModel):
     prompt_tokens_used: int = 0
     completion_tokens_used: int = 0
     cost_usd_used: float = 0.0
+    unpriced_calls_used: int = 0
+    # The judge's prompt budget in tokens and the room kept for its reply; None without a window.
+    prompt_budget: int | None = None
+    reply_reserve: int | None = None
     error: str | None = None
+    # The judge's own words on each dimension (goal achievement, completeness, rule compliance): the
+    # coherence checks read them against its status, and ``ValidationResult`` has no place for them.
+    dimensions: dict[str, str] = Field(default_factory=dict)
     # Set when the provider refused the single-pass prompt as too long and the verdict was then
     # reached in chunks: the window we had assumed, the one re-measured, and the provider's words.
     overflow: dict[str, Any] | None = None
@@ -106,6 +147,7 @@ def from_outcome(outcome: StructuredOutcome[Any], *, prompt: str, strategy: str)
     judgement.model_used = outcome.model_used
     if outcome.ok and isinstance(outcome.value, ValidatorOutput):
         judgement.result = outcome.value.to_result(outcome.raw)
+        judgement.dimensions = outcome.value.dimensions()
     else:
         kind = f": {outcome.error_kind}" if outcome.error_kind else ""
         message = f"validator gave no usable verdict ({outcome.status}{kind}): {outcome.error or 'no answer'}"

@@ -42,6 +42,13 @@ class ValidatorOutput(BaseModel):
     category: FailureCategory = FailureCategory.NONE
     citations: list[ValidatorCitation] = Field(default_factory=list)
 
+    def dimensions(self) -> dict[str, str]:
+        return {
+            "goal_achievement": self.goal_achievement,
+            "completeness": self.completeness,
+            "rule_compliance": self.rule_compliance,
+        }
+
     def to_result(self, raw: str) -> ValidationResult:
         return ValidationResult(
             status=ValidationStatus(self.status),

@@ -37,17 +37,22 @@ from core.domain.validation import CitationCheck, FailureCategory, ValidationRes
 from core.evidence.content import index_packet, item_length
 from core.evidence.render import RenderedEvidence, render_task
 from core.llm.families import model_family, same_family
+from core.llm.gateway import UsageRecord, counted_usage
 from core.llm.structured import SchemaFailure, StructuredOutcome, complete_structured
 from core.profiles import ModelRole
 from core.runtime import RunContext
 from core.validation.chunked import judge_chunked
 from core.validation.citations import check_citations_streaming
+from core.validation.coherence import incoherence, incoherence_warning
 from core.validation.context import execution_metadata, previous_feedback
 from core.validation.judgement import (
     Judgement,
+    close_prompt_log,
     error_result,
     from_outcome,
+    open_prompt_log,
     precheck,
+    prompt_parts,
     prompt_text,
     skip,
     validator_messages,
@@ -71,11 +76,32 @@ SAFETY_MARGIN = 0.10  # token counters of different providers disagree by a few 
 MAX_OUTPUT_RESERVE = 4096
 # How OpenAI-compatible servers state the window when they refuse a prompt as too long.
 _REPORTED_WINDOW = re.compile(r"maximum context length is (\d+)", re.IGNORECASE)
+# What an acceptance must cite when there is any: evidence the run gathered (tool results, team
+# nodes' outputs), not an earlier attempt's answer or the transcript.
+_GATHERED_KINDS = frozenset({"tool_result", "node_output"})
 DEFAULT_UNKNOWN_WINDOW = 32_000  # a real model missing from litellm's map: assume a modest window
 _SCRIPTED_PREFIX = "scripted/"
 # The end (loop time) of the running verdict's budget; a context variable because one service
 # validates several tasks at once in the desk.
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("validator_deadline", default=None)
+
+
+@dataclass(slots=True)
+class _Budget:
+    """The running verdict's whole budget: its start, its seconds, its timeout (to move its end when
+    the evidence turns out to need chunks) and how many chunks it was grown for."""
+
+    started: float
+    seconds: float
+    timeout: asyncio.Timeout | None = None
+    chunks: int = 0
+
+    @property
+    def deadline(self) -> float:
+        return self.started + self.seconds
+
+
+_BUDGET: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar("validator_budget", default=None)
 # Seed 004's list, used when keywords mode is on and no keyword is configured.
 DEFAULT_TRIGGER_KEYWORDS = ("done", "completed", "finished", "ready", "here you go")
 
@@ -88,10 +114,17 @@ class ValidationReport(BaseModel):
     skipped: bool = False
 
 
-def token_budget(window: int) -> int:
+def reply_reserve(window: int, max_tokens: int | None = None) -> int:
+    """Tokens kept free for the verdict: the validator profile's ``max_tokens`` when it sets one (the
+    server generates no more), else a quarter of the window up to ``MAX_OUTPUT_RESERVE``."""
+    if max_tokens is not None:
+        return min(max_tokens, window // 2)
+    return min(MAX_OUTPUT_RESERVE, window // 4)
+
+
+def token_budget(window: int, max_tokens: int | None = None) -> int:
     """Input tokens usable in a ``window``: minus room for the verdict and a safety margin."""
-    reserve = min(MAX_OUTPUT_RESERVE, window // 4)
-    return max(1, int(window * (1 - SAFETY_MARGIN)) - reserve)
+    return max(1, int(window * (1 - SAFETY_MARGIN)) - reply_reserve(window, max_tokens))
 
 
 class ValidationService:
@@ -159,7 +192,7 @@ class ValidationService:
                 warnings=warnings,
             )
             judgement = await self._judge_within_budget(case)
-        result = await self._finish_result(judgement.result, rendered, warnings, debug)
+        result = await self._finish_result(judgement, rendered, warnings, debug)
         debug |= _judgement_debug(judgement, warnings, gathered)
         debug |= {
             "latency_s": round(time.perf_counter() - started, 4),
@@ -219,23 +252,32 @@ class ValidationService:
     async def _judge_within_budget(self, case: _Case) -> Judgement:
         """The judge under one budget, failing open: a timeout or a bug is a ``validator_error``.
 
-        One budget for the whole verdict (seed 004's single timeoutSeconds): transport retries,
-        schema re-asks and every chunk share it, and each call may use only what is left, so a
-        hung judge holds a task for validator_timeout_s, not a multiple of it. Earlier verdicts
-        are read before the budget starts: it bounds the judge, not the store.
+        Two limits: ``validator_timeout_s`` bounds each call; one budget bounds the whole verdict
+        (transport retries, schema re-asks and every chunk share it, and each call may use only what
+        is left), ``validator_budget_s`` plus ``validator_budget_per_chunk_s`` for each chunk once the
+        evidence is cut in chunks, so a slow local model can finish a chunked verdict and a hung
+        judge still holds a task for a bounded time. Earlier verdicts are read before the budget
+        starts: it bounds the judge, not the store.
         """
         feedback_text = await self._previous_feedback(case.task_id, case.attempt_index)
-        budget_s = self.settings.validator_timeout_s
-        deadline = asyncio.get_running_loop().time() + budget_s
-        token = _DEADLINE.set(deadline)
+        with self.gateway.counting() as calls:  # every answered call, a timed-out verdict's too
+            judgement = await self._judge_in_time(case, feedback_text)
+        _count_calls(judgement, calls)
+        return judgement
+
+    async def _judge_in_time(self, case: _Case, feedback_text: str) -> Judgement:
+        loop = asyncio.get_running_loop()
+        budget = _Budget(started=loop.time(), seconds=self.settings.validator_budget_s)
+        token, budget_token = _DEADLINE.set(budget.deadline), _BUDGET.set(budget)
+        sent_log, log_token = open_prompt_log()
         try:
-            async with asyncio.timeout_at(deadline):
+            async with asyncio.timeout_at(budget.deadline) as budget.timeout:
                 judgement = await self._judge(case, feedback_text)
-            if judgement.error is not None and asyncio.get_running_loop().time() >= deadline:
-                judgement.error = judgement.result.issues[0] = _budget_message(budget_s, judgement.error)
+            if judgement.error is not None and loop.time() >= budget.deadline:
+                judgement.error = judgement.result.issues[0] = _budget_message(budget, judgement.error)
             return judgement
         except TimeoutError:
-            message = _budget_message(budget_s)
+            message = _budget_message(budget)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # fail open: a bug or a config problem must not hide the answer
@@ -243,7 +285,11 @@ class ValidationService:
             message = f"validator failed: {type(exc).__name__}: {exc}"
         finally:
             _DEADLINE.reset(token)
-        return Judgement(result=error_result(message), prompt="", strategy="error", error=message)
+            _BUDGET.reset(budget_token)
+            close_prompt_log(log_token)
+        # The prompts sent before the verdict was cut short (every chunk reviewed so far) are kept.
+        sent = "\n\n".join(sent_log.parts)
+        return Judgement(result=error_result(message), prompt=sent, strategy="error", error=message)
 
     # ------------------------------------------------------------------ judging
     async def _judge(self, case: _Case, feedback_text: str) -> Judgement:
@@ -267,7 +313,7 @@ class ValidationService:
         }
         messages = _request(rendered.text, bool(rendered.items), common)
         prompt_tokens = await asyncio.to_thread(self.gateway.token_count, model, messages)
-        window, budget = await self._window_and_budget(model, warnings)
+        window, budget, reply_tokens = await self._window_and_budget(model, warnings)
         if any(i.content_ref is not None for i in rendered.items):
             messages, prompt_tokens = await self._with_stored_items(
                 packets, rendered, common, messages, prompt_tokens, budget
@@ -276,13 +322,17 @@ class ValidationService:
         answer_chars = len(packet.final_output)
         overflow: dict[str, Any] | None = None
         if budget is None or prompt_tokens <= budget:
+            prompt_parts([prompt_text(messages)])
             outcome = await self.ask(messages, ValidatorOutput, emit("verdict"))
             if outcome.status != "transport-error" or outcome.error_kind != "context_window":
                 judgement = from_outcome(outcome, prompt=prompt_text(messages), strategy="single")
+                judgement.prompt_budget, judgement.reply_reserve = budget, _reserve(window, reply_tokens)
                 judgement.prompt_tokens = prompt_tokens
                 judgement.evidence_chars_in_input = sum(item_length(i) for i in rendered.items) + answer_chars
                 return judgement
-            overflow, budget = self._remeasure(model, window, prompt_tokens, outcome.error or "", warnings)
+            overflow, budget = self._remeasure(
+                model, window, prompt_tokens, outcome.error or "", warnings, reply_tokens
+            )
         judgement = await judge_chunked(
             self,
             rendered.items,
@@ -295,6 +345,7 @@ class ValidationService:
             answer_chars=answer_chars,
         )
         judgement.overflow = overflow
+        judgement.prompt_budget, judgement.reply_reserve = budget, _reserve(window, reply_tokens)
         return judgement
 
     def _rules_text(self) -> str:
@@ -305,17 +356,19 @@ class ValidationService:
 
     async def _window_and_budget(
         self, model: str, warnings: list[VerdictWarning]
-    ) -> tuple[int | None, int | None]:
+    ) -> tuple[int | None, int | None, int | None]:
         """The judge's context window and the prompt budget inside it; None for a scripted model.
 
         The setting wins, then a window measured from a provider's overflow error, then litellm's
         map; an unknown model is assumed small, and the verdict says so.
         """
-        await self.gateway.prepare(model)  # a local model's metadata, fetched off the loop's thread
+        # A local model's metadata, fetched off the loop's thread; the validator's own profile, even
+        # when the agent names the same model.
+        await self.gateway.prepare(model, ModelRole.VALIDATOR)
         window = (
             self.settings.validator_context_tokens
             or self._measured_windows.get(model)
-            or self.gateway.context_window(model)
+            or self.gateway.context_window(model, ModelRole.VALIDATOR)
         )
         if window is None and not model.startswith(_SCRIPTED_PREFIX):
             window = DEFAULT_UNKNOWN_WINDOW
@@ -326,7 +379,10 @@ class ValidationService:
                     f"assuming {DEFAULT_UNKNOWN_WINDOW} tokens (set validator_context_tokens)",
                 )
             )
-        return window, token_budget(window) if window is not None else None
+        # The reply's room comes from the validator's own max_tokens (its profile), not a fixed share.
+        profile = await asyncio.to_thread(self.gateway.endpoints.profile, model, ModelRole.VALIDATOR)
+        reply_tokens = profile.max_tokens if profile is not None else None
+        return window, token_budget(window, reply_tokens) if window is not None else None, reply_tokens
 
     async def _with_stored_items(
         self,
@@ -355,7 +411,13 @@ class ValidationService:
         return messages, await asyncio.to_thread(self.gateway.token_count, model, messages)
 
     def _remeasure(
-        self, model: str, window: int | None, prompt_tokens: int, error: str, warnings: list[VerdictWarning]
+        self,
+        model: str,
+        window: int | None,
+        prompt_tokens: int,
+        error: str,
+        warnings: list[VerdictWarning],
+        reply_tokens: int | None = None,
     ) -> tuple[dict[str, Any], int]:
         """After a ``context_length_exceeded``: the window the provider really has, and a chunk budget
         that fits it. The provider's own figure wins when it states one; otherwise the prompt that
@@ -366,7 +428,7 @@ class ValidationService:
         measured = reported if reported is not None else prompt_tokens
         if window is not None:
             measured = min(measured, window)
-        budget = token_budget(measured)
+        budget = token_budget(measured, reply_tokens)
         if budget >= prompt_tokens:  # our counter and the provider's disagree: stay well below what failed
             budget = max(1, prompt_tokens * 3 // 4)
         self._measured_windows[model] = measured
@@ -396,6 +458,17 @@ class ValidationService:
             attempt_index=attempt_index,
             attempt_ids=attempts,
         )
+
+    def extend_budget(self, chunks: int) -> None:
+        """Grow the running verdict's budget by ``validator_budget_per_chunk_s`` for each chunk."""
+        budget = _BUDGET.get()
+        if budget is None or chunks <= budget.chunks:
+            return
+        budget.seconds += (chunks - budget.chunks) * self.settings.validator_budget_per_chunk_s
+        budget.chunks = chunks
+        _DEADLINE.set(budget.deadline)
+        if budget.timeout is not None:
+            budget.timeout.reschedule(budget.deadline)
 
     async def ask(
         self,
@@ -447,11 +520,12 @@ class ValidationService:
     # ------------------------------------------------------------------ result policy
     async def _finish_result(
         self,
-        result: ValidationResult,
+        judgement: Judgement,
         rendered: RenderedEvidence,
         warnings: list[VerdictWarning],
         debug: dict[str, Any],
     ) -> ValidationResult:
+        result = judgement.result
         checked = await check_citations_streaming(result.citations, rendered.items, self.store)
         result = result.model_copy(update={"citations": checked})
         counts = {c.value: 0 for c in CitationCheck}
@@ -469,6 +543,15 @@ class ValidationService:
                     total=len(checked),
                 )
             )
+        gathered = sum(1 for i in rendered.items if i.kind in _GATHERED_KINDS)
+        failed = incoherence(result, judgement.dimensions, evidence_items=gathered, settings=self.settings)
+        if failed:  # a weak judge's "accepted" that its own verdict contradicts is not an endorsement
+            warnings.append(incoherence_warning(failed))
+            debug["downgraded_from"] = "accepted"
+            debug["coherence_failures"] = [f.check.value for f in failed]
+            result = _downgraded(
+                result, "accepted verdict not counted: " + "; ".join(f.describe() for f in failed)
+            )
         if (
             self.settings.require_verified_citations
             and result.status == ValidationStatus.ACCEPTED
@@ -476,24 +559,47 @@ class ValidationService:
             and verified == 0
         ):
             debug["downgraded_from"] = "accepted"
-            result = ValidationResult.model_validate(
-                {
-                    **result.model_dump(exclude={"passed"}),
-                    "status": ValidationStatus.INSUFFICIENT_EVIDENCE,
-                    "issues": [
-                        *result.issues,
-                        "accepted verdict not confirmed: none of its citations was found in the evidence "
-                        "(require_verified_citations is on)",
-                    ],
-                }
+            result = _downgraded(
+                result,
+                "accepted verdict not confirmed: none of its citations was found in the evidence "
+                "(require_verified_citations is on)",
             )
         return result
 
 
-def _budget_message(budget_s: float, detail: str | None = None) -> str:
+def _downgraded(result: ValidationResult, why: str) -> ValidationResult:
+    """An acceptance that does not count, as ``insufficient_evidence`` with the reason among its issues."""
+    return ValidationResult.model_validate(
+        {
+            **result.model_dump(exclude={"passed"}),
+            "status": ValidationStatus.INSUFFICIENT_EVIDENCE,
+            "issues": [*result.issues, why],
+        }
+    )
+
+
+def _reserve(window: int | None, reply_tokens: int | None) -> int | None:
+    return reply_reserve(window, reply_tokens) if window is not None else None
+
+
+def _count_calls(judgement: Judgement, calls: list[UsageRecord]) -> None:
+    """The verdict's usage from what the gateway answered, not from the outcomes that got back:
+    a verdict cut off by its budget was still answered (and paid) for the calls that finished."""
+    usage = counted_usage(calls)
+    judgement.calls = sum(1 for c in calls if c.ok)
+    judgement.prompt_tokens_used = usage.prompt_tokens
+    judgement.completion_tokens_used = usage.completion_tokens
+    judgement.cost_usd_used = usage.cost_usd
+    judgement.unpriced_calls_used = usage.unpriced_calls
+
+
+def _budget_message(budget: _Budget, detail: str | None = None) -> str:
     why = f" (last error: {detail})" if detail else ""
+    settings = "validator_budget_s"
+    if budget.chunks:
+        settings += f" + {budget.chunks} chunks × validator_budget_per_chunk_s"
     return (
-        f"validator_error: the validator budget of {budget_s:g} s (validator_timeout_s) ran out before a "
+        f"validator_error: the validator budget of {budget.seconds:g} s ({settings}) ran out before a "
         f"verdict{why}; the answer is delivered unvalidated for review (fail-open)"
     )
 
@@ -589,6 +695,8 @@ def _judgement_debug(judgement: Judgement, warnings: list[VerdictWarning], gathe
         "strategy": judgement.strategy,
         "chunk_count": judgement.chunk_count,
         "prompt_tokens": judgement.prompt_tokens,
+        "prompt_budget": judgement.prompt_budget,
+        "reply_reserve": judgement.reply_reserve,
         "verdict_prompt_tokens": judgement.verdict_prompt_tokens,
         "evidence_chars_in_input": judgement.evidence_chars_in_input,
         "coverage": (judgement.evidence_chars_in_input / gathered) if gathered else 1.0,
@@ -598,6 +706,7 @@ def _judgement_debug(judgement: Judgement, warnings: list[VerdictWarning], gathe
             "prompt_tokens": judgement.prompt_tokens_used,
             "completion_tokens": judgement.completion_tokens_used,
             "cost_usd": judgement.cost_usd_used,
+            "unpriced_calls": judgement.unpriced_calls_used,
         },
         "model_used": judgement.model_used or None,
         "error": judgement.error,

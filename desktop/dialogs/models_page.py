@@ -113,6 +113,10 @@ class ProfileForm(QWidget):
         keyless = self.inputs["no_api_key"]
         assert isinstance(keyless, QCheckBox)
         keyless.setChecked(True)
+        window = server.context_window(model)
+        box = self.inputs.get("context_window")
+        if window is not None and isinstance(box, QLineEdit):
+            box.setText(str(window))  # what the server says it runs with, not an assumed window
 
     def offer_models(self, models: list[str]) -> None:
         box = self.inputs["model"]
@@ -269,7 +273,8 @@ class ModelsPage(QWidget):
             self.sig_status.emit(f"Detection failed: {exc}", True)
             self.sig_detected.emit(0)
 
-        self._run(detect_local_servers(ports=self.detect_ports), done, failed)
+        extra = self.settings.local_server_ports
+        self._run(detect_local_servers(ports=self.detect_ports, extra_ports=extra), done, failed)
 
     def use_selected(self) -> None:
         item = self.detected.currentItem()

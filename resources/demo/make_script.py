@@ -269,7 +269,7 @@ conv += [
                 "content": verdict(
                     "accepted",
                     0.82,
-                    issues=["The run reached its tool budget; the answer says what it could not confirm."],
+                    gaps=["The run reached its tool budget; the answer says what it could not confirm."],
                     cites=[("Water boils at about 70 °C on Everest", "E2", "about 70 °C", "supported")],
                 )
             }

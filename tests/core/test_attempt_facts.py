@@ -27,7 +27,8 @@ from tests.core.conftest import ScriptFactory
 FORCE = ValidationOutcome.FORCE_ACCEPTED
 
 
-def verdict(status: str, score: float = 0.5) -> str:
+def verdict(status: str, score: float | None = None) -> str:
+    score = score if score is not None else (0.9 if status == "accepted" else 0.5)  # a coherent acceptance
     return json.dumps(
         {
             "goal_achievement": "g",

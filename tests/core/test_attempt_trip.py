@@ -30,6 +30,12 @@ def verdict(status: str) -> str:
             "score": 0.9 if status == "accepted" else 0.2,
             "issues": [] if status == "accepted" else ["the figure is not in the evidence"],
             "recommended_revision_prompt": "Look the figure up.",
+            # an acceptance cites the lookup it rests on (one citing nothing does not count)
+            "citations": [
+                {"claim": "depth", "evidence_id": "E1", "quote": "10,935 m", "verdict": "supported"}
+            ]
+            if status == "accepted"
+            else [],
         }
     )
 

@@ -264,6 +264,14 @@ SAMPLES: dict[EventKind, dict[str, Any]] = {
         "generated": False,
         "note": "answer supplied by batch b1",
     },
+    EventKind.MODEL_CALLS_RECORDED: {
+        "purpose": "planner",
+        "role": "planner",
+        "model": "openai/planner",
+        "attempt_id": "a1",
+        "calls": 2,
+        "usage": {"prompt_tokens": 22, "completion_tokens": 14, "cost_usd": 0.0, "unpriced_calls": 2},
+    },
 }
 
 

@@ -223,7 +223,8 @@ async def test_service_emits_a_chunked_warning_with_the_chunk_count(
         },
         {"model": "validator", "turns": [{"content": '{"findings": [], "notes": "nothing contradicts"}'}]},
     ]
-    settings = make_settings(conversations, validator_context_tokens=3000)
+    # The scripted acceptance cites nothing: a coherence check would add its own warning.
+    settings = make_settings(conversations, validator_context_tokens=3000, coherence_min_citations=0)
     report, gateway, task_id, _ = await run_validation(
         store, settings, packet(contents), agent_model="openai/gpt-4o"
     )

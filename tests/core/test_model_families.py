@@ -28,6 +28,11 @@ SAME = [
     ("xai/grok-2", "openrouter/x-ai/grok-beta"),
     ("bedrock/amazon.nova-pro-v1:0", "bedrock/amazon.titan-text-express-v1"),
     ("scripted/agent", "scripted/validator"),
+    # openai/ names the wire protocol of any OpenAI-compatible local server, not the vendor (issue 28)
+    ("openai/qwen2.5-7b", "ollama_chat/qwen2.5:14b"),
+    ("openai/Qwen/Qwen2.5-7B-Instruct", "hosted_vllm/Qwen/Qwen2.5-14B-Instruct"),
+    ("lm_studio/meta-llama-3.1-8b-instruct", "openai/llama-3.2-3b-instruct"),
+    ("openai/SmolLM2-135M-Instruct", "ollama_chat/smollm2:360m"),
 ]
 DIFFERENT = [
     ("bedrock/anthropic.claude-3-5-sonnet", "azure/gpt-4.1"),
@@ -38,8 +43,19 @@ DIFFERENT = [
     ("groq/llama-3.1-70b", "groq/mixtral-8x7b"),  # same host, different vendors
     ("bedrock/anthropic.claude-v2", "bedrock/meta.llama3-8b"),
     ("azure/gpt-4o", "azure_ai/mistral-large"),
+    ("openai/qwen2.5-7b-instruct", "openai/meta-llama-3.1-8b-instruct"),  # the README's own example
+    ("openai/qwen2.5-7b-instruct", "openai/gpt-4o"),
+    ("hosted_vllm/mistralai/Mistral-7B-Instruct", "openai/gemma-2-9b-it"),
 ]
-UNKNOWN = ["my-local-model", "ollama/tinyfoo", "custom/some-thing-7b", "foo3"]
+UNKNOWN = [
+    "my-local-model",
+    "ollama/tinyfoo",
+    "custom/some-thing-7b",
+    "foo3",
+    "openai/fake-agent",  # an OpenAI-compatible server's own name says nothing of its vendor
+    "openai/my-model",
+    "lm_studio/local-model",
+]
 
 
 @pytest.mark.parametrize(("a", "b"), SAME)

@@ -28,8 +28,17 @@ VALIDATOR = "openai/fake-validator"
 
 
 def _verdict(status: str = "accepted") -> Reply:
+    # One citation: an acceptance citing nothing while evidence exists does not count (coherence checks).
+    cited = [{"claim": "the depth", "evidence_id": "E1", "quote": "Mariana", "verdict": "supported"}]
     return Reply.structured(
-        {"goal_achievement": "g", "completeness": "c", "rule_compliance": "r", "status": status, "score": 0.9}
+        {
+            "goal_achievement": "g",
+            "completeness": "c",
+            "rule_compliance": "r",
+            "status": status,
+            "score": 0.9,
+            "citations": cited,
+        }
     )
 
 

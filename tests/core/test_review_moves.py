@@ -24,7 +24,8 @@ from core.workspace import Workspace
 from tests.core.conftest import ScriptFactory
 
 
-def _verdict(status: str, score: float = 0.5) -> str:
+def _verdict(status: str, score: float | None = None) -> str:
+    score = score if score is not None else (0.9 if status == "accepted" else 0.5)  # a coherent acceptance
     return json.dumps(
         {
             "goal_achievement": "g",

@@ -30,7 +30,7 @@ def _verdict(status: str) -> str:
             "completeness": "c",
             "rule_compliance": "r",
             "status": status,
-            "score": 0.5,
+            "score": 0.9 if status == "accepted" else 0.5,  # an acceptance below 0.6 does not count
         }
     )
 

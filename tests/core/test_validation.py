@@ -43,6 +43,11 @@ SNAPSHOT_FIELDS = {
 }
 
 
+# For tests about something else than the coherence checks (core/validation/coherence.py): their
+# scripted verdicts accept without citing the evidence, which would not count as an endorsement.
+UNCITED_OK: dict[str, Any] = {"coherence_min_citations": 0}
+
+
 def verdict(status: str = "accepted", citations: list[dict[str, str]] | None = None, **extra: Any) -> str:
     return json.dumps(
         {
@@ -121,7 +126,7 @@ def script(*turns: str) -> list[dict[str, Any]]:
 async def test_fact_after_first_500_chars_reaches_the_validator(
     store: Store, make_settings: ScriptFactory
 ) -> None:
-    settings = make_settings(script(verdict()))
+    settings = make_settings(script(verdict()), **UNCITED_OK)
     report, gateway, _, _ = await run_validation(store, settings, packet([BIG]))
     (sent,) = gateway.user_texts()
     assert "FACT-AFTER-500" in sent and "FACT-AFTER-50000" in sent and BIG in sent
@@ -251,7 +256,7 @@ def test_corpus_is_large_enough() -> None:
 
 
 async def test_recovered_schema_failure_emits_event(store: Store, make_settings: ScriptFactory) -> None:
-    settings = make_settings(script("Sure! " + verdict(), verdict()))
+    settings = make_settings(script("Sure! " + verdict(), verdict()), **UNCITED_OK)
     report, gateway, _, session_id = await run_validation(store, settings, packet(["The answer is 42."]))
     assert report.result.status == ValidationStatus.ACCEPTED and report.debug["schema_retries"] == 1
     (event,) = await store.get_session_events(session_id, kinds=["output_schema_validation_failed"])
@@ -291,7 +296,7 @@ async def test_chunked_validation_reaches_every_item(store: Store, make_settings
             "turns": [{"content": json.dumps({"findings": [], "notes": "nothing contradicts"})}],
         },
     ]
-    settings = make_settings(conversations, validator_context_tokens=3000)
+    settings = make_settings(conversations, validator_context_tokens=3000, **UNCITED_OK)
     evidence = packet([*contents, huge])
     report, gateway, _, session_id = await run_validation(store, settings, evidence)
     texts = gateway.user_texts()
@@ -314,7 +319,7 @@ async def test_chunked_validation_reaches_every_item(store: Store, make_settings
 
 
 async def test_debug_snapshot_holds_every_field(store: Store, make_settings: ScriptFactory) -> None:
-    settings = make_settings(script(verdict()))
+    settings = make_settings(script(verdict()), **UNCITED_OK)
     report, _, task_id, session_id = await run_validation(store, settings, packet(["a", "b"]))
     (event,) = await store.get_session_events(session_id, kinds=["task_validation_snapshotted"])
     assert set(event.payload) >= SNAPSHOT_FIELDS, SNAPSHOT_FIELDS - set(event.payload)
@@ -359,7 +364,9 @@ async def test_policy_skip_makes_no_call_and_stores_no_row(
 
 
 async def test_keyword_present_triggers_validation(store: Store, make_settings: ScriptFactory) -> None:
-    settings = make_settings(script(verdict()), validation_mode="keywords", trigger_keywords=["Revenue"])
+    settings = make_settings(
+        script(verdict()), validation_mode="keywords", trigger_keywords=["Revenue"], **UNCITED_OK
+    )
     report, gateway, _, _ = await run_validation(store, settings, packet(["a"], answer="revenue rose 4%"))
     assert not report.skipped and len(gateway.sent) == 1 and report.result.passed
 

@@ -52,7 +52,8 @@ def workspace(qloop: qasync.QEventLoop, tmp_path: Path, sqlite_url: str) -> Iter
         {"model": "validator", "turns": [{"content": verdict("accepted", 0.9)}]},
     ]
     script.write_text(json.dumps({"conversations": conversations}), encoding="utf-8")
-    settings = load_settings(script=script, db_url=sqlite_url, corpus=corpus)
+    # The scripted acceptance cites nothing; this test watches the live run, not the endorsement.
+    settings = load_settings(script=script, db_url=sqlite_url, corpus=corpus, coherence_min_citations=0)
     ws = run(qloop, Workspace.open(settings, gateway=GatedGateway(settings, GATE)))
     yield ws
     run(qloop, ws.close())

@@ -88,6 +88,29 @@ def test_truncated_answer_has_a_badge(qtbot: QtBot) -> None:
     assert view.badges[0].toolTip() == plain_tooltip("the answer was cut off at the output limit")
 
 
+def test_an_incoherent_verdict_has_a_badge(qtbot: QtBot) -> None:
+    view = TaskDetailView()
+    qtbot.addWidget(view)
+    said = "the validator said accepted but its verdict failed low-score (score 0.5 is below 0.6)"
+    incoherent = VerdictWarning(code=WarningCode.INCOHERENT_VERDICT, message=said, count=1)
+    view.set_dossier(structured_dossier([incoherent]))
+    assert view.badge_texts() == ["Incoherent verdict"]
+    assert view.badges[0].toolTip() == plain_tooltip(said)
+    assert f"Incoherent verdict (1): {said}" in view.validator_view.verdict_view.toPlainText()
+
+
+def test_a_run_that_ignored_its_tools_has_a_badge(qtbot: QtBot) -> None:
+    view = TaskDetailView()
+    qtbot.addWidget(view)
+    dossier = structured_dossier([])
+    ignored = packet(1, main_content="The Lisbon office opened in 2019.")
+    ignored["main_run"]["tools_ignored"] = True
+    dossier.attempts[0] = attempt(1, ignored)
+    view.set_dossier(dossier)
+    assert view.badge_texts() == ["Tools ignored"]
+    assert "called no tool" in view.badges[0].toolTip()
+
+
 # ---------------------------------------------------------------------------- no parsing in desktop
 
 _TEXT_METHODS = frozenset({"startswith", "endswith", "partition", "rpartition", "split", "removeprefix"})

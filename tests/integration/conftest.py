@@ -110,6 +110,9 @@ def desk(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest
     for name, text in CORPUS.items():
         (corpus / name).write_text(text, encoding="utf-8")
     monkeypatch.setenv("EVIDENCE_DESK_LLM_NUM_RETRIES", "0")
+    # The scripted acceptances of these pipeline tests cite nothing; an acceptance that cites no
+    # evidence does not count by default (tests/core/test_coherence.py and the loopback tests).
+    monkeypatch.setenv("EVIDENCE_DESK_COHERENCE_MIN_CITATIONS", "0")
     return Desk(tmp_path, capsys, monkeypatch)
 
 

@@ -36,7 +36,13 @@ def test_show_and_report_carry_task_and_attempt_totals(desk: Desk) -> None:
     )
     task = desk.cli_json("run", "What causes tides?")
     shown = desk.cli_json("show", task["id"])
-    agent_and_validator = {"calls": 3, "prompt_tokens": 1300, "completion_tokens": 80, "cost_usd": 0.0}
+    agent_and_validator = {
+        "calls": 3,
+        "prompt_tokens": 1300,
+        "completion_tokens": 80,
+        "cost_usd": 0.0,
+        "unpriced_calls": 0,
+    }
     assert shown["usage"] == agent_and_validator
     assert [a["usage"] for a in shown["attempts"]] == [agent_and_validator]
 

@@ -54,6 +54,7 @@ def run_secret_task(desk: Desk, ring: MemoryKeyring) -> str:
             },
         ]
     )
+    desk.env(coherence_max_issues=100)  # the acceptance carries the planted secrets as issues
     task = desk.cli_json("run", f"List the keys in the vault. {_block('task')} {ENV_SECRET[1]}")
     assert task["status"] == "awaiting_feedback", task
     raw = desk.cli_json("show", str(task["id"]))

@@ -90,6 +90,15 @@ def warning_badges(
                 + f") between {', '.join(nodes)}. See the Disagreements tab.",
             )
         )
+    if packet is not None and _tools_ignored(packet):
+        badges.append(
+            Badge(
+                "Tools ignored",
+                "warning",
+                "The model was offered tools and a document corpus but called no tool: the answer rests on "
+                "no gathered evidence. The server may ignore tools (check its chat template).",
+            )
+        )
     if validation is None:
         return badges
     debug = readable_debug(validation)  # None for a damaged row: its warnings still read from the raw JSON
@@ -116,6 +125,12 @@ def warning_badges(
         if w.code not in _OWN_BADGES:
             badges.append(Badge(warning_title(w.code), "warning", w.message))
     return badges
+
+
+def _tools_ignored(packet: TaskEvidencePacket) -> bool:
+    """Whether a run of this attempt was offered tools with a corpus to search and called none."""
+    runs = [packet.main_run, *(n.evidence for n in packet.team_node_results)]
+    return any(run is not None and run.tools_ignored for run in runs)
 
 
 class _LocalOnlyBrowser(QTextBrowser):

@@ -62,6 +62,7 @@ WARNING_TITLES: dict[WarningCode, str] = {
     WarningCode.NO_EVIDENCE: "No evidence",
     WarningCode.CITATIONS_REQUIRED: "Citations required",
     WarningCode.TRUNCATED_ANSWER: "Truncated answer",
+    WarningCode.INCOHERENT_VERDICT: "Incoherent verdict",
     WarningCode.OTHER: "Validator warning",
 }
 
