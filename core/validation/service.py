@@ -599,6 +599,8 @@ def _judgement_debug(judgement: Judgement, warnings: list[VerdictWarning], gathe
             "cost_usd": judgement.cost_usd_used,
         },
         "model_used": judgement.model_used or None,
+        "structured_contract": judgement.structured_contract,
+        "contract_fallbacks": judgement.contract_fallbacks or None,
         "error": judgement.error,
         "warnings": [w.model_dump(mode="json") for w in warnings],
         "chunk_raw_responses": judgement.chunk_raw_responses,
