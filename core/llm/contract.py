@@ -36,6 +36,7 @@ __all__ = [
     "Negotiation",
     "StructuredContract",
     "contract_params",
+    "grammar_schema",
     "is_refusal",
     "schema_of",
 ]
@@ -148,8 +149,40 @@ def contract_params(
         return {"response_format": {"type": "json_object"}, "extra_body": {"guided_json": schema}}
     if local:
         # llama.cpp's server and llama-cpp-python turn ``schema`` into a decoding grammar.
-        return {"response_format": {"type": "json_object", "schema": schema}}
+        return {"response_format": {"type": "json_object", "schema": grammar_schema(schema)}}
     return {"response_format": {"type": "json_object"}}
+
+
+SCALE_STEPS = 20  # a bounded number offered to a grammar as 21 values: 0.0, 0.05, ... 1.0 for a score
+
+
+def grammar_schema(schema: Any) -> Any:
+    """The schema as a decoding grammar can hold it: bounded numbers become the values in range.
+
+    A JSON-schema-to-grammar converter (llama.cpp's, llama-cpp-python's) keeps a number's type but
+    not its ``minimum``/``maximum``: a small model then writes ``"score": 5`` for a 0-1 score, and
+    every re-ask repeats it. A number bounded on both sides is offered as ``SCALE_STEPS + 1``
+    evenly spaced values (an integer range of at most 100 as its integers), so the grammar itself
+    keeps it in range. Only what the server decodes with changes; the reply is still checked
+    against the caller's own schema.
+    """
+    if isinstance(schema, list):
+        return [grammar_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: grammar_schema(value) for key, value in schema.items()}
+    low, high, kind = schema.get("minimum"), schema.get("maximum"), schema.get("type")
+    if kind in ("number", "integer") and isinstance(low, (int, float)) and isinstance(high, (int, float)):
+        values: list[float] | list[int] | None = None
+        if kind == "integer" and 0 <= high - low <= 100:
+            values = list(range(int(low), int(high) + 1))
+        elif kind == "number" and high > low:
+            values = [round(low + (high - low) * i / SCALE_STEPS, 6) for i in range(SCALE_STEPS + 1)]
+        if values is not None:
+            for key in ("type", "minimum", "maximum"):
+                out.pop(key, None)
+            out["enum"] = values
+    return out
 
 
 def is_refusal(kind: str, status: int | None, text: str, *, confirmed: bool) -> bool:

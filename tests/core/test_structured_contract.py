@@ -259,3 +259,20 @@ async def test_test_connection_reports_the_contract_and_whether_tool_calls_come_
     )
     agent_report = await probe_connection(settings, ModelRole.AGENT)
     assert agent_report.tool_calls is True and agent_report.lines()[2] == "Tool calls: returned"
+
+
+def test_a_grammar_gets_bounded_numbers_as_the_values_in_range() -> None:
+    """A JSON-schema grammar keeps a number's type but not its bounds; the values keep the range."""
+    from core.llm.contract import StructuredContract, contract_params
+    from core.validation.schema import ValidatorOutput
+
+    schema = ValidatorOutput.model_json_schema()
+    sent = contract_params(StructuredContract.JSON_OBJECT, "verdict", schema, "openai", local=True)
+    score = sent["response_format"]["schema"]["properties"]["score"]
+    assert score["enum"][0] == 0.0 and score["enum"][-1] == 1.0 and len(score["enum"]) == 21
+    assert "type" not in score and "maximum" not in score
+    assert schema["properties"]["score"]["maximum"] == 1.0  # the caller's schema, still checked, is untouched
+    ranged = {"type": "integer", "minimum": 1, "maximum": 5}
+    assert contract_params(StructuredContract.JSON_OBJECT, "x", ranged, "openai", local=True)[
+        "response_format"
+    ]["schema"] == {"enum": [1, 2, 3, 4, 5]}
