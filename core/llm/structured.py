@@ -264,7 +264,9 @@ def _check(
         except (ValueError, TypeError, KeyError, RecursionError) as exc:
             return None, _Problem("schema-validate", f"{type(exc).__name__}: {exc}"[:500])
     try:
-        data = json.loads(_json_text(raw))
+        # strict=False: a raw newline or tab inside a string is a formatting slip (a grammar-constrained
+        # small model writes them), not prose around the JSON; everything else stays strict.
+        data = json.loads(_json_text(raw), strict=False)
     except json.JSONDecodeError as exc:
         hint = " (only the JSON object is allowed, without text around it)" if exc.msg == "Extra data" else ""
         return None, _Problem("json-parse", f"{exc.msg} at line {exc.lineno} column {exc.colno}{hint}")
