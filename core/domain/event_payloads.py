@@ -305,7 +305,14 @@ class ValidationDebug(PayloadPart):
     """
 
     omitted_when_none: ClassVar[frozenset[str]] = frozenset(
-        {"downgraded_from", "coherence_failures", "prompt_budget", "reply_reserve"}
+        {
+            "downgraded_from",
+            "coherence_failures",
+            "prompt_budget",
+            "reply_reserve",
+            "structured_contract",
+            "contract_fallbacks",
+        }
     )
 
     evidence_run_ids: list[str] = Field(default_factory=list)
@@ -333,6 +340,11 @@ class ValidationDebug(PayloadPart):
     llm_calls: int = 0  # the validator's calls: task spend counts them beside the agent's turns
     usage: RecordedUsage = Field(default_factory=TokenUsage)
     model_used: str | None = None
+    # How the judge's JSON was asked for: json_schema, json_object or prompt_only, negotiated per
+    # endpoint (``core.llm.contract``), and each refusal that moved it down a rung.
+    # Left out when no judge call asked for JSON (a pre-check, a skip) and when nothing was refused.
+    structured_contract: str | None = None
+    contract_fallbacks: list[str] | None = None
     error: str | None = None
     latency_s: float = 0.0
     # Structured warnings; strings from the version before them, dicts with a code from a later one.

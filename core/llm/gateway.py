@@ -23,6 +23,14 @@ from pydantic import BaseModel, Field
 
 from core.config import Settings
 from core.errors import ConfigurationError
+from core.llm.contract import (
+    BOOK,
+    Negotiation,
+    StructuredContract,
+    contract_params,
+    is_refusal,
+    schema_of,
+)
 from core.llm.cost import call_price
 from core.llm.endpoints import EndpointResolver
 from core.llm.errors import (
@@ -70,6 +78,10 @@ class LLMResponse(BaseModel):
     latency_s: float = 0.0
     model: str
     provider: str
+    # Asked for schema-shaped JSON: the contract the endpoint honoured (``core.llm.contract``) and
+    # the refusals that led to it, so a verdict's debug record can say how its JSON was obtained.
+    structured_contract: str | None = None
+    contract_fallbacks: list[str] = Field(default_factory=list)
 
 
 class UsageRecord(BaseModel):
@@ -180,15 +192,20 @@ def provider_family(model: str) -> str:
         return "unknown"
 
 
+REDACTED_LIMIT = 4000  # a provider's whole message (a validation error lists every field) fits
+
+
 def redact(text: str) -> str:
     """Mask every known credential and secret shape and flatten to one line of bounded length.
 
     A provider's 401 may echo the key it was sent, under whatever variable held it: the message is
     stored and printed, so the values the program holds are masked, not only keys of known shapes.
+    Every line of the provider's message is kept, joined with spaces: a server's refusal often
+    says what it refused only after its first line ("1 validation error for ...", then the field).
     """
     text = mask_secrets(text)
-    text = text.strip().splitlines()[0] if text.strip() else text
-    return text if len(text) <= 400 else text[:397] + "..."
+    text = " ".join(line.strip() for line in text.splitlines() if line.strip())
+    return text if len(text) <= REDACTED_LIMIT else text[: REDACTED_LIMIT - 3] + "..."
 
 
 def _strip_litellm_prefix(text: str) -> str:
@@ -344,6 +361,49 @@ def _response_format_param(response_format: dict[str, Any] | type[BaseModel] | N
     }
 
 
+def _negotiation(
+    model: str,
+    provider: str,
+    kwargs: dict[str, Any],
+    response_format: dict[str, Any] | type[BaseModel] | None,
+) -> Negotiation | None:
+    """This call's place in its endpoint's structured-output negotiation; None when it asks for no
+    schema (or the scripted provider answers it, which honours every contract)."""
+    wanted = schema_of(response_format) if response_format is not None else None
+    if wanted is None or model.startswith(_SCRIPTED_PREFIX):
+        return None
+    key = (str(kwargs.get("api_base") or provider), model)
+    contract, confirmed = BOOK.current(key)
+    return Negotiation(key=key, name=wanted[0], schema=wanted[1], contract=contract, confirmed=confirmed)
+
+
+def _with_contract(kwargs: dict[str, Any], negotiation: Negotiation | None, provider: str) -> dict[str, Any]:
+    """The call's arguments with the negotiated contract's parameters (a profile's ``extra_body`` kept)."""
+    if negotiation is None:
+        return kwargs
+    local = bool(kwargs.get("api_base"))
+    added = contract_params(negotiation.contract, negotiation.name, negotiation.schema, provider, local)
+    merged = {**kwargs, **added}
+    if "extra_body" in added and isinstance(kwargs.get("extra_body"), dict):
+        merged["extra_body"] = {**kwargs["extra_body"], **added["extra_body"]}
+    return merged
+
+
+def _step_down(negotiation: Negotiation | None, exc: BaseException, error: LLMError) -> bool:
+    """A refusal of the contract moves the endpoint one rung down; True when there was one to take."""
+    if negotiation is None or negotiation.contract is StructuredContract.PROMPT_ONLY:
+        return False
+    status = getattr(exc, "status_code", None)
+    text = " ".join(str(e) for e in _chain(exc))
+    if not is_refusal(
+        error.kind, status if isinstance(status, int) else None, text, confirmed=negotiation.confirmed
+    ):
+        return False
+    negotiation.contract = BOOK.refused(negotiation.key, negotiation.contract, str(error))
+    negotiation.confirmed = BOOK.current(negotiation.key)[1]
+    return True
+
+
 def _messages_text(messages_or_text: list[dict[str, Any]] | str) -> str:
     return messages_or_text if isinstance(messages_or_text, str) else request_text(messages_or_text)
 
@@ -433,12 +493,21 @@ class LLMGateway:
             max_tokens=max_tokens,
             temperature=temperature,
         )
-        attempt = 0
+        negotiation = _negotiation(model, provider, kwargs, response_format)
+        attempt = tries = 0  # every request; the requests with the current contract
         while True:
             attempt += 1
+            tries += 1
             started = time.perf_counter()
             try:
-                raw = await self._send(litellm, kwargs, provider, timeout, stream, on_delta)
+                raw = await self._send(
+                    litellm,
+                    _with_contract(kwargs, negotiation, provider),
+                    provider,
+                    timeout,
+                    stream,
+                    on_delta,
+                )
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -452,14 +521,23 @@ class LLMGateway:
                         attempt=attempt,
                     )
                 )
-                delay = self._retry_delay(error, model, attempt, retries)
+                if _step_down(negotiation, exc, error):
+                    tries = 0  # the weaker contract is a new request, not a retry of the refused one
+                    continue
+                delay = self._retry_delay(error, model, tries, retries)
                 if delay is None:
-                    if error.transient and attempt > 1:
-                        error = type(error)(f"{error} after {attempt} attempts", model=model, kind=error.kind)
+                    if error.transient and tries > 1:
+                        error = type(error)(f"{error} after {tries} attempts", model=model, kind=error.kind)
                     raise error from None
                 await asyncio.sleep(delay)
                 continue
-            return self._answered(litellm, raw, model, provider, role, time.perf_counter() - started, attempt)
+            response = self._answered(
+                litellm, raw, model, provider, role, time.perf_counter() - started, attempt
+            )
+            if negotiation is not None:
+                response.structured_contract = negotiation.contract.value
+                response.contract_fallbacks = BOOK.confirm(negotiation.key, negotiation.contract)
+            return response
 
     async def _call_kwargs(
         self,
@@ -497,7 +575,9 @@ class LLMGateway:
             kwargs["tools"] = tools
             if tool_choice is not None:
                 kwargs["tool_choice"] = tool_choice
-        if response_format is not None:
+        if response_format is not None and (
+            model.startswith(_SCRIPTED_PREFIX) or schema_of(response_format) is None
+        ):
             kwargs["response_format"] = _response_format_param(response_format)
         if max_tokens is not None:
             kwargs["max_tokens"] = max_tokens

@@ -13,6 +13,13 @@ from typing import Any
 
 DeltaSink = Callable[[str], None]
 
+# Our own finish reason for a stream that ended before the server said why it stopped: no finish
+# reason arrived (llama-cpp-python's server ends a running stream with a bare ``[DONE]`` when a
+# second request comes in) or the connection closed mid-answer. litellm fills in "stop" for such a
+# stream, so the text would pass as a whole answer; the agent loop retries such a turn once and
+# otherwise keeps it as truncated.
+STREAM_CUT = "stream_cut"
+
 
 class _Assembly:
     """The reply put together chunk by chunk, O(1) per chunk.
@@ -82,7 +89,7 @@ class _Assembly:
         usage = self.usage
         prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion = int(getattr(usage, "completion_tokens", 0) or 0)
-        return litellm.ModelResponse(
+        response = litellm.ModelResponse(
             choices=[{"index": 0, "finish_reason": self.finish_reason or "stop", "message": message}],
             usage={
                 "prompt_tokens": prompt,
@@ -90,17 +97,21 @@ class _Assembly:
                 "total_tokens": int(getattr(usage, "total_tokens", 0) or prompt + completion),
             },
         )
+        return response
 
 
 async def stream_completion(litellm: Any, kwargs: dict[str, Any], on_delta: DeltaSink | None) -> Any:
     """One streamed call, assembled; ``on_delta`` sees each non-empty text piece in order.
 
     ``include_usage`` asks OpenAI-compatible servers for the token counts they would otherwise
-    leave out of a stream; the builder estimates them when a server ignores it.
+    leave out of a stream; the builder estimates them when a server ignores it. A stream the server
+    cut (no finish reason, or the connection closed after the answer began) comes back with
+    ``finish_reason`` ``stream_cut`` and the part that arrived.
     """
     stream = await litellm.acompletion(**kwargs, stream=True, stream_options={"include_usage": True})
     chunks: list[Any] = []
     assembly = _Assembly()
+    dropped = False
     try:
         async for chunk in stream:
             chunks.append(chunk)
@@ -111,24 +122,59 @@ async def stream_completion(litellm: Any, kwargs: dict[str, Any], on_delta: Delt
         # litellm wraps whatever the stream raised as a 503; the original says what happened (a
         # rate limit stays a rate limit, a refused request is not retried).
         original = getattr(exc, "original_exception", None)
-        if isinstance(original, Exception):
-            raise original from None
-        raise
+        dropped = bool(chunks) and _connection_lost(original)
+        if not dropped:
+            if isinstance(original, Exception):
+                raise original from None
+            raise
     if not chunks:
         # The same shape as a non-streamed reply with no choices, so one check handles both.
         return litellm.ModelResponse(choices=[])
     if assembly.usage is not None and assembly.simple:
-        return assembly.response(litellm)
-    # No usage in the stream (a server that ignores ``include_usage``) or parts this assembly does
-    # not keep: litellm's builder estimates the tokens and merges everything.
-    response = litellm.stream_chunk_builder(chunks, messages=kwargs.get("messages"))
-    for choice in getattr(response, "choices", None) or []:
-        message = getattr(choice, "message", None)
-        if message is not None and message.content == "":
-            # The builder joins zero text pieces into ""; an unstreamed reply says null, and the
-            # stored event must not depend on which way the answer came.
-            message.content = None
+        response = assembly.response(litellm)
+    else:
+        # No usage in the stream (a server that ignores ``include_usage``, or one cut before it)
+        # or parts this assembly does not keep: litellm's builder estimates the tokens and merges.
+        response = litellm.stream_chunk_builder(chunks, messages=kwargs.get("messages"))
+        for choice in getattr(response, "choices", None) or []:
+            message = getattr(choice, "message", None)
+            if message is not None and message.content == "":
+                # The builder joins zero text pieces into ""; an unstreamed reply says null, and the
+                # stored event must not depend on which way the answer came.
+                message.content = None
+    if dropped or not _server_finished(stream, assembly):
+        # Set after construction: litellm maps a finish reason it does not know to "stop".
+        response.choices[0].finish_reason = STREAM_CUT
     return response
 
 
-__all__ = ["DeltaSink", "stream_completion"]
+def _server_finished(stream: Any, assembly: _Assembly) -> bool:
+    """Whether the server itself said why the answer stopped.
+
+    litellm's stream wrapper closes every stream with a chunk saying "stop" when the server sent no
+    finish reason, so the chunks cannot tell; the wrapper keeps what the server really sent. A
+    stream object without those attributes (not litellm's wrapper) is judged by its chunks.
+    """
+    if not hasattr(stream, "received_finish_reason"):
+        return assembly.finish_reason is not None
+    sent = getattr(stream, "received_finish_reason", None) or getattr(
+        stream, "intermittent_finish_reason", None
+    )
+    return sent is not None
+
+
+def _connection_lost(exc: BaseException | None) -> bool:
+    """The stream broke because the connection did (the server died or closed it mid-answer)."""
+    import httpx
+
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, ConnectionError)):
+            return True
+        if type(exc).__name__ == "APIConnectionError":
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
+
+
+__all__ = ["STREAM_CUT", "DeltaSink", "stream_completion"]

@@ -99,6 +99,9 @@ class StructuredOutcome(Generic[T]):
     latency_s: float = 0.0
     tier: int = 1  # the tier that produced the outcome (3 is the caller's canned fallback)
     attempts: int = 0  # replies checked, the caller's own reply included
+    # The structured-output contract the endpoint honoured, and the refusals that led to it.
+    contract: str | None = None
+    contract_fallbacks: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -275,7 +278,9 @@ def _check(
         except (ValueError, TypeError, KeyError, RecursionError) as exc:
             return None, _Problem("schema-validate", f"{type(exc).__name__}: {exc}"[:500])
     try:
-        data = json.loads(_json_text(raw), parse_constant=_refuse_constant)
+        # strict=False: a raw newline or tab inside a string is a formatting slip (a grammar-constrained
+        # small model writes them), not prose around the JSON; everything else stays strict.
+        data = json.loads(_json_text(raw), strict=False, parse_constant=_refuse_constant)
     except _NotJsonNumber as exc:
         return None, _Problem("json-parse", str(exc))
     except json.JSONDecodeError as exc:
@@ -481,25 +486,23 @@ async def _ask(
     """One reply of the tier's model, its usage added to ``outcome``; None after a transport error
     (recorded in ``outcome``: a timeout or rate limit is never a reason to re-ask the schema).
 
-    A provider that refuses the ``response_format`` parameter (a 400) is asked again without it:
-    the schema then travels in the prompt alone.
+    Which structured-output contract the endpoint honours (schema, JSON mode, or the prompt
+    alone) is the gateway's negotiation (``core.llm.contract``); the outcome records its answer.
     """
-    while True:
-        try:
-            response = await gateway.complete(
-                model=tier.model,
-                role=tier.role,
-                messages=[*tier.messages, *extra],
-                response_format=tier.response_format,
-                timeout_s=timeout_s,
-            )
-            break
-        except LLMError as exc:
-            if tier.response_format is not None and exc.kind == "bad_request":
-                tier.response_format = None  # the schema parameter was refused: prompt-only contract
-                continue
-            outcome.status, outcome.error, outcome.error_kind = "transport-error", str(exc), exc.kind
-            return None
+    try:
+        response = await gateway.complete(
+            model=tier.model,
+            role=tier.role,
+            messages=[*tier.messages, *extra],
+            response_format=tier.response_format,
+            timeout_s=timeout_s,
+        )
+    except LLMError as exc:
+        outcome.status, outcome.error, outcome.error_kind = "transport-error", str(exc), exc.kind
+        return None
+    if response.structured_contract is not None:
+        outcome.contract = response.structured_contract
+        outcome.contract_fallbacks = response.contract_fallbacks
     outcome.calls += 1
     outcome.latency_s += response.latency_s
     outcome.usage = TokenUsage(

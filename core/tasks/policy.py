@@ -53,6 +53,9 @@ class Decision(BaseModel):
     reason: str
 
 
+_LENGTH_CUT = "the answer was cut off at the model's output token limit (finish_reason=length)"
+
+
 def decide(
     *,
     status: ValidationStatus,
@@ -61,16 +64,20 @@ def decide(
     max_validations: int,
     schema_ok: bool = True,
     truncated: bool = False,
+    truncated_reason: str | None = None,
 ) -> Decision:
-    """The verdict-to-status rule in one pure function (pinned by tests, read by the docs)."""
+    """The verdict-to-status rule in one pure function (pinned by tests, read by the docs).
+
+    ``truncated_reason`` says how the answer was cut (the output limit, or a stream the server
+    ended early); the output limit is assumed when it is not given.
+    """
     if truncated:
         # Whatever the validator thought of the visible part, the answer is cut off: an analyst
         # decides, and nothing retries a model into the same output limit automatically.
         return Decision(
             trigger=Trigger.VERDICT_UNCONFIRMED,
             outcome=ValidationOutcome.FORCE_ACCEPTED,
-            reason="the answer was cut off at the model's output token limit (finish_reason=length); "
-            "delivered for review",
+            reason=f"{truncated_reason or _LENGTH_CUT}; delivered for review",
         )
     if skipped:
         # Seed 002 reserves awaiting_feedback for answers the validator accepted; an answer

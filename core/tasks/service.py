@@ -366,6 +366,8 @@ class TaskService:
         recorded = [*work.history, *outcome.messages[outcome.history_len :]]
         repaired = work.final_output if work.final_output != outcome.output_text else None
         truncated = outcome.finish_reason is FinishReason.TRUNCATED
+        # How the answer was cut (the output limit, or a stream the server ended early).
+        truncated_reason = (outcome.error or "the answer was cut off") if truncated else None
         report = await self.validation.validate(
             work.packet,
             earlier=work.earlier,
@@ -377,7 +379,7 @@ class TaskService:
             session_id=task.main_session_id,
             agent_model=self.settings.agent_model,
             pending_tool_calls=outcome.pending_tool_calls,
-            truncated=truncated,
+            truncated=truncated_reason,
         )
         decision = decide(
             status=report.result.status,
@@ -386,6 +388,7 @@ class TaskService:
             max_validations=1 if is_supplied(outcome) else self.settings.max_validation_attempts,
             schema_ok=work.schema_ok,
             truncated=truncated,
+            truncated_reason=truncated_reason,
         )
         move = verdict_move(report.result, report.skipped, decision)
         task = await self._move(

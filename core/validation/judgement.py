@@ -115,6 +115,9 @@ class Judgement(BaseModel):
     findings_fold: list[dict[str, Any]] = Field(default_factory=list)
     # Chunked only: the verdict's evidence index listed ranges of ids per attempt, not every item.
     index_summarised: bool = False
+    # How the judge's JSON was asked for (``core.llm.contract``) and the refusals on the way there.
+    structured_contract: str | None = None
+    contract_fallbacks: list[str] = Field(default_factory=list)
 
 
 def precheck(strategy: str, issue: str, category: FailureCategory) -> Judgement:
@@ -139,6 +142,9 @@ def add_usage(judgement: Judgement, outcome: StructuredOutcome[Any]) -> None:
     judgement.prompt_tokens_used += outcome.usage.prompt_tokens
     judgement.completion_tokens_used += outcome.usage.completion_tokens
     judgement.cost_usd_used += outcome.usage.cost_usd
+    if outcome.contract is not None:
+        judgement.structured_contract = outcome.contract
+        judgement.contract_fallbacks = list(outcome.contract_fallbacks)
 
 
 def from_outcome(outcome: StructuredOutcome[Any], *, prompt: str, strategy: str) -> Judgement:

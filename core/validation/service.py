@@ -155,14 +155,14 @@ class ValidationService:
         session_id: str,
         agent_model: str,
         pending_tool_calls: bool = False,
-        truncated: bool = False,
+        truncated: str | None = None,
         earlier: list[TaskEvidencePacket] | None = None,
     ) -> ValidationReport:
         """Judge ``packet``'s answer against the evidence of every attempt so far.
 
         ``earlier`` are the task's earlier packets, already indexed (``earlier_packets``): an
         answer may rest on a fact an earlier attempt found, so the validator sees their items
-        under the ids they always had.
+        under the ids they always had. ``truncated`` says how the answer was cut off, when it was.
         """
         started = time.perf_counter()
         model = self.settings.validator_model
@@ -654,7 +654,7 @@ def _history_parts(
     return {"history_text": history_text, "history_pointers_text": pointers, "history_count": history_count}
 
 
-def _opening_warnings(model: str, agent_model: str, truncated: bool) -> list[VerdictWarning]:
+def _opening_warnings(model: str, agent_model: str, truncated: str | None) -> list[VerdictWarning]:
     """What the verdict must carry whatever the judge says: a judge of the agent's own family, and
     an answer cut off at the output limit."""
     warnings: list[VerdictWarning] = []
@@ -670,8 +670,7 @@ def _opening_warnings(model: str, agent_model: str, truncated: bool) -> list[Ver
         warnings.append(
             VerdictWarning(
                 code=WarningCode.TRUNCATED_ANSWER,
-                message="the answer was cut off at the agent model's output token limit "
-                "(finish_reason=length); the verdict judged an incomplete answer",
+                message=f"{truncated}; the verdict judged an incomplete answer",
             )
         )
     return warnings
@@ -709,6 +708,8 @@ def _judgement_debug(judgement: Judgement, warnings: list[VerdictWarning], gathe
             "unpriced_calls": judgement.unpriced_calls_used,
         },
         "model_used": judgement.model_used or None,
+        "structured_contract": judgement.structured_contract,
+        "contract_fallbacks": judgement.contract_fallbacks or None,
         "error": judgement.error,
         "warnings": [w.model_dump(mode="json") for w in warnings],
         "chunk_raw_responses": judgement.chunk_raw_responses,

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.config import Settings
-from core.model_setup import LocalServer, detect_local_servers, try_connection
+from core.model_setup import ConnectionReport, LocalServer, detect_local_servers, probe_connection
 from core.profiles import ModelProfile, ModelRole
 
 ROLE_TITLES = {
@@ -299,17 +299,17 @@ class ModelsPage(QWidget):
         self.test_button.setEnabled(False)
         self.test_result.setText(f"Calling the {ROLE_TITLES[role].lower()} model…")
 
-        def done(answer: str) -> None:
+        def done(report: ConnectionReport) -> None:
             self.test_button.setEnabled(True)
-            self.test_result.setText(f"The model answered: {answer}")
-            self.sig_tested.emit(answer, False)
+            self.test_result.setText("\n".join(report.lines()))
+            self.sig_tested.emit(report.answer, False)
 
         def failed(exc: BaseException) -> None:
             self.test_button.setEnabled(True)
             self.test_result.setText(f"Failed: {exc}")
             self.sig_tested.emit(str(exc), True)
 
-        self._run(try_connection(candidate, role), done, failed)
+        self._run(probe_connection(candidate, role), done, failed)
 
 
 __all__ = ["ModelsPage", "ProfileForm"]

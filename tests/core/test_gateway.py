@@ -217,9 +217,12 @@ def test_model_metadata_helpers() -> None:
 
 def test_redact_removes_keys_and_flattens(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EXAMPLE_API_KEY", "very-secret-value-123")
-    text = redact("Incorrect key very-secret-value-123 and sk-abcdefghijklmnop given\nTraceback: ...")
+    text = redact(
+        "Incorrect key very-secret-value-123 and sk-abcdefghijklmnop given\n  response_format.type\n"
+    )
     assert "very-secret-value-123" not in text and "sk-abcdefghijklmnop" not in text
-    assert text == "Incorrect key [redacted] and [redacted] given"
+    # Every line of the provider's message, on one line: what was refused often comes after the first.
+    assert text == "Incorrect key [redacted] and [redacted] given response_format.type"
 
 
 def test_a_first_call_timeout_names_the_set_up_allowance() -> None:

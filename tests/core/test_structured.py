@@ -196,3 +196,12 @@ async def test_gateway_fixture_is_usable(
     settings = make_settings([{"model": "validator", "turns": [{"content": GOOD}]}])
     outcome, _ = await _ask(gateway_for(settings))
     assert outcome.ok and outcome.calls == 1 and outcome.failures == []
+
+
+def test_a_raw_newline_inside_a_string_is_read_but_prose_around_the_json_is_not() -> None:
+    """A grammar-constrained small model writes raw control characters inside strings (SmolLM2 on
+    llama-cpp-python did); that is a formatting slip, read as the text it plainly is."""
+    value, problem = check_structured('{"answer": "two lines:\nhere\tand there"}', {"type": "object"})
+    assert problem is None and value == {"answer": "two lines:\nhere\tand there"}
+    _, problem = check_structured('Sure! {"answer": "x"}', {"type": "object"})
+    assert problem is not None and problem[0] == "json-parse"

@@ -168,7 +168,11 @@ def test_settings_detects_a_local_server_tests_it_and_the_desk_runs_a_task_on_it
         await wait_until(
             lambda: page.test_result.text().startswith("The model answered"), what="the test call"
         )
-        assert len(seen) == 1 and seen[0]["max_tokens"] == 16
+        # The answer, then the contract probe (honoured here at json_schema), then the tool probe.
+        assert len(seen) == 3 and seen[0]["max_tokens"] == 16
+        assert seen[1]["response_format"]["type"] == "json_schema" and seen[2]["tools"]
+        assert "Structured output: json_schema" in page.test_result.text()
+        assert "Tool calls: none returned" in page.test_result.text()
         dialog.buttons.button(dialog.buttons.StandardButton.Save).click()
         await wait_until(lambda: not dialog.isVisible(), what="the dialog to save and close")
         await launcher.close()

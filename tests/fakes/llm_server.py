@@ -92,6 +92,10 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     raw_body: str | None = None  # a fault's exact body
     hold: bool = False  # a hung provider: the reply waits until the server stops (timeout tests)
+    # A stream the server ends early: "no_finish" sends the text, then ``[DONE]`` with no finish
+    # reason and no usage (llama-cpp-python's server when a second request interrupts a stream);
+    # "drop" sends the text, then closes the connection mid-body. Non-streamed requests ignore it.
+    cut: str | None = None
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -108,6 +112,11 @@ class Reply:
             finish_reason=finish_reason,
             **usage,
         )
+
+    @classmethod
+    def cut_stream(cls, content: str, *, how: str = "no_finish") -> Reply:
+        """A streamed answer the server cuts short (see ``cut``)."""
+        return cls(kind="message", content=content, cut=how)
 
     @classmethod
     def held(cls, content: str = "late") -> Reply:
@@ -287,7 +296,7 @@ class FakeLLMServer:
             return self._fault(reply, recorded, model)
         if request.path == OLLAMA_CHAT:
             return _ollama_reply(reply, model, recorded.stream)
-        return _openai_reply(reply, model, recorded.stream)
+        return _openai_reply(reply, model, recorded.stream, request.environ.get("werkzeug.socket"))
 
     def _fault(self, reply: Reply, recorded: RecordedRequest, model: str) -> Response:
         ollama = recorded.path == OLLAMA_CHAT
@@ -334,7 +343,9 @@ def _openai_envelope(model: str, obj: str = "chat.completion") -> dict[str, Any]
     }
 
 
-def _openai_reply(reply: Reply, model: str, stream: bool) -> Response:
+def _openai_reply(reply: Reply, model: str, stream: bool, sock: Any = None) -> Response:
+    if stream and reply.cut is not None:
+        return Response(_openai_cut_stream(reply, model, sock), content_type="text/event-stream")
     if stream:
         return Response(_openai_stream(reply, model), content_type="text/event-stream")
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
@@ -384,6 +395,23 @@ def _openai_stream(reply: Reply, model: str) -> Iterator[str]:
     yield chunk({}, reply.finish_reason)
     yield f"data: {json.dumps({**envelope, 'choices': [], 'usage': _usage(reply)})}\n\n"
     yield "data: [DONE]\n\n"
+
+
+def _openai_cut_stream(reply: Reply, model: str, sock: Any) -> Iterator[str]:
+    envelope = _openai_envelope(model, "chat.completion.chunk")
+    text = reply.content or ""
+    step = max(1, len(text) // 4)
+    for start in range(0, len(text), step):
+        delta = {"content": text[start : start + step]}
+        yield f"data: {json.dumps({**envelope, 'choices': [{'index': 0, 'delta': delta, 'finish_reason': None}]})}\n\n"
+    if reply.cut == "no_finish":
+        yield "data: [DONE]\n\n"
+        return
+    # "drop": the body was sent in chunks; close the socket before the closing chunk, as a server
+    # that dies mid-answer does, so the client sees an incomplete chunked body.
+    import socket
+
+    sock.shutdown(socket.SHUT_RDWR)
 
 
 # ---------------------------------------------------------------------- Ollama dialect

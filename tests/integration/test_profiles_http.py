@@ -249,7 +249,8 @@ async def test_a_server_that_refuses_response_format_gets_the_prompt_only_contra
     task, ws = await _run_task(settings)
     await ws.close()
     assert task.status is TaskStatus.AWAITING_FEEDBACK
-    assert ["response_format" in r for r in seen] == [True, False]
+    # json_schema refused, then JSON mode refused, then the schema in the prompt alone (core.llm.contract).
+    assert ["response_format" in r for r in seen] == [True, True, False]
 
 
 def test_profiles_from_toml_and_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
