@@ -103,6 +103,9 @@ class WorkerStats:
 
 
 SHOWN_FAILURES = 20
+# psycopg's pool waits this long for a connection (its default, 30 s, held a worker that lost the
+# database for a minute: one wait to record the cut-off job, one to unregister, before it said so)
+POOL_WAIT_S = 3.0
 LOST_DATABASE_RETRIES = 100  # per job; a job is cut off once per outage it lives through
 
 
@@ -370,7 +373,7 @@ async def _serve_round(
     await dispatch.ensure_queue_schema(ws.store)
     await release_cut_off(ws, stats)
     await dispatch.defer_tasks(ws.store, await queued_task_ids(ws))  # queued before any worker ran
-    app = dispatch.make_app(ws.store.url, min_size=1, max_size=options.concurrency + 4)
+    app = dispatch.make_app(ws.store.url, min_size=1, max_size=options.concurrency + 4, timeout=POOL_WAIT_S)
     register_jobs(app)
     async with app.open_async():
         await _release_own_jobs(app, own_workers)
