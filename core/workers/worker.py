@@ -251,13 +251,19 @@ def _queued(task_status: TaskStatus, requested_by: RevisionRequester | None) -> 
 
 async def queued_task_ids(ws: Workspace) -> list[str]:
     """Tasks waiting for a runner, and tasks whose runner died (they are resumed, not delivered)."""
+    from core.store.schedules import ScheduleRepository
+
     waiting = [TaskStatus.OPEN, TaskStatus.NEEDS_REVISION]
     active = [s for s in TaskStatus if s.is_execution_active]
     tasks = await ws.store.list_tasks(statuses=[*waiting, *active])
+    # A schedule's task runs only when the schedule fires (when due, with its own validation
+    # settings); as a plain queued task it ran at the first worker's start, before its due time.
+    scheduled = {sc.task_id for sc in await ScheduleRepository(ws.store).all()}
     return [
         t.id
         for t in tasks
         if is_writable(t)
+        and (t.id not in scheduled or t.status.is_execution_active)
         and (_queued(t.status, t.revision_requested_by) or (t.status.is_execution_active and runner_gone(t)))
     ]
 
