@@ -19,6 +19,15 @@ class StoreError(EvidenceDeskError):
     """The workspace database cannot be opened or used as asked."""
 
 
+class DatabaseUnreachable(StoreError):
+    """The workspace's database server went away or cannot be reached now; it may come back.
+
+    Apart from ``StoreError`` because nothing about the request is wrong: a worker waits and
+    retries, a run stops without recording a failure (there is nowhere to record it), and the task
+    is resumed once the server answers again.
+    """
+
+
 class RefusedAction(EvidenceDeskError):
     """A legal request the current state refuses (stale version, wrong status)."""
 

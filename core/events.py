@@ -99,7 +99,26 @@ class ReviewersChanged(_Notice):
     task_ids: tuple[str, ...]
 
 
-BusEvent = TaskChanged | TasksChanged | RunProgress | TranscriptDelta | EvidenceRecorded | ReviewersChanged
+class WorkspaceConnection(_Notice):
+    """The workspace's database went away (``online`` False) or answers again (True).
+
+    Notices of other processes' writes made while it was away were never delivered, so on True a
+    view reloads once what it shows (the queue, the task on screen) instead of trusting its rows.
+    """
+
+    kind: Literal["workspace_connection"] = "workspace_connection"
+    online: bool
+
+
+BusEvent = (
+    TaskChanged
+    | TasksChanged
+    | RunProgress
+    | TranscriptDelta
+    | EvidenceRecorded
+    | ReviewersChanged
+    | WorkspaceConnection
+)
 
 Observer = Callable[[BusEvent], None]
 
@@ -142,4 +161,5 @@ __all__ = [
     "TaskChanged",
     "TasksChanged",
     "TranscriptDelta",
+    "WorkspaceConnection",
 ]

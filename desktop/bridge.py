@@ -25,6 +25,7 @@ from core.events import (
     TaskChanged,
     TasksChanged,
     TranscriptDelta,
+    WorkspaceConnection,
 )
 
 
@@ -46,6 +47,9 @@ class CoreBridge(QObject):
 
     sig_reviewers_changed = Signal(object)
     """Claims or presence on some tasks changed: a ``core.events.ReviewersChanged``."""
+
+    sig_workspace_connection = Signal(object)
+    """The workspace's database went away or is back: a ``core.events.WorkspaceConnection``."""
 
     _sig_incoming = Signal(object)  # cross-thread hand-over only
 
@@ -97,3 +101,5 @@ class CoreBridge(QObject):
             self.sig_evidence_recorded.emit(event)
         elif isinstance(event, ReviewersChanged):
             self.sig_reviewers_changed.emit(event)
+        elif isinstance(event, WorkspaceConnection):
+            self.sig_workspace_connection.emit(event)

@@ -55,6 +55,8 @@ class PgServer:
 
     admin_url: str
     """``postgresql+asyncpg://`` URL of a maintenance database (``postgres``) as a superuser."""
+    control: ServerControl | None = None
+    """How to stop and start the server: only for a private cluster (fault tests), never an external one."""
 
     def url(self, database: str) -> str:
         return make_url(self.admin_url).set(database=database).render_as_string(hide_password=False)
@@ -66,6 +68,45 @@ class PgServer:
 
     def drop_database(self, name: str) -> None:
         _admin(self.admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@dataclass(frozen=True)
+class ServerControl:
+    """``pg_ctl`` on a private cluster, for tests that take the database away under running processes."""
+
+    pg_ctl: tuple[str, ...]
+    """The ``pg_ctl`` command with its data folder (and the ``runuser`` prefix as root)."""
+    options: str
+    log: Path
+
+    def restart(self) -> None:
+        """``pg_ctl restart -m fast``: every session is cut, the server is back when this returns."""
+        # the log file, not pg_ctl's pipes: a restarted server holding them would never let us read to the end
+        restart = [*self.pg_ctl, "--log", str(self.log), "-o", self.options, "-m", "fast", "-w"]
+        _check([*restart, "-t", str(START_TIMEOUT_S), "restart"], "pg_ctl restart", self.log)
+
+    def stop(self) -> None:
+        """``pg_ctl stop -m fast``: nothing answers on the port until ``start``."""
+        _check(
+            [*self.pg_ctl, "-m", "fast", "-w", "-t", str(START_TIMEOUT_S), "stop"], "pg_ctl stop", self.log
+        )
+
+    def start(self) -> None:
+        _check(
+            [
+                *self.pg_ctl,
+                "--log",
+                str(self.log),
+                "-o",
+                self.options,
+                "-w",
+                "-t",
+                str(START_TIMEOUT_S),
+                "start",
+            ],
+            "pg_ctl start",
+            self.log,
+        )
 
 
 def _admin(admin_url: str, statement: str) -> None:
@@ -225,7 +266,12 @@ def start_server() -> Iterator[PgServer]:
                 if attempt == PORT_ATTEMPTS or "could not bind" not in str(exc):
                     raise
         started = True
-        yield PgServer(admin_url=f"postgresql+asyncpg://{SUPERUSER}@127.0.0.1:{port}/postgres")
+        control = ServerControl(
+            pg_ctl=(*prefix, str(bindir / "pg_ctl"), "--pgdata", str(data)), options=options, log=log
+        )
+        yield PgServer(
+            admin_url=f"postgresql+asyncpg://{SUPERUSER}@127.0.0.1:{port}/postgres", control=control
+        )
     finally:
         if started:
             subprocess.run(

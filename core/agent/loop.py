@@ -34,8 +34,8 @@ from core.events import EvidenceRecorded, TranscriptDelta
 from core.llm import LLMResponse
 from core.llm.errors import LLMBadRequest, LLMError
 from core.llm.gateway import provider_family
-from core.profiles import ModelRole
 from core.llm.streaming import STREAM_CUT
+from core.profiles import ModelRole
 from core.runtime import RunContext
 from core.store import NewEvent, new_event
 from core.tools.registry import ToolResult
@@ -564,8 +564,8 @@ class _RunState:
         "session_id",
         "spent",
         "task_id",
-        "tool_errors",
         "tool_calls",
+        "tool_errors",
     )
 
     def __init__(

@@ -52,6 +52,9 @@ def register(sub: Subparsers, common: argparse.ArgumentParser) -> dict[str, Hand
         action="store_true",
         help="record ACTION as your blind first judgement, before seeing the verdict; decide after the reveal",
     )
+    p.add_argument(
+        "--wait", action="store_true", help="revise queued for the workers: wait for its resting status"
+    )
     add_take_over(p)
     p = sub.add_parser(
         "second-review",
@@ -216,6 +219,7 @@ async def _decide(
     """One analyst decision: resolve the id, hold the claim while deciding, say what happened,
     run the new attempt a revision asks for, and print the task."""
     from core.tasks.claim_guard import decision_claim
+    from core.tasks.follow import queued_line, wait_for_runner, wait_until_resting
     from core.tasks.review import ReviewService
     from core.tasks.service import TaskService
 
@@ -227,7 +231,13 @@ async def _decide(
         if said is not None and not args.json:
             print(said(task), file=sys.stderr)
         if run_after:
+            queued = await wait_for_runner(ws)
             task = await service.run(task.id)
+            if queued:  # a worker is alive: the new attempt was queued for it
+                if getattr(args, "wait", False):
+                    task = await wait_until_resting(ws, task)
+                elif not args.json:
+                    print(queued_line(task.id), file=sys.stderr)
         await print_task_summary(ws, task, args.json)
         return EXIT_OK
 

@@ -43,12 +43,14 @@ def register(sub: Subparsers, common: argparse.ArgumentParser) -> dict[str, Hand
     p.add_argument("--team", metavar="FILE|auto", help="team template file, or 'auto' for a planned team")
     p.add_argument("--output-schema", metavar="FILE", help="JSON schema the final answer must satisfy")
     p.add_argument("--title", help="short title shown in the queue")
+    p.add_argument("--wait", action="store_true", help="queued for the workers: wait for its resting status")
     sub.add_parser("recover", parents=[common], help="recover tasks interrupted by a crashed process")
     sub.add_parser("demo", parents=[common], help="build the demo workspace by running the real pipeline")
     return {"run": cmd_run, "recover": cmd_recover, "demo": cmd_demo}
 
 
 async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    from core.tasks.follow import queued_line, wait_for_runner, wait_until_resting
     from core.tasks.service import TaskService
 
     schema = read_schema(Path(args.output_schema)) if args.output_schema else None
@@ -58,7 +60,15 @@ async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         task = await service.create(args.text, team=args.team, output_schema=schema, title=args.title)
         if not args.json:
             print(f"task {task.id} created; running...", file=sys.stderr)
+        queued = await wait_for_runner(ws)
         task = await service.run(task.id)
+        if queued:  # a worker is alive: the run was queued for it
+            if not args.wait:
+                if not args.json:
+                    print(queued_line(task.id), file=sys.stderr)
+                await print_task_summary(ws, task, args.json, extra={"queued": True})
+                return EXIT_OK
+            task = await wait_until_resting(ws, task)
         outcome = await run_outcome(ws.store, task)
         await print_task_summary(ws, task, args.json, extra=outcome)
         if outcome["error"] is not None:

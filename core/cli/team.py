@@ -35,6 +35,12 @@ def register(sub: Subparsers, common: argparse.ArgumentParser) -> dict[str, Hand
         help="retry jobs of workers silent this long",
     )
     p.add_argument("--poll", type=float, default=2.0, metavar="S", help="idle poll interval")
+    p.add_argument(
+        "--give-up-after",
+        type=float,
+        metavar="S",
+        help="exit non-zero when the database stays unreachable this long (default: wait forever)",
+    )
 
     p = sub.add_parser("batch", parents=[common], help="queue one task per row of a .jsonl or .csv file")
     p.add_argument("file", metavar="FILE.jsonl|FILE.csv")
@@ -73,6 +79,7 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         heartbeat_s=args.heartbeat,
         stalled_after_s=args.stalled_after,
         poll_s=args.poll,
+        give_up_after_s=args.give_up_after,
     )
 
     async def body(ws: Workspace) -> int:

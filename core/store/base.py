@@ -20,8 +20,9 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
 from core.domain.content import DEFAULT_POLICY, ContentPolicy
-from core.errors import StoreError
+from core.errors import DatabaseUnreachable, StoreError
 from core.store import engine as engines
+from core.store.reachability import is_connection_lost
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -122,7 +123,11 @@ class StoreBase:
         """
         try:
             yield
-        except DBAPIError as exc:
-            if not engines.is_environmental(exc):
+        except Exception as exc:
+            if not isinstance(exc, DatabaseUnreachable) and is_connection_lost(
+                exc
+            ):  # the server went away: a worker waits for it, nothing failed
+                raise DatabaseUnreachable(engines.describe_db_error(exc, self.url)) from None
+            if not isinstance(exc, DBAPIError) or not engines.is_environmental(exc):
                 raise
             raise StoreError(engines.describe_db_error(exc, self.url)) from None

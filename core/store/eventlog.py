@@ -34,10 +34,11 @@ from core.domain.event_payloads import EventPayload, LlmResponse, TokenUsage, Va
 from core.domain.facts import EventKind
 from core.domain.records import EventRecord
 from core.domain.usage import UsageTotals
-from core.errors import StoreError
+from core.errors import DatabaseUnreachable, StoreError
 from core.store import engine as engines
 from core.store.chunks import ChunkRepository, put_content
 from core.store.models import EventRow, SessionRow, utcnow
+from core.store.reachability import is_connection_lost
 
 BUSY_RETRIES = 6  # a locked database is retried after 0.1, 0.2, ... 3.2 s before giving up
 WRITE_BEHIND_S = 0.01
@@ -343,7 +344,8 @@ class EventLog(ChunkRepository):
     def _lost(self, session_id: str) -> StoreError:
         """The error of a session's lost events, reported once to whoever asks for that session."""
         error = self._session_errors.pop(session_id)
-        return StoreError(f"events of session {session_id[:8]} could not be written: {error}")
+        kind = DatabaseUnreachable if is_connection_lost(error) else StoreError  # a worker resumes the first
+        return kind(f"events of session {session_id[:8]} could not be written: {error}")
 
     def _submit(self, item: PendingAppend) -> None:
         self._queue.append(item)

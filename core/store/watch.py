@@ -9,7 +9,13 @@ the same typed notices (``TaskChanged``) the desk already turns into one-row ref
   times a second, on its own single worker thread (never the GUI thread), and reads the rows
   touched since its last look only when the number moved.
 - **PostgreSQL:** the ``tasks_notify`` trigger (migration ``0006_notify``) sends ``NOTIFY`` with
-  the task's id, status and version; the watcher ``LISTEN``s on one connection of its own.
+  the task's id, status and version; the watcher ``LISTEN``s on one connection of its own. That
+  connection dies with a server restart and nothing else would say so (reads recover through
+  the pool, notices just stop), so the watcher notices its end (asyncpg's termination callback,
+  and a ``SELECT 1`` every ``keepalive`` seconds for a silent network), announces
+  ``WorkspaceConnection(online=False)``, reconnects with capped backoff and jitter, ``LISTEN``s
+  again and announces ``online=True``: the desk then reloads its queue and task once, since the
+  notices sent meanwhile were lost. One log line per state change.
 
 Claims and presence (who holds or looks at a task) change without touching the task row, so they
 are announced apart, as ``ReviewersChanged``: on PostgreSQL from the ``evidence_desk_team``
@@ -33,9 +39,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.domain.status import TaskStatus
-from core.events import BusEvent, EventBus, ReviewersChanged, TaskChange, TaskChanged, TasksChanged
+from core.events import (
+    BusEvent,
+    EventBus,
+    ReviewersChanged,
+    TaskChange,
+    TaskChanged,
+    TasksChanged,
+    WorkspaceConnection,
+)
 from core.store import engine as engines
 from core.store.base import StoreBase
+from core.store.reachability import Backoff
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +62,7 @@ POLL_INTERVAL = 0.25  # seconds between two data_version checks on SQLite
 CLOCK_SLACK_SECONDS = 5
 # More changes than this in one look are announced as one TasksChanged (one queue reload).
 MAX_SINGLE_NOTICES = 50
+KEEPALIVE_S = 15.0  # a LISTEN connection silent this long is asked a SELECT 1
 
 Row = tuple[str, str, int]  # task id, status, version
 Holder = tuple[str, str, str]  # "claim" or "presence", task id, reviewer
@@ -55,8 +71,20 @@ Holder = tuple[str, str, str]  # "claim" or "presence", task id, reviewer
 class ChangeWatcher:
     """Announces task writes made through other database connections; start once, close once."""
 
-    def __init__(self, store: StoreBase, bus: EventBus, *, interval: float = POLL_INTERVAL) -> None:
+    def __init__(
+        self,
+        store: StoreBase,
+        bus: EventBus,
+        *,
+        interval: float = POLL_INTERVAL,
+        keepalive: float = KEEPALIVE_S,
+        backoff: Backoff | None = None,
+    ) -> None:
         self._store = store
+        self._keepalive = keepalive
+        self._backoff = backoff or Backoff()
+        self._lost: asyncio.Future[None] | None = None  # resolved when the LISTEN connection ends
+        self.online = True
         self._bus = bus
         self._interval = interval
         self._known: dict[str, int] = {}  # task id -> newest version announced on the bus
@@ -81,6 +109,7 @@ class ChangeWatcher:
             self._task = asyncio.get_running_loop().create_task(self._poll_sqlite(str(path)))
         else:
             await self._listen_pg()
+            self._task = asyncio.get_running_loop().create_task(self._keep_listening())
             self.ready.set()
 
     def stop(self) -> asyncio.Task[None] | None:
@@ -144,15 +173,58 @@ class ChangeWatcher:
     # ------------------------------------------------------------------ PostgreSQL
     async def _listen_pg(self) -> None:
         conn = await self._store.engine.connect()
+        lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         try:
             raw = await conn.get_raw_connection()
             driver: Any = raw.driver_connection  # asyncpg's Connection
             await driver.add_listener(NOTIFY_CHANNEL, self._on_notify)
             await driver.add_listener(TEAM_CHANNEL, self._on_team_notify)
+            driver.add_termination_listener(lambda _conn: _settle(lost))
         except BaseException:
-            await conn.close()
+            with contextlib.suppress(Exception):
+                await conn.close()
             raise
-        self._pg_conn = conn
+        self._pg_conn, self._lost = conn, lost
+
+    async def _keep_listening(self) -> None:
+        """Wait for the LISTEN connection to end, then get it back; forever, until stopped."""
+        while True:
+            await self._until_lost()
+            self.online = False
+            log.warning("workspace offline, reconnecting")
+            self._bus.publish(WorkspaceConnection(online=False))
+            conn, self._pg_conn = self._pg_conn, None
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    await conn.invalidate()
+                await self._close_pg(conn)
+            self._backoff.reset()
+            while True:
+                await asyncio.sleep(self._backoff.next_delay())
+                try:
+                    await self._listen_pg()
+                    break
+                except Exception as exc:  # the next try, after a longer wait, may find it back
+                    log.debug("workspace watch: still offline: %s", exc)
+            self.online = True
+            log.warning("workspace reconnected")
+            self._bus.publish(WorkspaceConnection(online=True))
+
+    async def _until_lost(self) -> None:
+        """Return once the LISTEN connection is gone: closed under us, or not answering a SELECT 1."""
+        while True:
+            lost = self._lost
+            assert lost is not None
+            try:
+                await asyncio.wait_for(asyncio.shield(lost), timeout=self._keepalive)
+                return
+            except TimeoutError:
+                pass
+            try:
+                raw = await self._pg_conn.get_raw_connection()
+                await asyncio.wait_for(raw.driver_connection.execute("SELECT 1"), timeout=self._keepalive)
+            except Exception:
+                return
 
     def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
         """asyncpg's listener callback, called on the loop; notices arrive in commit order."""
@@ -210,6 +282,11 @@ class ChangeWatcher:
             self._bus.publish(
                 TaskChanged(task_id=task_id, change=change, status=known_status, version=version)
             )
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _open_sqlite(path: str, busy_timeout: float) -> sqlite3.Connection:

@@ -53,6 +53,13 @@ def make_app(url: str, **pool: Any) -> App:
     return App(connector=connector)
 
 
+_QUEUE_TABLE_EXISTS = (
+    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+    "ON n.oid = c.relnamespace WHERE c.relname = 'procrastinate_jobs' "
+    "AND n.nspname = ANY(current_schemas(false)))"
+)
+
+
 async def has_queue_schema(store: Store) -> bool:
     if store.is_sqlite:
         return False
@@ -70,9 +77,34 @@ async def ensure_queue_schema(store: Store) -> None:
     schema = SchemaManager.get_schema()
     async with store.write_engine.begin() as conn:
         await conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK_KEY})
-        if (await conn.execute(text("SELECT to_regclass('procrastinate_jobs')"))).scalar() is None:
+        # Read pg_class itself, not to_regclass(): the catalog cache answers to_regclass from what
+        # this transaction saw when it began (an advisory lock does not refresh it), so a start
+        # that waited on the lock while another created the tables still "saw" none and ran the
+        # schema again (DuplicateObjectError on procrastinate_job_status). A query on pg_class
+        # reads with the statement's own snapshot, taken after the lock.
+        if not (await conn.execute(text(_QUEUE_TABLE_EXISTS))).scalar():
             raw = await conn.get_raw_connection()
             await raw.driver_connection.execute(schema)  # type: ignore[union-attr]
+
+
+async def tasks_owned_by_jobs(store: Store, task_ids: Iterable[str]) -> set[str]:
+    """The tasks whose procrastinate job is queued or doing (live, or stalled and so retryable).
+
+    Such a task belongs to the queue: its job's next run resumes it. Crash recovery, which would
+    end it for review because it believes nobody will run it again, must leave it alone.
+    """
+    ids = list(task_ids)
+    if not ids or not await has_queue_schema(store):
+        return set()
+    async with store.engine.connect() as conn:
+        rows = await conn.execute(
+            text(
+                "SELECT DISTINCT lock FROM procrastinate_jobs "
+                "WHERE lock = ANY(:ids) AND status IN ('todo', 'doing')"
+            ),
+            {"ids": ids},
+        )
+        return {str(r[0]) for r in rows}
 
 
 async def worker_alive(store: Store, within_s: float = ALIVE_WITHIN_S) -> bool:

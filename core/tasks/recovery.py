@@ -18,6 +18,7 @@ from core.domain.records import AttemptRecord, RunRecord, TaskRecord
 from core.domain.status import TaskStatus
 from core.events import TasksChanged
 from core.store import InterruptedRun, TaskRecovery, new_event
+from core.tasks.dispatch import tasks_owned_by_jobs
 from core.tasks.policy import attempt_ending, interruption, is_writable, revision_fallback
 from core.tasks.state_machine import Trigger, next_status
 from core.workspace import Workspace
@@ -63,6 +64,10 @@ async def recover_interrupted(workspace: Workspace, *, batch: int = RECOVERY_BAT
         for t in await store.list_tasks(statuses=active, runners=suspects)
         if is_writable(t) and runner_gone(t)
     ]
+    # A worker's task whose job is still queued or doing has one owner, the queue: the job's retry
+    # resumes it (core.workers.resume). Ending it here would fail a task a worker is about to resume.
+    owned = await tasks_owned_by_jobs(store, [t.id for t in orphans]) if not store.is_sqlite else set()
+    orphans = [t for t in orphans if t.id not in owned]
     for start in range(0, len(orphans), batch):
         tasks = orphans[start : start + batch]
         attempts, runs = await store.recovery_facts([t.id for t in tasks])

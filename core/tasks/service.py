@@ -23,7 +23,7 @@ from core.domain import FeedbackAction, TaskEvidencePacket, TaskStatus, TeamRunR
 from core.domain import event_payloads as payloads
 from core.domain.event_codec import decode, decode_as, encode
 from core.domain.facts import AttemptState, EventKind, FinishReason, RevisionRequester
-from core.errors import ConfigurationError, RefusedAction, VersionConflict
+from core.errors import ConfigurationError, DatabaseUnreachable, RefusedAction, VersionConflict
 from core.events import RunProgress, TaskChange, TaskChanged
 from core.evidence import session_messages, settled_transcript
 from core.evidence.packet import attempt_packet, earlier_packets
@@ -32,6 +32,7 @@ from core.llm.gateway import UsageRecord, counted_usage
 from core.llm.structured import SchemaFailure, complete_structured
 from core.profiles import ModelRole, roles_for_task
 from core.store import AttemptRecord, TaskRecord, new_event
+from core.store.reachability import is_connection_lost
 from core.tasks.dispatch import defer_if_workers
 from core.tasks.policy import (
     attempt_ending,
@@ -229,6 +230,11 @@ class TaskService:
             await self._cancel_attempt(attempt)
             raise
         except Exception as exc:
+            if is_connection_lost(exc):
+                # Nowhere to record a failure, and nothing failed: the task stays running under this
+                # runner until a worker's retried job resumes it (or crash recovery, once we exit).
+                log.warning("task %s: the database went away mid-run; the task will be resumed", task.id[:12])
+                raise DatabaseUnreachable(str(exc)) from exc
             await self._fail_run(task.id, attempt, exc, fallback)
             raise
 

@@ -12,21 +12,28 @@ import asyncio
 import contextlib
 import logging
 import signal
+import socket
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TextIO
 
 from core.domain.event_codec import decode_as
 from core.domain.event_payloads import StatusChange
 from core.domain.facts import EventKind, RevisionRequester
+from core.domain.records import TaskRecord
 from core.domain.status import TaskStatus
-from core.errors import RefusedAction
+from core.errors import DatabaseUnreachable, RefusedAction
+from core.store.engine import db_message
+from core.store.reachability import is_connection_lost
 from core.tasks import dispatch
 from core.tasks.policy import is_writable
 from core.tasks.recovery import runner_gone, runner_id
 from core.tasks.state_machine import Trigger, can
+from core.workers.reconnect import Link
 from core.workers.resume import resume_interrupted
 from core.workspace import Workspace
 
@@ -44,6 +51,7 @@ class WorkerOptions:
     stalled_after_s: float = 30.0  # a worker silent this long is dead; its jobs are retried
     poll_s: float = 2.0  # how often an idle worker looks for work it was not notified of
     name: str | None = None
+    give_up_after_s: float | None = None  # an outage longer than this exits non-zero; None: wait forever
 
 
 @dataclass
@@ -53,6 +61,9 @@ class WorkerStats:
     resumed: int = 0
     skipped: int = 0
     errors: int = 0
+    reconnects: int = 0  # database outages and restarts waited out
+    running: set[str] = field(default_factory=set)  # tasks this process is running now
+    cut_off: set[str] = field(default_factory=set)  # tasks whose run here the lost database ended
     # (task id, outcome, reason) of every task that ended failed or whose run raised: what the
     # person who started the worker must look at, without reading its log
     failures: list[tuple[str, str, str]] = field(default_factory=list)
@@ -70,6 +81,7 @@ class WorkerStats:
         lines = [
             f"worker stopped after {elapsed:.1f}s: {self.runs} task(s) run ({parts}); "
             f"{self.resumed} resumed from a dead worker, {self.skipped} skipped, {self.errors} error(s)"
+            + (f"; {self.reconnects} database outage(s) waited out" if self.reconnects else "")
         ]
         for task_id, outcome, reason in self.failures[:SHOWN_FAILURES]:
             lines.append(f"  {task_id[:12]}  {outcome}: {reason}")
@@ -85,11 +97,16 @@ class WorkerStats:
             "resumed": self.resumed,
             "skipped": self.skipped,
             "errors": self.errors,
+            "reconnects": self.reconnects,
             "failures": [{"task_id": t, "outcome": o, "reason": r} for t, o, r in self.failures],
         }
 
 
 SHOWN_FAILURES = 20
+# psycopg's pool waits this long for a connection (its default, 30 s, held a worker that lost the
+# database for a minute: one wait to record the cut-off job, one to unregister, before it said so)
+POOL_WAIT_S = 3.0
+LOST_DATABASE_RETRIES = 100  # per job; a job is cut off once per outage it lives through
 
 
 async def failure_reason(ws: Workspace, task_id: str) -> str:
@@ -138,10 +155,11 @@ async def run_one(
 
     task = await ws.store.get_task(task_id)
     if task.status.is_execution_active:
-        if not (retried or runner_gone(task)):
+        if still_owned(task, stats):
             stats.skipped += 1
             return "running elsewhere"
-        resumed = await resume_interrupted(ws, task, why="its worker stopped mid-task; the job was retried")
+        why = "its worker stopped mid-task; the job was retried" if retried else "its runner stopped mid-task"
+        resumed = await resume_interrupted(ws, task, why=why)
         if resumed is None:
             stats.skipped += 1
             return "moved by someone else"
@@ -150,8 +168,12 @@ async def run_one(
     if not is_writable(task) or not can(task.status, Trigger.START):
         stats.skipped += 1
         return f"nothing to run ({task.status.value})"
+    stats.running.add(task_id)
     try:
         final = await TaskService(ws).run(task_id)
+    except DatabaseUnreachable:
+        stats.cut_off.add(task_id)  # resumed by this process once the database is back
+        raise
     except RunAbandoned:
         stats.finished[TaskStatus.ABANDONED.value] += 1
         progress.done(task_id, TaskStatus.ABANDONED.value)
@@ -166,11 +188,60 @@ async def run_one(
         stats.failed(task_id, "error", f"{type(exc).__name__}: {exc}")
         log.warning("task %s: %s: %s", task_id[:12], type(exc).__name__, exc)
         return "error"
+    finally:
+        stats.running.discard(task_id)
     if final.status is TaskStatus.FAILED:
         stats.failed(task_id, final.status.value, await failure_reason(ws, task_id))
     stats.finished[final.status.value] += 1
     progress.done(task_id, final.status.value)
     return final.status.value
+
+
+OWNER_FRESH_S = (
+    60.0  # two task heartbeats (core.tasks.service.HEARTBEAT_S): a runner elsewhere this fresh runs it
+)
+
+
+def still_owned(task: TaskRecord, stats: WorkerStats) -> bool:
+    """The task's runner is still running it, so a second job for it must not resume it.
+
+    A job can be retried while its first body still runs: procrastinate's stalled-job recovery
+    judges a worker by its heartbeat, which pauses while a worker that lost the database winds
+    down. Resuming then would put two runners on one task. This process knows its own runs; a
+    live process on this host, or a fresh task heartbeat from another host, is trusted to be
+    running it (and to resume it itself if it was cut off).
+    """
+    runner = task.runner
+    if not runner:
+        return False
+    if runner == runner_id():
+        return task.id in stats.running
+    if runner_gone(task):
+        return False
+    if runner.rpartition(":")[0] == socket.gethostname():
+        return True  # alive on this host
+    beat = task.heartbeat_at or task.updated_at
+    return datetime.now(UTC) - beat < timedelta(seconds=OWNER_FRESH_S)
+
+
+async def release_cut_off(ws: Workspace, stats: WorkerStats) -> None:
+    """Tasks this process was running when the database went away: resume and queue them again.
+
+    Only this process can tell that its runner of a task is no longer running it; until it says
+    so (here, once the database answers), other workers leave the task alone (``still_owned``).
+    """
+    ids = [t for t in stats.cut_off if t not in stats.running]
+    again: list[str] = []
+    for task_id in ids:
+        task = await ws.store.get_task(task_id)
+        if task.status.is_execution_active and task.runner == runner_id():
+            why = "the database went away mid-run; resumed once it was back"
+            if await resume_interrupted(ws, task, why=why) is not None:
+                stats.resumed += 1
+                again.append(task_id)
+        stats.cut_off.discard(task_id)
+    if again:
+        await dispatch.defer_tasks(ws.store, again)
 
 
 def _queued(task_status: TaskStatus, requested_by: RevisionRequester | None) -> bool:
@@ -182,13 +253,19 @@ def _queued(task_status: TaskStatus, requested_by: RevisionRequester | None) -> 
 
 async def queued_task_ids(ws: Workspace) -> list[str]:
     """Tasks waiting for a runner, and tasks whose runner died (they are resumed, not delivered)."""
+    from core.store.schedules import ScheduleRepository
+
     waiting = [TaskStatus.OPEN, TaskStatus.NEEDS_REVISION]
     active = [s for s in TaskStatus if s.is_execution_active]
     tasks = await ws.store.list_tasks(statuses=[*waiting, *active])
+    # A schedule's task runs only when the schedule fires (when due, with its own validation
+    # settings); as a plain queued task it ran at the first worker's start, before its due time.
+    scheduled = {sc.task_id for sc in await ScheduleRepository(ws.store).all()}
     return [
         t.id
         for t in tasks
         if is_writable(t)
+        and (t.id not in scheduled or t.status.is_execution_active)
         and (_queued(t.status, t.revision_requested_by) or (t.status.is_execution_active and runner_gone(t)))
     ]
 
@@ -222,7 +299,12 @@ def worker_workspace(ws: Workspace) -> Workspace:
 def register_jobs(app: App) -> None:
     """The job bodies; each finds its workspace and counters in the worker's additional context."""
 
-    @app.task(name=dispatch.RUN_TASK, queue=dispatch.QUEUE, pass_context=True)
+    from procrastinate import RetryStrategy
+
+    # A job cut off by a lost database is retried (and resumes its task); any other error is final.
+    lost = RetryStrategy(max_attempts=LOST_DATABASE_RETRIES, retry_exceptions={DatabaseUnreachable})
+
+    @app.task(name=dispatch.RUN_TASK, queue=dispatch.QUEUE, pass_context=True, retry=lost)
     async def run_task(context: JobContext, task_id: str) -> str:
         extra = context.additional_context
         retried = bool(context.job.attempts)  # procrastinate counts earlier tries of this job
@@ -230,7 +312,7 @@ def register_jobs(app: App) -> None:
             extra["ws"], task_id, retried=retried, stats=extra["stats"], progress=extra["progress"]
         )
 
-    @app.task(name=dispatch.FIRE_SCHEDULE, queue=dispatch.QUEUE, pass_context=True)
+    @app.task(name=dispatch.FIRE_SCHEDULE, queue=dispatch.QUEUE, pass_context=True, retry=lost)
     async def fire_schedule(context: JobContext, schedule_id: str) -> str:
         from core.workers.schedules import fire
 
@@ -258,33 +340,143 @@ def register_jobs(app: App) -> None:
 async def _run_procrastinate(
     ws: Workspace, options: WorkerOptions, stats: WorkerStats, progress: Progress
 ) -> None:
+    """Serve rounds of procrastinate's worker until a requested stop, reconnecting in between.
+
+    A round ends on a stop (SIGINT/SIGTERM: return), on ``once`` with nothing queued (return), or
+    because the database went away: procrastinate raises, or stops itself when a side task (its
+    heartbeat, its LISTEN) loses its connection. Then ``Link.until_up`` waits for the server and
+    the next round starts; nothing but a requested stop or ``once`` ends the loop normally.
+    """
+    stop = asyncio.Event()
+    link = Link(ws.store.engine, give_up_after_s=options.give_up_after_s)
+    own_workers: list[int] = []  # this process's earlier procrastinate registrations
+    with _stop_on_signals(stop), _quiet_procrastinate():
+        while True:
+            cause: BaseException | None = None
+            try:
+                if await _serve_round(ws, options, stats, progress, stop, own_workers):
+                    return
+            except Exception as exc:
+                if not is_connection_lost(exc):
+                    raise
+                cause = exc
+            if stop.is_set():
+                return
+            if not await link.until_up(stop, cause):
+                return
+            stats.reconnects += 1
+
+
+async def _serve_round(
+    ws: Workspace,
+    options: WorkerOptions,
+    stats: WorkerStats,
+    progress: Progress,
+    stop: asyncio.Event,
+    own_workers: list[int],
+) -> bool:
+    """One procrastinate worker on a fresh pool; True when the worker is done (stop, or ``once``)."""
+    from procrastinate.worker import Worker
+
     await dispatch.ensure_queue_schema(ws.store)
+    await release_cut_off(ws, stats)
     await dispatch.defer_tasks(ws.store, await queued_task_ids(ws))  # queued before any worker ran
-    app = dispatch.make_app(ws.store.url, min_size=1, max_size=options.concurrency + 4)
+    app = dispatch.make_app(ws.store.url, min_size=1, max_size=options.concurrency + 4, timeout=POOL_WAIT_S)
     register_jobs(app)
     async with app.open_async():
-        rescue = asyncio.create_task(_rescue_stalled(app, options), name="rescue-stalled-jobs")
+        await _release_own_jobs(app, own_workers)
+        worker = Worker(
+            app=app,
+            queues=[dispatch.QUEUE],
+            name=options.name or f"evidence-desk {runner_id()}",
+            concurrency=options.concurrency,
+            wait=not options.once,
+            additional_context={"ws": ws, "stats": stats, "progress": progress},
+            update_heartbeat_interval=options.heartbeat_s,
+            stalled_worker_timeout=options.stalled_after_s,
+            fetch_job_polling_interval=options.poll_s,
+            abort_job_polling_interval=options.poll_s,
+            delete_jobs="successful",
+            install_signal_handlers=False,  # ours tell a requested stop from a lost connection
+        )
+        rescue = asyncio.create_task(_rescue_stalled(app, options, ws, stats), name="rescue-stalled-jobs")
+        running = asyncio.create_task(worker.run(), name="procrastinate-worker")  # type: ignore[no-untyped-call]
+        stopping = asyncio.create_task(stop.wait(), name="stop-requested")
         try:
-            await app.run_worker_async(
-                queues=[dispatch.QUEUE],
-                name=options.name or f"evidence-desk {runner_id()}",
-                concurrency=options.concurrency,
-                wait=not options.once,
-                additional_context={"ws": ws, "stats": stats, "progress": progress},
-                update_heartbeat_interval=options.heartbeat_s,
-                stalled_worker_timeout=options.stalled_after_s,
-                fetch_job_polling_interval=options.poll_s,
-                abort_job_polling_interval=options.poll_s,
-                delete_jobs="successful",
-            )
+            await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if stop.is_set() and not running.done():
+                worker.stop()  # type: ignore[no-untyped-call]  # graceful: running jobs finish, then the worker unregisters
+            await running
         finally:
-            rescue.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await rescue
+            for side in (rescue, stopping):
+                side.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await side
+            if worker.worker_id is not None:  # it could not unregister: its jobs are ours to retry
+                own_workers.append(worker.worker_id)
+        if stop.is_set():
+            return True
+        # `once`: done when nothing is queued; a worker that stopped on a lost side task is not
+        return options.once and not await app.job_manager.list_jobs_async(queue=dispatch.QUEUE, status="todo")
 
 
-async def _rescue_stalled(app: App, options: WorkerOptions) -> None:
+async def _release_own_jobs(app: App, own_workers: list[int]) -> None:
+    """Jobs this process was running when it lost the database go back to the queue at once.
+
+    Their bodies have ended (a round waits for its jobs), so nobody runs them; waiting for
+    procrastinate's stalled-job recovery would leave them idle for ``stalled_after`` seconds.
+    """
+    from procrastinate import exceptions
+    from procrastinate.jobs import Status
+
+    while own_workers:
+        worker_id = own_workers[0]
+        for job in await app.job_manager.list_jobs_async(status="doing", worker_id=worker_id):
+            assert job.id is not None
+            try:
+                await app.job_manager.retry_job(job)
+                log.warning("job %s, cut off by the lost connection, is retried", job.id)
+            except exceptions.UniqueViolation:
+                await app.job_manager.finish_job_by_id_async(job.id, status=Status.FAILED, delete_job=False)
+        await app.job_manager.unregister_worker(worker_id)
+        own_workers.pop(0)
+
+
+@contextlib.contextmanager
+def _stop_on_signals(stop: asyncio.Event) -> Iterator[None]:
+    """SIGINT/SIGTERM set ``stop``: the only way a worker ends with exit status 0 while it waits."""
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        yield
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
+
+
+@contextlib.contextmanager
+def _quiet_procrastinate() -> Iterator[None]:
+    """procrastinate and psycopg's pool log a traceback per failed side task and connection try;
+    the worker's own lines ("database unreachable", "reconnected") say it once, so theirs are
+    held back while it runs (job outcomes are reported by ``run_one``)."""
+    loggers = [logging.getLogger(name) for name in ("procrastinate", "psycopg.pool")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
+
+
+async def _rescue_stalled(app: App, options: WorkerOptions, ws: Workspace, stats: WorkerStats) -> None:
     """procrastinate's stalled-job recovery: jobs of workers silent too long go back to the queue.
+    Also this process's own runs that a short loss of the database cut off (``release_cut_off``),
+    when the worker itself rode the loss out and no new round starts.
 
     When the task already has a queued job (a worker's start-up sweep found the dead runner
     first), that job resumes it, and the stalled one is closed as failed: a task is queued once.
@@ -305,8 +497,9 @@ async def _rescue_stalled(app: App, options: WorkerOptions) -> None:
                     await app.job_manager.finish_job_by_id_async(
                         job.id, status=Status.FAILED, delete_job=False
                     )
+            await release_cut_off(ws, stats)
         except Exception as exc:  # the next round tries again; a worker must not die of a missed poll
-            log.warning("could not look for stalled jobs: %s", exc)
+            log.warning("could not look for stalled jobs: %s", db_message(exc))
         await asyncio.sleep(options.heartbeat_s)
 
 

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -94,3 +95,49 @@ def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
         p.wait(timeout=60)
         if p.stderr is not None:
             p.stderr.close()
+
+
+class LogTail:
+    """The stderr lines of a child process, read by a thread as they come, so a test can wait for
+    one ("database unreachable") as an event rather than sleep and hope."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stderr is not None
+        self.proc = proc
+        self.lines: list[str] = []
+        self._changed = threading.Condition()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for raw in self.proc.stderr:
+            with self._changed:
+                self.lines.append(raw.decode(errors="replace").rstrip("\n"))
+                self._changed.notify_all()
+        with self._changed:
+            self._changed.notify_all()
+
+    def count(self, needle: str) -> int:
+        with self._changed:
+            return sum(needle in line for line in self.lines)
+
+    def wait_for(self, needle: str, times: int = 1, timeout: float = 90) -> None:
+        """Until ``needle`` appeared on ``times`` lines; fails at once if the process ended first."""
+        with self._changed:
+            ok = self._changed.wait_for(
+                lambda: sum(needle in line for line in self.lines) >= times or not self._thread.is_alive(),
+                timeout=timeout,
+            )
+            found = sum(needle in line for line in self.lines)
+        assert ok and found >= times, f"no {needle!r} x{times} in:\n" + self.text()
+
+    def text(self) -> str:
+        with self._changed:
+            return "\n".join(self.lines)
+
+    def finish(self, timeout: float = 120) -> int:
+        """Wait for the process and its last line; its exit code."""
+        code = self.proc.wait(timeout=timeout)
+        self._thread.join(timeout=timeout)
+        return code

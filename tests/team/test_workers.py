@@ -152,10 +152,11 @@ def _wait_for(
     predicate: Callable[[list[tuple[Any, ...]]], bool],
     *,
     proc: subprocess.Popen[bytes],
+    within_s: float = 300,
 ) -> list[tuple[Any, ...]]:
     """Poll the database until ``predicate(rows)``: bounded (five minutes), waiting on ``proc``
     between polls, and failing at once if that process dies."""
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + within_s
     while True:
         try:
             rows = sync_rows(pg_url, sql)

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QCloseEvent
+from PySide6.QtGui import QAction, QCloseEvent
 from PySide6.QtWidgets import QDialog, QLabel, QMainWindow, QMenu, QSplitter, QStyle, QVBoxLayout, QWidget
 
 from core.domain import FeedbackAction
@@ -45,6 +45,7 @@ from desktop.views.window.actions import ActionSlots, build_actions, icon
 from desktop.views.window.chrome import EmptyState, MessageBar, RunProgressStrip
 from desktop.views.window.dialogs import WindowDialogs
 from desktop.views.window.layout import restore_layout, save_layout
+from desktop.views.window.offline import OfflineGuard
 from desktop.views.window.review import Decisions, ReviewActions, ReviewMoves
 from desktop.views.window.start import FirstFill
 from desktop.views.window.status import WorkspaceStatus
@@ -224,6 +225,10 @@ class MainWindow(QMainWindow):
         bridge.sig_task_changed.connect(self._on_task_changed)
         bridge.sig_tasks_changed.connect(self._on_tasks_changed)
         bridge.sig_run_progress.connect(self._on_run_progress)
+        acts = self.acts
+        needing_db: list[QAction] = [acts.new, acts.satisfied, acts.revise, acts.abandon]
+        self.offline = OfflineGuard(self.statusBar(), needing_db, self._back_online)
+        bridge.sig_workspace_connection.connect(self.offline.on_connection)
         self.ops.sig_failed.connect(self._on_op_failed)
         self.ops.sig_busy_changed.connect(self._on_busy_changed)
         self.queue.sig_task_selected.connect(self._on_selected)
@@ -355,6 +360,13 @@ class MainWindow(QMainWindow):
         self.acts.revise.setEnabled(FeedbackAction.REVISE in allowed)
         self.acts.abandon.setEnabled(FeedbackAction.ABANDON in allowed)
         self.review_moves.update(self._current)
+        self.offline.hold()
+
+    def _back_online(self) -> None:
+        """One reload of the queue and the task on screen: notices sent while offline were lost."""
+        self._update_actions()
+        self.model.refresh()
+        self._detail_reload.start()
 
     # ------------------------------------------------------------------ core events
     def _on_task_changed(self, change: TaskChanged) -> None:
