@@ -43,7 +43,7 @@ from desktop.views.task.override_action import add_override_action
 from desktop.views.window.actions import ActionSlots, build_actions, icon
 from desktop.views.window.chrome import EmptyState, MessageBar, RunProgressStrip
 from desktop.views.window.dialogs import WindowDialogs
-from desktop.views.window.layout import restore_layout, save_layout
+from desktop.views.window.layout import restore_layout, restore_splits, save_layout, save_splits
 from desktop.views.window.review import Decisions, ReviewActions, ReviewMoves
 from desktop.views.window.start import FirstFill
 from desktop.views.window.status import WorkspaceStatus
@@ -114,6 +114,7 @@ class MainWindow(QMainWindow):
             else:
                 install()
         restore_layout(self, self.ui_state, self.splitter, self.queue.tree, header=boot_queue is None)
+        self.detail.keep_positions(restore_splits(self.detail.splitters, self.ui_state))
         self._update_actions()
 
     def _build_panes(self, boot_queue: BootQueue | None) -> None:
@@ -269,6 +270,7 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ state persistence
     def save_state(self) -> None:
+        save_splits(self.detail.splitters, self.ui_state)
         save_layout(self, self.ui_state, self.splitter, self.queue.tree)
 
     def closeEvent(self, event: QCloseEvent) -> None:
