@@ -44,6 +44,18 @@ def user_config_file() -> Path:
     return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
 
 
+def user_log_dir() -> Path:
+    """The folder for this user's log files (the desk's log, the CLI's warnings): one place to look.
+
+    ``EVIDENCE_DESK_LOG_DIR`` overrides it (tests, packagers); otherwise the platform's user log
+    directory (``~/.local/state/evidence-desk/log`` on Linux).
+    """
+    override = os.environ.get("EVIDENCE_DESK_LOG_DIR")
+    if override:
+        return Path(override)
+    return Path(platformdirs.user_log_dir(APP_NAME))
+
+
 def default_db_url() -> str:
     data_dir = Path(platformdirs.user_data_dir(APP_NAME))
     return f"sqlite+aiosqlite:///{data_dir / 'workspace.sqlite3'}"

@@ -29,6 +29,7 @@ from core.domain import FeedbackAction
 from core.domain.records import TaskRecord
 from core.events import RunProgress, TaskChanged, TasksChanged
 from core.tasks.review import allowed_actions
+from desktop.desk_log import add_open_log_action
 from desktop.models.queue_model import TaskQueueModel
 from desktop.services import DeskServices
 from desktop.views.insight.calibration import CalibrationMenuEntry
@@ -189,6 +190,7 @@ class MainWindow(QMainWindow):
         self.calibration = CalibrationMenuEntry(self)  # Review → Calibration…
         self.act_override = add_override_action(self)  # Review → Record my verdict…
         self.nav_actions = add_navigation_actions(self, self.detail)  # [ ] N P Alt+1..3
+        self.act_open_log = add_open_log_action(self.acts.help_menu)  # Help → Open log folder
         return decisions
 
     def _features(self) -> list[Callable[[], None]]:
