@@ -56,6 +56,7 @@ Index = QModelIndex | QPersistentModelIndex
 DEFAULT_WIDTHS = (0, 112, 110, 44, 72, 30, 62)  # title, status, outcome, score, category, attempts, updated
 HIDDEN_BY_DEFAULT = (COL_CATEGORY,)
 TITLE_MIN = 160  # pixels: below this, titles elide to a few letters and tasks cannot be told apart
+TITLE_SHARE = 0.45  # and, where the queue is wider, this share of it: the title tells tasks apart
 # When the queue is too narrow for a readable title, these columns give way, first one first; they
 # come back in reverse order as room returns. Status stays: it is what the analyst acts on.
 GIVE_WAY_ORDER = (COL_CATEGORY, COL_SCORE, COL_ATTEMPTS, COL_UPDATED, COL_OUTCOME)
@@ -141,7 +142,8 @@ class QueueTree(QTreeView):
     Qt's own ``keyboardSearch`` matches any row's text, so typing "n" jumped to the "Needs
     review" header, which deselected the task and disabled S, R and A.
 
-    The Title column never gets narrower than ``TITLE_MIN``: when the tree narrows, the other
+    The Title column never gets narrower than ``TITLE_MIN`` (nor, in a wide queue, than
+    ``TITLE_SHARE`` of it): when the tree narrows, the other
     columns give way (``GIVE_WAY_ORDER``) and come back as it widens. Columns hidden that way
     are not the analyst's choice, so ``header_state`` saves them as shown.
     """
@@ -169,15 +171,16 @@ class QueueTree(QTreeView):
             shown = (c for c in range(header.count()) if c != COL_TITLE and not header.isSectionHidden(c))
             return sum(header.sectionSize(c) for c in shown)
 
+        wanted = max(TITLE_MIN, int(width * TITLE_SHARE))
         for col in GIVE_WAY_ORDER:
-            if width - others() >= TITLE_MIN:
+            if width - others() >= wanted:
                 break
             if not header.isSectionHidden(col):
                 self._given_widths[col] = header.sectionSize(col)  # a hidden section's size reads 0
                 header.setSectionHidden(col, True)
                 self.given_way.append(col)
         # Back in reverse order, with a little slack so a resize cannot make a column flicker.
-        while self.given_way and width - others() - self._given_widths[self.given_way[-1]] >= TITLE_MIN + 24:
+        while self.given_way and width - others() - self._given_widths[self.given_way[-1]] >= wanted + 24:
             header.setSectionHidden(self.given_way.pop(), False)
 
     def forget_given_way(self, col: int) -> None:

@@ -12,7 +12,7 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QSplitter, QTreeView, QWidget
 
 DEFAULT_SIZE = (1400, 860)
-DEFAULT_SPLIT = (500, 900)  # scaled to the window: readable titles, and the most room for the answer
+DEFAULT_SPLIT = (560, 840)  # 2 : 3, scaled to the window: readable titles, the most room for the answer
 
 
 def _saved(state: QSettings, key: str) -> QByteArray | None:
