@@ -47,9 +47,15 @@ def user_config_file() -> Path:
 
 
 def user_log_dir() -> Path:
-    """Where log files go (``EVIDENCE_DESK_LOG_DIR``, else the platform's user log folder)."""
+    """The folder for this user's log files (the desk's log, the CLI's warnings): one place to look.
+
+    ``EVIDENCE_DESK_LOG_DIR`` overrides it (tests, packagers); otherwise the platform's user log
+    directory (``~/.local/state/evidence-desk/log`` on Linux).
+    """
     override = os.environ.get("EVIDENCE_DESK_LOG_DIR")
-    return Path(override) if override else Path(platformdirs.user_log_dir(APP_NAME))
+    if override:
+        return Path(override)
+    return Path(platformdirs.user_log_dir(APP_NAME))
 
 
 def default_db_url() -> str:

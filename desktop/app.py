@@ -338,6 +338,9 @@ def run_desk(args: list[str]) -> int:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     db_url, script = parse_desk_options(args)
     app = make_application()
+    from desktop.desk_log import install_desk_log
+
+    install_desk_log()  # warnings, uncaught exceptions and crashes to the user log directory
     launcher = DeskLauncher(db_url, script=script)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)

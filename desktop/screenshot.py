@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QSettings, Qt
 
 if TYPE_CHECKING:
     from desktop.views.window.main_window import MainWindow
@@ -229,6 +229,7 @@ async def capture(shot: Shot) -> str:
     launcher = DeskLauncher(shot.db_url, ui_state=state, script=str(script))
     try:
         window: MainWindow = await launcher.open()
+        window.setWindowState(Qt.WindowState.WindowNoState)  # a small screen opens it maximised
         window.resize(*shot.size)
         window.show()
         await _until(lambda: window.model.loaded_once, "the queue to load")

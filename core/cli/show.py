@@ -62,12 +62,15 @@ async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
         if args.json:
             emit([task_json(t) for t in tasks])
             return EXIT_OK
+        # The outcome in the words every reader uses (never the stored "force_accepted", which reads
+        # as an endorsement); the id stays the first field and the title the last, for scripts.
+        print(f"{'ID':<12}  {'STATUS':<17} {'OUTCOME':<35} {'SCORE':<5} {'VER':<4} TITLE")
         for t in tasks:
             score = f"{t.latest_score:.2f}" if t.latest_score is not None else "  - "
-            outcome = t.validation_outcome.value if t.validation_outcome else "-"
+            outcome = outcome_label(t.validation_outcome, t.latest_validation_status)
             marker = f"  [{read_only_reason(t)}]" if t.read_only else ""
             print(
-                f"{t.id[:12]}  {t.status.value:<17} {outcome:<14} {score}  v{t.version:<3} {t.title}{marker}"
+                f"{t.id[:12]}  {t.status.value:<17} {outcome:<35} {score:<5} v{t.version:<3} {t.title}{marker}"
             )
         return EXIT_OK
 

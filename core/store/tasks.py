@@ -14,6 +14,7 @@ from core.errors import StoreError, VersionConflict
 from core.store.base import new_id
 from core.store.eventlog import EventLog, NewEvent, PendingAppend, insert_events
 from core.store.models import AttemptRow, FeedbackRow, SessionRow, TaskRow, utcnow
+from core.store.search_index import index_feedback
 
 # Shortest id prefix accepted: short enough to type, long enough to rarely be ambiguous.
 MIN_PREFIX = 6
@@ -142,8 +143,19 @@ class TaskRepository(EventLog):
                 conn = await s.connection()
                 append = PendingAppend(session_id, [new_event], task_id=task_id)
                 await conn.run_sync(insert_events, [append], utcnow())
-            if feedback is not None:  # the analyst's decision and its record commit together
-                s.add(FeedbackRow(id=new_id(), task_id=task_id, **feedback))
+            if feedback is not None:  # the analyst's decision, its record and its search rows commit together
+                row = FeedbackRow(id=new_id(), task_id=task_id, **feedback)
+                s.add(row)
+                await s.flush()
+                await index_feedback(
+                    await s.connection(),
+                    task_id=task_id,
+                    attempt_id=row.attempt_id,
+                    feedback_id=row.id,
+                    note=row.note,
+                    prompt=row.prompt,
+                    when=row.created_at,
+                )
         return await self.get_task(task_id)
 
     async def touch_heartbeat(self, task_id: str) -> None:

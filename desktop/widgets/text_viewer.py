@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
+from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, QObject, QRegularExpression, Qt, Signal
 from PySide6.QtGui import (
@@ -25,6 +26,7 @@ from PySide6.QtGui import (
     QTextDocument,
 )
 from PySide6.QtWidgets import (
+    QCheckBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -45,6 +47,7 @@ __all__ = [
     "monospace_font",
     "pretty_json",
     "quote_pattern",
+    "wrap_toggle",
 ]
 
 CHUNK_CHARS = 1_000_000
@@ -149,6 +152,15 @@ class JsonHighlighter(QSyntaxHighlighter):
                 self.setFormat(m.capturedStart(4), m.capturedLength(4), self.formats["literal"])
 
 
+def wrap_toggle(parent: QWidget, apply: Callable[[bool], None]) -> QCheckBox:
+    """The "Wrap" check box every text viewer carries, checked; the caller applies the start state."""
+    box = QCheckBox("Wrap", parent)
+    box.setToolTip("Wrap long lines to the pane's width (off: scroll sideways)")
+    box.setChecked(True)
+    box.toggled.connect(apply)
+    return box
+
+
 class TextViewer(QWidget):
     """A read-only plain-text viewer that stays responsive on multi-megabyte content."""
 
@@ -180,7 +192,6 @@ class TextViewer(QWidget):
 
         self.edit = QPlainTextEdit(self)
         self.edit.setReadOnly(True)
-        self.edit.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.edit.setMaximumBlockCount(0)
         self.edit.setUndoRedoEnabled(False)
         self.edit.setTextInteractionFlags(
@@ -193,10 +204,14 @@ class TextViewer(QWidget):
         self.status.setWordWrap(True)
         self._load_all_button = QPushButton("Load all", self)
         self._load_all_button.clicked.connect(self.load_all)
+        # Wrapped by default: a highlighted quote must not run off the pane's edge.
+        self.wrap_toggle = wrap_toggle(self, self.set_wrap)
         bar = QHBoxLayout()
         bar.setContentsMargins(4, 0, 4, 0)
         bar.addWidget(self.status, 1)
         bar.addWidget(self._load_all_button)
+        bar.addWidget(self.wrap_toggle)
+        self.set_wrap(True)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
@@ -347,6 +362,13 @@ class TextViewer(QWidget):
             self.previous_page()
             return True
         return False
+
+    def set_wrap(self, on: bool) -> None:
+        """Wrap lines at the pane's width, or leave them whole (scrolling sideways)."""
+        mode = QPlainTextEdit.LineWrapMode.WidgetWidth if on else QPlainTextEdit.LineWrapMode.NoWrap
+        self.edit.setLineWrapMode(mode)
+        if self.wrap_toggle.isChecked() != on:
+            self.wrap_toggle.setChecked(on)
 
     # ------------------------------------------------------------------ content
     def set_text(self, text: str) -> None:

@@ -181,3 +181,39 @@ def test_report_from_the_desk_cancelled_leaves_no_file_then_written(
         await desk.ops.wait_idle()
 
     run(qloop, scenario())
+
+
+def test_a_desk_export_says_when_it_is_unsigned_and_who_signed_it_otherwise(
+    qloop: qasync.QEventLoop, workspace: Workspace, desk: MainWindow, tmp_path: Path
+) -> None:
+    """Issue 30, point 9: with no keyring the bundle is unsigned, and the desk says so."""
+    import keyring
+    from keyring.backends.fail import Keyring as FailKeyring
+
+    from tests.keyrings import MemoryKeyring
+
+    previous = keyring.get_keyring()
+
+    async def export(name: str) -> str:
+        out = tmp_path / name
+        desk.bulk.choose_path = lambda _title, _filters, then: then(str(out))
+        finished = wait_signal(desk.bulk.sig_finished)
+        desk.bulk.act_export.trigger()
+        (message,) = await finished
+        assert out.is_file(), message
+        return str(message)
+
+    async def scenario() -> None:
+        ids = await seed_reviewable(workspace.store, 2)
+        await started(desk)
+        await select(desk, ids[0])
+        keyring.set_keyring(FailKeyring())
+        assert (await export("unsigned.zip")).endswith(", unsigned (no OS keyring for the signing key)")
+        keyring.set_keyring(MemoryKeyring())
+        assert ", signed by " in await export("signed.zip")
+        await desk.ops.wait_idle()
+
+    try:
+        run(qloop, scenario())
+    finally:
+        keyring.set_keyring(previous)

@@ -233,7 +233,7 @@ def test_empty_state_then_dossier(qtbot: QtBot) -> None:
     assert not view.empty_label.isVisibleTo(view)
     assert view.attempt_index == 2
     assert "not endorsed: rejected" in view.outcome_label.text()  # the verdict behind it, as in show
-    assert "Lisbon office" in view.task_text_label.text()
+    assert "Lisbon office" in view.task_text_label.full_text()  # shown cut to two lines, whole in the tooltip
     assert "2019" in view.answer_view.toPlainText() and "**" not in view.answer_view.toPlainText()
     view.set_dossier(None)
     assert view.empty_label.isVisibleTo(view)

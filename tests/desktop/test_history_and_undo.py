@@ -142,3 +142,30 @@ def test_read_only_tasks_disable_actions_and_say_why(
         assert str(row.data(Qt.ItemDataRole.ToolTipRole)).startswith("Read-only: imported from case bundle")
 
     run(qloop, scenario())
+
+
+def test_ctrl_z_acts_on_the_selected_tasks_last_decision(
+    qloop: qasync.QEventLoop, workspace: Workspace, desk: MainWindow
+) -> None:
+    """Issue 30, point 7: S on A, S on B, then A selected: Ctrl+Z undoes A's decision, not B's."""
+
+    async def scenario() -> None:
+        first = await add_task(workspace, "first answer to judge", S.NEEDS_REVIEW)
+        second = await add_task(workspace, "second answer to judge", S.NEEDS_REVIEW)
+        await started(desk)
+        for task in (first, second):
+            await select(desk, task.id)
+            await back_to(desk)
+            press(desk, Qt.Key.Key_S)
+            await wait_until(
+                lambda t=task: desk.model.task(t.id) is not None and desk.model.task(t.id).status is S.CLOSED,
+                what="S to close it",
+            )
+        await select(desk, first.id)
+        QTest.keyClick(desk.queue.tree, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+        await wait_until(lambda: desk.model.group_count("needs_review") == 1, what="undo to reopen one")
+        assert (await workspace.store.get_task(first.id)).status is S.NEEDS_REVIEW
+        assert (await workspace.store.get_task(second.id)).status is S.CLOSED
+        await desk.ops.wait_idle()
+
+    run(qloop, scenario())

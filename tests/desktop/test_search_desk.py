@@ -105,3 +105,36 @@ def test_saved_view_round_trip_and_bad_query(
         await wait_until(lambda: "type a word" in panel.status_label.text(), what="the one-line refusal")
 
     run(qloop, scenario())
+
+
+def test_a_hit_inside_an_answer_scrolls_to_and_marks_it(
+    qloop: qasync.QEventLoop, workspace: Workspace, desk: MainWindow
+) -> None:
+    """Issue 30, point 8: the answer's match is far below its first screen; opening the hit shows it."""
+    word = "kingfisherwatch"
+    answer = "\n\n".join(f"Paragraph {n}: " + "herons wade and wait. " * 25 for n in range(40))
+    answer += f"\n\nThe last survey was the {word} count."
+
+    async def scenario() -> None:
+        task = await add_task(workspace, "Where do kingfishers perch?", TaskStatus.NEEDS_REVIEW)
+        attempt = await workspace.store.create_attempt(task.id, 1, trigger="initial", prompt=task.text)
+        await workspace.store.update_attempt(
+            attempt.id, final_output=answer, state="finished", packet=packet(task.id, 1, ["x"], answer)
+        )
+        await started(desk)
+        panel = desk.search_panel
+        panel.open_panel()
+        panel.query_edit.setText(word)
+        searched = wait_signal(panel.sig_searched)
+        panel.run_search()
+        await searched
+        row = next(i for i, h in enumerate(panel.model.hits) if h.kind == DocKind.ANSWER)
+        shown = wait_signal(panel.sig_hit_shown)
+        panel.table.activated.emit(panel.model.index(row, 0))
+        await shown
+        pane = desk.detail.answer_pane
+        assert pane.marked_text().lower() == word
+        assert pane.view.verticalScrollBar().value() > 0
+        await desk.ops.wait_idle()
+
+    run(qloop, scenario())

@@ -317,6 +317,7 @@ class BulkDesk(QObject):
         return ids
 
     def export_bundle(self) -> None:
+        """The selection as one case bundle; the message says whether it is signed (as the CLI does)."""
         ids = self._ids_for_export()
         if not ids or self.busy:
             return
@@ -345,7 +346,7 @@ class BulkDesk(QObject):
                 "Exporting the bundle…",
                 len(ids),
                 work_async,
-                lambda s: f"Exported {len(s.task_ids)} task(s) to {s.path}",
+                lambda s: f"Exported {len(s.task_ids)} task(s) to {s.path}, " + signed_words(s.signer),
             )
 
         self.choose_path("Export bundle", "Case bundles (*.zip);;All files (*)", chosen)
@@ -474,3 +475,8 @@ def install_bulk(host: DeskHost) -> BulkDesk:
 
 
 __all__ = ["BulkConfirmDialog", "BulkDesk", "SelectionSummary", "install_bulk"]
+
+
+def signed_words(signer: str | None) -> str:
+    """How a written bundle is vouched for, in the CLI's words: a reader must know an unsigned one."""
+    return f"signed by {signer}" if signer else "unsigned (no OS keyring for the signing key)"

@@ -356,7 +356,7 @@ def open_hit(host: DeskHost, panel: SearchPanel, hit: SearchHit) -> None:
             for _ in range(chosen):
                 bar.find_next()
         elif hit.kind == DocKind.ANSWER:
-            detail.answer_view.find(term)
+            detail.answer_pane.mark(term)  # scrolled into view and marked, as an evidence hit is
         elif hit.kind == DocKind.NOTE:
             detail.tabs.setCurrentIndex(1)
         panel.sig_hit_shown.emit(hit)

@@ -8,6 +8,8 @@ place; live updates move rows with ``beginMoveRows`` and need nothing from here.
 from __future__ import annotations
 
 from PySide6.QtCore import (
+    QByteArray,
+    QEvent,
     QItemSelectionModel,
     QModelIndex,
     QPersistentModelIndex,
@@ -33,7 +35,10 @@ from PySide6.QtWidgets import (
 from core.domain.queue import OutcomeFilter, QueueFilter
 from core.domain.status import TaskStatus
 from desktop.models.queue_model import (
+    COL_ATTEMPTS,
     COL_CATEGORY,
+    COL_OUTCOME,
+    COL_SCORE,
     COL_STATUS,
     COL_TITLE,
     COL_UPDATED,
@@ -50,6 +55,11 @@ from desktop.widgets.plain import PlainToolTipDelegate
 Index = QModelIndex | QPersistentModelIndex
 DEFAULT_WIDTHS = (0, 112, 110, 44, 72, 30, 62)  # title, status, outcome, score, category, attempts, updated
 HIDDEN_BY_DEFAULT = (COL_CATEGORY,)
+TITLE_MIN = 160  # pixels: below this, titles elide to a few letters and tasks cannot be told apart
+TITLE_SHARE = 0.45  # and, where the queue is wider, this share of it: the title tells tasks apart
+# When the queue is too narrow for a readable title, these columns give way, first one first; they
+# come back in reverse order as room returns. Status stays: it is what the analyst acts on.
+GIVE_WAY_ORDER = (COL_CATEGORY, COL_SCORE, COL_ATTEMPTS, COL_UPDATED, COL_OUTCOME)
 
 
 class TaskRowDelegate(PlainToolTipDelegate):
@@ -131,7 +141,63 @@ class QueueTree(QTreeView):
 
     Qt's own ``keyboardSearch`` matches any row's text, so typing "n" jumped to the "Needs
     review" header, which deselected the task and disabled S, R and A.
+
+    The Title column never gets narrower than ``TITLE_MIN`` (nor, in a wide queue, than
+    ``TITLE_SHARE`` of it): when the tree narrows, the other
+    columns give way (``GIVE_WAY_ORDER``) and come back as it widens. Columns hidden that way
+    are not the analyst's choice, so ``header_state`` saves them as shown.
     """
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.given_way: list[int] = []
+        self._given_widths: dict[int, int] = {}
+
+    def viewportEvent(self, event: QEvent) -> bool:
+        """QAbstractItemView.viewportEvent: a resized viewport (the tree's, or a scroll bar coming or
+        going) lets columns give way to, or return from, the title."""
+        handled = super().viewportEvent(event)
+        if event.type() == QEvent.Type.Resize:
+            self.fit_columns()
+        return handled
+
+    def fit_columns(self) -> None:
+        header = self.header()
+        width = self.viewport().width()
+        if width <= 0:
+            return
+
+        def others() -> int:
+            shown = (c for c in range(header.count()) if c != COL_TITLE and not header.isSectionHidden(c))
+            return sum(header.sectionSize(c) for c in shown)
+
+        wanted = max(TITLE_MIN, int(width * TITLE_SHARE))
+        for col in GIVE_WAY_ORDER:
+            if width - others() >= wanted:
+                break
+            if not header.isSectionHidden(col):
+                self._given_widths[col] = header.sectionSize(col)  # a hidden section's size reads 0
+                header.setSectionHidden(col, True)
+                self.given_way.append(col)
+        # Back in reverse order, with a little slack so a resize cannot make a column flicker.
+        while self.given_way and width - others() - self._given_widths[self.given_way[-1]] >= wanted + 24:
+            header.setSectionHidden(self.given_way.pop(), False)
+
+    def forget_given_way(self, col: int) -> None:
+        """The analyst showed or hid ``col`` themself: it is theirs from now on."""
+        if col in self.given_way:
+            self.given_way.remove(col)
+
+    def header_state(self) -> QByteArray:
+        """The header's state with given-way columns shown: on a wider screen they are wanted."""
+        header = self.header()
+        given = list(self.given_way)
+        for col in given:
+            header.setSectionHidden(col, False)
+        state = header.saveState()
+        for col in given:
+            header.setSectionHidden(col, True)
+        return state
 
     def keyboardSearch(self, search: str) -> None:
         """QAbstractItemView.keyboardSearch: the next task whose title starts with ``search``."""
@@ -199,6 +265,11 @@ class QueueView(QWidget):
         self.outcome_combo = QComboBox()
         for choice, label in OUTCOME_FILTER_LABELS.items():
             self.outcome_combo.addItem(label, choice)
+        # The bar must not set the queue's minimum width: the combos shrink (eliding) as it narrows.
+        self.filter_edit.setMinimumWidth(60)
+        for combo in (self.status_combo, self.outcome_combo):
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(6)
 
     def _build_tree(self, model: TaskQueueModel) -> None:
         """The tree and its columns, sized so a task's title gets the room."""
@@ -285,8 +356,13 @@ class QueueView(QWidget):
             act = menu.addAction(name)
             act.setCheckable(True)
             act.setChecked(not header.isSectionHidden(col))
-            act.toggled.connect(lambda on, c=col: header.setSectionHidden(c, not on))
+            act.toggled.connect(lambda on, c=col: self._choose_column(c, on))
         menu.popup(header.mapToGlobal(pos))
+
+    def _choose_column(self, col: int, on: bool) -> None:
+        self.tree.forget_given_way(col)
+        self.tree.header().setSectionHidden(col, not on)
+        self.tree.fit_columns()
 
     # ------------------------------------------------------------------ filter
     def current_filter(self) -> QueueFilter:

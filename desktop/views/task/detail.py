@@ -10,17 +10,14 @@ import html
 from dataclasses import dataclass
 from typing import Literal
 
-from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QTextDocument
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
-    QHBoxLayout,
     QLabel,
     QSizePolicy,
     QSplitter,
     QStackedWidget,
     QTabWidget,
-    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
@@ -34,6 +31,7 @@ from core.domain.validation import CitationCheck
 from core.tasks.dossier import TaskDossier
 from core.validation.warnings import read_warnings
 from desktop.presentation import NOT_ENDORSED_COLOUR, STATUS_LABELS, label, outcome_text
+from desktop.views.task.answer import MARKDOWN_NO_HTML, AnswerPane
 from desktop.views.task.diff import DiffView
 from desktop.views.task.disagreement import DisagreementView, badge_text
 from desktop.views.task.evidence import EvidenceView
@@ -41,13 +39,16 @@ from desktop.views.task.history import HistoryView, attempt_to_show, failure_not
 from desktop.views.task.live import GATHERING_NOTE, WORKING_NOTE, is_live
 from desktop.views.task.override import AnalystVerdictLabel
 from desktop.views.task.validator import ValidatorView, warning_title
+from desktop.widgets.fit import ClampedLabel, FlowLayout
 from desktop.widgets.plain import plain_label, plain_tooltip
 
 __all__ = ["Badge", "TaskDetailView", "warning_badges"]
 
-MARKDOWN_NO_HTML = (
-    QTextDocument.MarkdownFeature.MarkdownDialectGitHub | QTextDocument.MarkdownFeature.MarkdownNoHTML
-)
+# Default proportions (the splitters scale them to the pane): the answer row over the sources row,
+# the answer wider than its verdict, the evidence a little wider than the raw response.
+BODY_SPLIT = (62, 38)
+READING_SPLIT = (62, 38)
+SOURCES_SPLIT = (55, 45)
 Severity = Literal["info", "warning", "danger"]
 BADGE_COLOURS: dict[str, tuple[str, str]] = {  # background, text: explicit so both themes read them
     "info": ("#d6eaf8", "#1b4f72"),
@@ -146,6 +147,15 @@ class _LocalOnlyBrowser(QTextBrowser):
         return None
 
 
+def _apply_shares(splitter: QSplitter, shares: tuple[int, ...]) -> None:
+    vertical = splitter.orientation() == Qt.Orientation.Vertical
+    total = (splitter.height() if vertical else splitter.width()) - splitter.handleWidth() * (
+        splitter.count() - 1
+    )
+    if total > 0:
+        splitter.setSizes([total * share // sum(shares) for share in shares])
+
+
 def _badge_label(badge: Badge, parent: QWidget) -> QLabel:
     background, foreground = BADGE_COLOURS[badge.severity]
     label = plain_label(badge.text, parent)
@@ -193,17 +203,18 @@ class TaskDetailView(QWidget):
         outer.setContentsMargins(0, 0, 0, 0)
         outer.addWidget(self._stack)
 
-    def _build_header(self, page: QWidget) -> QHBoxLayout:
-        """Returns the status row rather than placing it: ``_lay_out_page`` puts it between the task's
-        text and the badge row. Title and text are selectable so an analyst can quote the task."""
-        self.title_label = plain_label(parent=page)
+    def _build_header(self, page: QWidget) -> FlowLayout:
+        """Returns the status row rather than placing it: ``_lay_out_page`` puts it under the task's
+        text. Title and text are selectable so an analyst can quote the task; the text is cut to two
+        lines (whole in its tooltip) and the row wraps, so neither widens the pane nor eats the
+        answer's height."""
+        self.title_label = ClampedLabel(1, page)
         font = self.title_label.font()
         font.setPointSizeF(font.pointSizeF() * 1.3)
         font.setBold(True)
         self.title_label.setFont(font)
         self.title_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.task_text_label = plain_label(parent=page)
-        self.task_text_label.setWordWrap(True)
+        self.task_text_label = ClampedLabel(2, page)
         self.task_text_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.status_label = QLabel(page)
         self.outcome_label = QLabel(page)
@@ -212,49 +223,96 @@ class TaskDetailView(QWidget):
         self.attempt_combo = QComboBox(page)
         self.attempt_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.attempt_combo.currentIndexChanged.connect(self._on_combo)
-        self._badge_row = QHBoxLayout()
-        self._badge_row.setSpacing(6)
-        row = QHBoxLayout()
-        row.addWidget(self.status_label)
-        row.addSpacing(16)
-        row.addWidget(self.outcome_label)
-        row.addSpacing(16)
-        row.addWidget(self.attempt_combo)
-        row.addStretch(1)
-        self._badge_row.addStretch(1)  # badges are inserted before this stretch
-        # Usage sits at the end of the badge row: on the status row its width (and the attempt
-        # combo's) set the pane's minimum and squeezed the queue's titles at the default size.
-        self._badge_row.addWidget(self.usage_label)
-        return row
+        # Status, outcome, attempt, then the badges, then usage: one row that wraps.
+        self._badge_row = FlowLayout(spacing=6)
+        for widget in (self.status_label, self.outcome_label, self.attempt_combo, self.usage_label):
+            self._badge_row.addWidget(widget)
+        return self._badge_row
 
     def _build_body(self, page: QWidget) -> QSplitter:
-        """The answer above evidence | verdict: a cited claim and its quote are read side by side."""
-        self.answer_view = _LocalOnlyBrowser(page)
+        """The answer beside its verdict on top, the evidence beside the validator's raw words below.
+
+        The answer under review gets the most room (it is what is judged); each splitter's position
+        is the analyst's to move and is kept across tasks and sessions (``splitters``).
+        """
+        self.answer_pane = AnswerPane(page)
+        self.answer_view = self.answer_pane.view
         self.evidence_view = EvidenceView(page)
         self.validator_view = ValidatorView(page)
-        self.validator_view.citations.sig_citation_activated.connect(self.evidence_view.show_quote)
-        sides = QSplitter(Qt.Orientation.Horizontal, page)
-        sides.addWidget(self.evidence_view)
-        sides.addWidget(self.validator_view)
-        sides.setStretchFactor(0, 1)
-        sides.setStretchFactor(1, 1)
+        self.validator_view.citations.sig_citation_activated.connect(self.show_citation)
+        self.reading = QSplitter(Qt.Orientation.Horizontal, page)
+        self.reading.addWidget(self.answer_pane)
+        self.reading.addWidget(self.validator_view)
+        self.reading.setSizes(list(READING_SPLIT))
+        self.sources = QSplitter(Qt.Orientation.Horizontal, page)
+        self.sources.addWidget(self.evidence_view)
+        self.sources.addWidget(self.validator_view.tabs)
+        self.sources.setSizes(list(SOURCES_SPLIT))
         body = QSplitter(Qt.Orientation.Vertical, page)
-        body.addWidget(self.answer_view)
-        body.addWidget(sides)
-        body.setStretchFactor(0, 1)
-        body.setStretchFactor(1, 3)
+        body.addWidget(self.reading)
+        body.addWidget(self.sources)
+        body.setSizes(list(BODY_SPLIT))
+        self.body = body
+        # Until the analyst moves one (or a saved position is restored), each splitter keeps its
+        # default proportions at whatever size the pane gets; then Qt keeps where it was left.
+        self._proportional: dict[QSplitter, tuple[int, ...]] = {
+            body: BODY_SPLIT,
+            self.reading: READING_SPLIT,
+            self.sources: SOURCES_SPLIT,
+        }
+        for splitter in self._proportional:
+            splitter.setChildrenCollapsible(False)
+            for position in range(splitter.count()):
+                splitter.setStretchFactor(position, 1)
+            splitter.splitterMoved.connect(
+                lambda _pos, _index, moved=splitter: self._proportional.pop(moved, None)
+            )
+            splitter.installEventFilter(self)
         return body
 
-    def _lay_out_page(self, page: QWidget, status_row: QHBoxLayout, body: QSplitter) -> None:
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """QObject.eventFilter: a splitter still at its defaults re-applies its proportions on resize."""
+        if event.type() == QEvent.Type.Resize and isinstance(watched, QSplitter):
+            shares = self._proportional.get(watched)
+            if shares is not None:
+                _apply_shares(watched, shares)
+        return super().eventFilter(watched, event)
+
+    def keep_positions(self, keys: list[str]) -> None:
+        """These splitters were restored from the analyst's saved positions: leave them be."""
+        for key in keys:
+            self._proportional.pop(self.splitters[key], None)
+
+    @property
+    def splitters(self) -> dict[str, QSplitter]:
+        """The pane's splitters by the name their positions are saved under."""
+        return {"detail/body": self.body, "detail/reading": self.reading, "detail/sources": self.sources}
+
+    def show_citation(self, evidence_id: str, quote: str) -> None:
+        """A clicked citation: its quote in the evidence, its claim (or quote) in the answer, both in view."""
+        self.evidence_view.show_quote(evidence_id, quote)
+        citation = next(
+            (
+                c
+                for c in self.validator_view.citations.citations()
+                if c.evidence_id == evidence_id and c.quote == quote
+            ),
+            None,
+        )
+        claim = citation.claim if citation is not None else ""
+        self.answer_pane.mark(claim, quote, f"[{evidence_id}]")
+
+    def _lay_out_page(self, page: QWidget, status_row: FlowLayout, body: QSplitter) -> None:
         """The header over the tabs; the notices between them stay hidden until a dossier needs them."""
         layout = QVBoxLayout(page)
-        layout.setContentsMargins(8, 8, 8, 8)
+        layout.setContentsMargins(8, 6, 8, 4)
+        layout.setSpacing(4)
         layout.addWidget(self.title_label)
         layout.addWidget(self.task_text_label)
         layout.addLayout(status_row)
-        layout.addLayout(self._badge_row)
         self.failure_label = QLabel(page)  # a failed revision: which answer is back for review
         self.failure_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.failure_label.setWordWrap(True)
         self.failure_label.setStyleSheet(f"color: {NOT_ENDORSED_COLOUR};")
         self.failure_label.hide()
         layout.addWidget(self.failure_label)
@@ -262,6 +320,7 @@ class TaskDetailView(QWidget):
         layout.addWidget(self.analyst_verdict_label)
         self.history_view = HistoryView(page)
         self.tabs = QTabWidget(page)
+        self.tabs.setDocumentMode(True)
         self.tabs.addTab(body, "Answer and evidence")
         self.tabs.addTab(self.history_view, "History")
         self.diff_view = DiffView(page)
@@ -289,11 +348,9 @@ class TaskDetailView(QWidget):
             self._stack.setCurrentIndex(0)
             return
         task = dossier.task
-        self.title_label.setText(task.title or task.id)
+        self.title_label.set_full_text(task.title or task.id)
         text = task.text.strip()
-        self.task_text_label.setText(text if len(text) <= 800 else text[:800] + " …")
-        self.task_text_label.setToolTip(plain_tooltip(text) if len(text) > 800 else "")
-        self.title_label.setToolTip(plain_tooltip(task.title) if task.title else "")
+        self.task_text_label.set_full_text(text)
         self.status_label.setText(f"Status: <b>{html.escape(STATUS_LABELS[task.status])}</b>")
         outcome = outcome_text(task.validation_outcome, task.latest_validation_status)
         endorsed = task.validation_outcome is not ValidationOutcome.FORCE_ACCEPTED
@@ -358,6 +415,7 @@ class TaskDetailView(QWidget):
                 answer if answer.strip() else "\n\n".join(["*No answer was produced.*", *why]),
                 MARKDOWN_NO_HTML,
             )
+        self.answer_pane.clear_mark()
         if attempt is None:
             self.evidence_view.set_packets([])
         else:  # attempts 1..N, by attempt, rendered by the dossier's loader (in a worker)
@@ -428,8 +486,9 @@ class TaskDetailView(QWidget):
             self._badge_row.removeWidget(old)
             old.deleteLater()
         self.badges = [_badge_label(b, self) for b in badges]
+        first = self._badge_row.indexOf(self.usage_label)  # after the attempt, before the usage
         for position, badge in enumerate(self.badges):
-            self._badge_row.insertWidget(position, badge)
+            self._badge_row.insertWidget(first + position, badge)
 
     def badge_texts(self) -> list[str]:
         return [badge.text() for badge in self.badges]

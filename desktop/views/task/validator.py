@@ -13,7 +13,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
     QPlainTextEdit,
-    QSplitter,
     QTabWidget,
     QTextBrowser,
     QTreeWidget,
@@ -30,7 +29,7 @@ from core.domain.validation import Citation, CitationCheck, ValidationResult
 from core.validation.warnings import read_warnings
 from desktop.presentation import VERDICT_COLOURS, label
 from desktop.widgets.plain import plain_label, plain_tooltip
-from desktop.widgets.text_viewer import JsonHighlighter, TextViewer, monospace_font, pretty_json
+from desktop.widgets.text_viewer import JsonHighlighter, TextViewer, monospace_font, pretty_json, wrap_toggle
 
 __all__ = [
     "CitationList",
@@ -178,6 +177,9 @@ class CitationList(QTreeWidget):
         for column in range(3):
             self.resizeColumnToContents(column)
 
+    def citations(self) -> list[Citation]:
+        return list(self._citations)
+
     def citation(self, row: int) -> Citation:
         return self._citations[row]
 
@@ -228,7 +230,7 @@ def verdict_html(
 
 
 class ValidatorView(QWidget):
-    """Verdict and citations on top; raw response, rendered prompt and debug metadata in tabs."""
+    """Verdict and citations; raw response, rendered prompt and debug metadata in ``tabs``, placed apart."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -236,6 +238,7 @@ class ValidatorView(QWidget):
         self.verdict_view.setOpenLinks(False)
         self.citations = CitationList(self)
         self.citations_label = plain_label("Citations", self)
+        self.citations_label.setWordWrap(True)  # its length must not set the pane's minimum width
         self.raw_view = RedactingTextEdit(self)
         self.raw_view.setReadOnly(True)
         self.raw_view.setFont(monospace_font())
@@ -257,6 +260,8 @@ class ValidatorView(QWidget):
         raw_bar.setContentsMargins(4, 2, 4, 2)
         raw_bar.addWidget(self.raw_badge, 1)
         raw_bar.addWidget(self.pretty_toggle)
+        self.raw_wrap_toggle = wrap_toggle(self, self._set_raw_wrap)
+        raw_bar.addWidget(self.raw_wrap_toggle)
         raw_layout = QVBoxLayout(raw_page)
         raw_layout.setContentsMargins(0, 0, 0, 0)
         raw_layout.setSpacing(2)
@@ -274,22 +279,19 @@ class ValidatorView(QWidget):
         self.tabs.addTab(self.debug_view, "Debug")
         self.raw_is_json = False
 
-        top = QWidget(self)
-        top_layout = QVBoxLayout(top)
-        top_layout.setContentsMargins(0, 0, 0, 0)
-        top_layout.addWidget(self.verdict_view, 3)
-        top_layout.addWidget(self.citations_label)
-        top_layout.addWidget(self.citations, 2)
-        splitter = QSplitter(Qt.Orientation.Vertical, self)
-        splitter.addWidget(top)
-        splitter.addWidget(self.tabs)
-        splitter.setStretchFactor(0, 1)
-        splitter.setStretchFactor(1, 1)  # the raw reply gets as much room as the verdict
-        self.splitter = splitter
+        # The verdict and its citations sit beside the answer; ``tabs`` (raw response, prompt, debug)
+        # is placed by the detail pane beside the evidence, so the packet and the validator's raw
+        # words are read side by side.
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(splitter)
+        layout.addWidget(self.verdict_view, 3)
+        layout.addWidget(self.citations_label)
+        layout.addWidget(self.citations, 2)
         self.set_validation(None)
+
+    def _set_raw_wrap(self, on: bool) -> None:
+        mode = QPlainTextEdit.LineWrapMode.WidgetWidth if on else QPlainTextEdit.LineWrapMode.NoWrap
+        self.raw_view.setLineWrapMode(mode)
 
     def set_validation(self, record: ValidationRecord | None) -> None:
         if record is None:

@@ -29,6 +29,7 @@ from core.domain import FeedbackAction
 from core.domain.records import TaskRecord
 from core.events import RunProgress, TaskChanged, TasksChanged
 from core.tasks.review import allowed_actions
+from desktop.desk_log import add_open_log_action
 from desktop.models.queue_model import TaskQueueModel
 from desktop.services import DeskServices
 from desktop.views.insight.calibration import CalibrationMenuEntry
@@ -44,7 +45,7 @@ from desktop.views.task.override_action import add_override_action
 from desktop.views.window.actions import ActionSlots, build_actions, icon
 from desktop.views.window.chrome import EmptyState, MessageBar, RunProgressStrip
 from desktop.views.window.dialogs import WindowDialogs
-from desktop.views.window.layout import restore_layout, save_layout
+from desktop.views.window.layout import restore_layout, restore_splits, save_layout, save_splits
 from desktop.views.window.offline import OfflineGuard
 from desktop.views.window.review import Decisions, ReviewActions, ReviewMoves
 from desktop.views.window.start import FirstFill
@@ -117,6 +118,7 @@ class MainWindow(QMainWindow):
             else:
                 install()
         restore_layout(self, self.ui_state, self.splitter, self.queue.tree, header=boot_queue is None)
+        self.detail.keep_positions(restore_splits(self.detail.splitters, self.ui_state))
         self._update_actions()
 
     def _build_panes(self, boot_queue: BootQueue | None) -> None:
@@ -191,6 +193,7 @@ class MainWindow(QMainWindow):
         self.calibration = CalibrationMenuEntry(self)  # Review → Calibration…
         self.act_override = add_override_action(self)  # Review → Record my verdict…
         self.nav_actions = add_navigation_actions(self, self.detail)  # [ ] N P Alt+1..3
+        self.act_open_log = add_open_log_action(self.acts.help_menu)  # Help → Open log folder
         return decisions
 
     def _features(self) -> list[Callable[[], None]]:
@@ -276,6 +279,7 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ state persistence
     def save_state(self) -> None:
+        save_splits(self.detail.splitters, self.ui_state)
         save_layout(self, self.ui_state, self.splitter, self.queue.tree)
 
     def closeEvent(self, event: QCloseEvent) -> None:

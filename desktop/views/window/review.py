@@ -285,10 +285,14 @@ class ReviewMoves:
         host.open_dialog(dialog)
 
     def undo(self) -> None:
-        """Undo this desk's last decision, wherever the selection went since; else the selected task's."""
+        """Undo the selected task's last decision; with nothing selected, this desk's last decision.
+
+        Undo per task: aimed at the desk's last decision wherever the selection was, one refused
+        undo (a revision whose run had moved the task on) stayed refused for every task selected
+        after it, and its message named a task not on screen."""
         host = self.host
         current = host.current_task
-        target = self.review.last_decided or (current.id if current is not None else None)
+        target = current.id if current is not None else self.review.last_decided
         if target is None:
             return
 
