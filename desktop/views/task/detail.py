@@ -134,19 +134,6 @@ def _tools_ignored(packet: TaskEvidencePacket) -> bool:
     return any(run is not None and run.tools_ignored for run in runs)
 
 
-class _LocalOnlyBrowser(QTextBrowser):
-    """Markdown viewer that never fetches anything: an answer may embed remote images or links."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setOpenLinks(False)
-        self.setOpenExternalLinks(False)
-
-    def loadResource(self, type: int, name: QUrl | str) -> object:
-        """QTextBrowser.loadResource: refuse every resource; the answer is text, not a web page."""
-        return None
-
-
 def _apply_shares(splitter: QSplitter, shares: tuple[int, ...]) -> None:
     vertical = splitter.orientation() == Qt.Orientation.Vertical
     total = (splitter.height() if vertical else splitter.width()) - splitter.handleWidth() * (
