@@ -36,6 +36,7 @@ def test_keys_under_any_name_are_masked_in_everything_that_leaves(
     desk: Desk, memory_keyring: MemoryKeyring
 ) -> None:
     _profiles(desk, memory_keyring)
+    desk.env(coherence_max_issues=100)  # the acceptance carries the planted secrets as issues
     answer = f"Keys: {ENV_KEY[1]} and {RING_KEY[1]}; alerts go to {WEBHOOK}."
     desk.script(
         [
