@@ -425,7 +425,9 @@ class TaskDetailView(QWidget):
         issues, raw response, warning badges, the analyst's override, history and diff) until the
         analyst's first judgement; revealing shows the attempt again as it is."""
         self.verdict_hidden = hidden
-        for widget in (self.status_label, self.outcome_label, self.attempt_combo, self.validator_view):
+        # the raw response / prompt / debug tabs sit beside the evidence, apart from the verdict view
+        verdict_widgets = (self.status_label, self.outcome_label, self.attempt_combo, self.validator_view)
+        for widget in (*verdict_widgets, self.validator_view.tabs):
             widget.setVisible(not hidden)
         for tab in (self.history_view, self.diff_view):
             self.tabs.setTabVisible(self.tabs.indexOf(tab), not hidden)
