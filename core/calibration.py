@@ -30,6 +30,7 @@ from core.store.calibration_sql import batch_choices, decision_groups, override_
 
 VALIDATOR_STATUSES = ["accepted", "rejected", "insufficient_evidence", "validator_error", "unvalidated"]
 DECISIONS = ["satisfied", "revised", "abandoned", "overridden"]
+UNVERSIONED = "unversioned"  # verdicts recorded before validators had versions
 _DECISION_OF = {"satisfied": "satisfied", "revise": "revised", "abandon": "abandoned"}
 
 
@@ -37,6 +38,7 @@ class CalibrationFilter(BaseModel):
     since: datetime | None = None  # decisions at or after
     until: datetime | None = None  # decisions before
     validator_model: str | None = None
+    validator_version: str | None = None  # a validator_version id, or a unique prefix of one
     category: str | None = None
     batch_id: str | None = None  # only tasks queued by this batch (tasks.batch_id)
 
@@ -83,6 +85,7 @@ class Calibration(BaseModel):
     agreement: float | None
     by_category: dict[str, Agreement]
     by_model: dict[str, Agreement]
+    by_version: dict[str, Agreement] = {}  # validator_version -> agreement ("unversioned": before versions)
     warnings: list[WarningFigure]
     weekly: dict[str, Agreement]  # ISO week start (YYYY-MM-DD) -> agreement that week
 
@@ -98,6 +101,7 @@ class Calibration(BaseModel):
             "agreement": self.agreement,
             "by_category": {k: ag(v) for k, v in self.by_category.items()},
             "by_model": {k: ag(v) for k, v in self.by_model.items()},
+            "by_version": {k: ag(v) for k, v in self.by_version.items()},
             "warnings": [
                 {**w.model_dump(), "override_or_revise_rate": w.override_or_revise_rate}
                 for w in self.warnings
@@ -141,10 +145,18 @@ async def calibrate(store: Store, flt: CalibrationFilter | None = None) -> Calib
     flt = flt or CalibrationFilter()
     if flt.batch_id is not None and flt.batch_id not in {b for b, _ in await batch_choices(store)}:
         raise InvalidRequest(f"no batch {flt.batch_id!r} in this workspace (see `evidence-desk batches`)")
-    combos: Counter[tuple[str, str, str, str, date, str | None]] = Counter()
+    combos: Counter[tuple[str, str, str, str, date, str | None, str]] = Counter()
     for g in await decision_groups(store, since=flt.since, until=flt.until, batch_id=flt.batch_id):
-        status = g.status or "unvalidated"
-        key = (status, _DECISION_OF[g.action], g.category or "none", g.model or "unknown", g.day, g.warnings)
+        status, version = g.status or "unvalidated", g.version or UNVERSIONED
+        key = (
+            status,
+            _DECISION_OF[g.action],
+            g.category or "none",
+            g.model or "unknown",
+            g.day,
+            g.warnings,
+            version,
+        )
         combos[key] += g.n
     # Overridden attempts (few): the last override of each decides, at its time.
     last: dict[str, datetime] = {}
@@ -154,24 +166,36 @@ async def calibrate(store: Store, flt: CalibrationFilter | None = None) -> Calib
     for attempt_id, at in last.items():
         v = verdicts.get(attempt_id)
         if v is None:
-            combos["unvalidated", "overridden", "none", "unknown", at.date(), None] += 1
+            combos["unvalidated", "overridden", "none", "unknown", at.date(), None, UNVERSIONED] += 1
         else:
-            combos[v.status, "overridden", v.category, v.model or "unknown", at.date(), v.warnings] += 1
+            version = v.version or UNVERSIONED
+            combos[
+                v.status, "overridden", v.category, v.model or "unknown", at.date(), v.warnings, version
+            ] += 1
 
     matrix = {s: dict.fromkeys(DECISIONS, 0) for s in VALIDATOR_STATUSES}
     total = Agreement()
     by_category: dict[str, Agreement] = defaultdict(Agreement)
     by_model: dict[str, Agreement] = defaultdict(Agreement)
+    by_version: dict[str, Agreement] = defaultdict(Agreement)
     weekly: dict[str, Agreement] = defaultdict(Agreement)
     warn: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
-    for (status, decision, category, model, day, warnings), n in combos.items():
+    for (status, decision, category, model, day, warnings, version), n in combos.items():
         if flt.category is not None and category != flt.category:
             continue
         if flt.validator_model is not None and model != flt.validator_model:
             continue
+        if flt.validator_version is not None and not version.startswith(flt.validator_version):
+            continue
         matrix.setdefault(status, dict.fromkeys(DECISIONS, 0))[decision] += n
         accepted, satisfied = status == "accepted", decision == "satisfied"
-        for bucket in (total, by_category[category], by_model[model], weekly[_week(day)]):
+        for bucket in (
+            total,
+            by_category[category],
+            by_model[model],
+            by_version[version],
+            weekly[_week(day)],
+        ):
             bucket.add(accepted, satisfied, n)
         for code in _warning_codes(warnings):
             counts = warn[code]
@@ -186,6 +210,7 @@ async def calibrate(store: Store, flt: CalibrationFilter | None = None) -> Calib
         agreement=total.rate,
         by_category=dict(sorted(by_category.items())),
         by_model=dict(sorted(by_model.items())),
+        by_version=dict(sorted(by_version.items())),
         warnings=[
             WarningFigure(code=k, decided=v[0], overridden=v[1], revised=v[2])
             for k, v in sorted(warn.items())
@@ -209,6 +234,7 @@ def format_calibration(cal: Calibration) -> str:
     for title, table in (
         ("category", cal.by_category),
         ("validator model", cal.by_model),
+        ("validator version", cal.by_version),
         ("week", cal.weekly),
     ):
         lines += ["", f"by {title}:"]
@@ -232,7 +258,13 @@ def calibration_csv(cal: Calibration) -> str:
     for status, row in cal.matrix.items():
         for decision, n in row.items():
             w.writerow(["matrix", status, decision, n])
-    for section, table in (("category", cal.by_category), ("model", cal.by_model), ("week", cal.weekly)):
+    tables = (
+        ("category", cal.by_category),
+        ("model", cal.by_model),
+        ("version", cal.by_version),
+        ("week", cal.weekly),
+    )
+    for section, table in tables:
         for key, ag in table.items():
             w.writerow([section, key, "n", ag.n])
             w.writerow([section, key, "agreement", _num(ag.rate)])

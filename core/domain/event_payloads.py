@@ -297,7 +297,9 @@ class ValidationDebug(PayloadPart):
     ``validator_model`` and ``warnings`` from it.
     """
 
-    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"downgraded_from"})
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset(
+        {"downgraded_from", "validator_version", "validator"}
+    )
 
     evidence_run_ids: list[str] = Field(default_factory=list)
     evidence_session_ids: list[str] = Field(default_factory=list)
@@ -307,6 +309,10 @@ class ValidationDebug(PayloadPart):
     evidence_item_count: int = 0
     final_output_chars: int = 0
     validator_model: str | None = None
+    # Who judged (``core.validation.identity``): the short id calibration groups by, and what it is
+    # made of (profile, template digests, policy settings, product version). None before versions.
+    validator_version: str | None = None
+    validator: dict[str, Any] | None = None
     agent_model: str | None = None  # same family as the validator earns a warning
     validation_mode: str = ""
     citation_checks: dict[str, int] = Field(default_factory=dict)  # CitationCheck value -> count

@@ -26,6 +26,7 @@ from core.store.models import BatchRow, EventRow, FeedbackRow, TaskRow, Validati
 # JSON keys read inside the database, named by the models that write them (a rename fails at import).
 _VALIDATOR_MODEL = payload_key(ValidationDebug, "validator_model")
 _WARNINGS = payload_key(ValidationDebug, "warnings")
+_VALIDATOR_VERSION = payload_key(ValidationDebug, "validator_version")
 _OVERRIDE_ATTEMPT = payload_key(AnalystVerdictRecord, "attempt_id")
 
 _CHUNK = 500
@@ -38,6 +39,7 @@ class Verdict:
     model: str | None
     warnings: str | None  # the warnings' JSON array as text, parsed only when not empty
     created_at: datetime
+    version: str | None = None  # the validator_version (None: a verdict from before versions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,11 +57,12 @@ def _verdict_columns() -> tuple[Any, ...]:
         debug[_VALIDATOR_MODEL].as_string(),
         debug[_WARNINGS].as_string(),
         ValidationRow.created_at,
+        debug[_VALIDATOR_VERSION].as_string(),
     )
 
 
 def _verdict(row: tuple[object, ...]) -> Verdict | None:
-    status, category, model, warnings, created = row
+    status, category, model, warnings, created, version = row
     if status is None:
         return None
     assert isinstance(created, datetime)
@@ -69,6 +72,7 @@ def _verdict(row: tuple[object, ...]) -> Verdict | None:
         model if isinstance(model, str) else None,
         warnings if isinstance(warnings, str) and warnings else None,
         created,
+        version if isinstance(version, str) and version else None,
     )
 
 
@@ -83,6 +87,7 @@ class DecisionGroup:
     warnings: str | None
     day: date
     n: int
+    version: str | None = None
 
 
 def _override_attempts() -> Any:
@@ -134,7 +139,7 @@ async def decision_groups(
     (reopened) or validated more than once are left out of it and folded row by row, each once:
     its last decision in range against its latest verdict.
     """
-    status, category, model, warnings, _ = _verdict_columns()
+    status, category, model, warnings, _, version = _verdict_columns()
     many_fb, many_v = _repeated()
     async with store.read_session() as s:
         conn = await s.connection()
@@ -143,7 +148,7 @@ async def decision_groups(
             if conn.dialect.name == "sqlite"
             else cast(FeedbackRow.created_at, Date)
         )
-        keys = (status, FeedbackRow.action, category, model, warnings, day)
+        keys = (status, FeedbackRow.action, category, model, warnings, day, version)
         q = (
             select(*keys, func.count())
             .select_from(FeedbackRow)
@@ -157,7 +162,7 @@ async def decision_groups(
             .group_by(*keys)
         )
         groups = [
-            DecisionGroup(r[0], r[1], r[2], r[3], r[4] or None, _as_date(r[5]), r[6])
+            DecisionGroup(r[0], r[1], r[2], r[3], r[4] or None, _as_date(r[5]), r[7], r[6] or None)
             for r in await conn.execute(_in_range(q, since, until, batch_id))
         ]
         overridden = {r[0] for r in await conn.execute(_override_attempts())}
@@ -184,6 +189,7 @@ async def decision_groups(
                 v.warnings if v else None,
                 at.date(),
                 1,
+                v.version if v else None,
             )
         )
     return groups

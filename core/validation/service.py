@@ -22,7 +22,7 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -43,6 +43,7 @@ from core.runtime import RunContext
 from core.validation.chunked import judge_chunked
 from core.validation.citations import check_citations_streaming
 from core.validation.context import execution_metadata, previous_feedback
+from core.validation.identity import validator_identity
 from core.validation.judgement import (
     Judgement,
     error_result,
@@ -52,7 +53,14 @@ from core.validation.judgement import (
     skip,
     validator_messages,
 )
-from core.validation.prompt import format_history, render_template, wrap_answer
+from core.validation.prompt import (
+    INSTALLED,
+    TemplateSet,
+    format_history,
+    render_template,
+    use_templates,
+    wrap_answer,
+)
 from core.validation.schema import ValidatorOutput
 from core.validation.sizing import full_rendering, referenced_tokens
 
@@ -60,6 +68,8 @@ __all__ = [
     "DEFAULT_TRIGGER_KEYWORDS",
     "DEFAULT_UNKNOWN_WINDOW",
     "SAFETY_MARGIN",
+    "Assessment",
+    "CaseInput",
     "ValidationReport",
     "ValidationService",
     "token_budget",
@@ -88,6 +98,17 @@ class ValidationReport(BaseModel):
     skipped: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Assessment:
+    """A verdict reached and not yet recorded: the report, its snapshot payload and the prompt
+    to store with it (None unless the debug setting keeps prompts). A live validation records it
+    on the task; a shadow replay records it as a shadow verdict of its own."""
+
+    report: ValidationReport
+    snapshot: ValidationSnapshot
+    stored_prompt: str | None
+
+
 def token_budget(window: int) -> int:
     """Input tokens usable in a ``window``: minus room for the verdict and a safety margin."""
     reserve = min(MAX_OUTPUT_RESERVE, window // 4)
@@ -95,10 +116,11 @@ def token_budget(window: int) -> int:
 
 
 class ValidationService:
-    def __init__(self, ctx: RunContext) -> None:
+    def __init__(self, ctx: RunContext, *, templates: TemplateSet = INSTALLED) -> None:
         self.store = ctx.store
         self.gateway = ctx.gateway
         self.settings = ctx.settings
+        self.templates = templates  # the workspace's own templates, or a candidate's
         # Windows learned from providers' context_length_exceeded replies, per model.
         self._measured_windows: dict[str, int] = {}
         if self.settings.validation_mode == ValidationMode.KEYWORDS and not any(
@@ -125,17 +147,57 @@ class ValidationService:
         truncated: bool = False,
         earlier: list[TaskEvidencePacket] | None = None,
     ) -> ValidationReport:
-        """Judge ``packet``'s answer against the evidence of every attempt so far.
+        """Judge ``packet``'s answer against the evidence of every attempt so far, and record the
+        verdict on the task (its snapshot event, and its validation row unless skipped).
 
         ``earlier`` are the task's earlier packets, already indexed (``earlier_packets``): an
         answer may rest on a fact an earlier attempt found, so the validator sees their items
         under the ids they always had.
         """
+        case = CaseInput(
+            packet=packet,
+            task_text=task_text,
+            history=history,
+            task_id=task_id,
+            attempt_id=attempt_id,
+            attempt_index=attempt_index,
+            session_id=session_id,
+            agent_model=agent_model,
+            pending_tool_calls=pending_tool_calls,
+            truncated=truncated,
+            earlier=earlier or [],
+        )
+        done = await self.assess(case)
+        report, prompt = done.report, done.stored_prompt
+        await self.store.append_event(session_id, *encode(done.snapshot), content=prompt, task_id=task_id)
+        if not report.skipped:
+            await self.store.add_validation(
+                task_id=task_id,
+                attempt_id=attempt_id,
+                attempt_index=attempt_index,
+                result=report.result.model_dump(mode="json"),
+                raw_response=report.result.raw_response,
+                prompt=prompt,
+                debug=ValidationDebug.model_validate(report.debug).model_dump(),
+            )
+        return report
+
+    async def assess(self, case: CaseInput, *, log_session_id: str | None = None) -> Assessment:
+        """Reach a verdict on one case without recording it (schema failures are still logged:
+        in the task's session, or in ``log_session_id`` with no task, for a shadow replay)."""
         started = time.perf_counter()
+        identity = await asyncio.to_thread(validator_identity, self.settings, self.templates)
+        with use_templates(self.templates):
+            return await self._assess(case, log_session_id, started, identity.as_record())
+
+    async def _assess(
+        self, case: CaseInput, log_session_id: str | None, started: float, identity: dict[str, Any]
+    ) -> Assessment:
+        packet = case.packet
         model = self.settings.validator_model
-        warnings = _opening_warnings(model, agent_model, truncated)
+        warnings = _opening_warnings(model, case.agent_model, case.truncated)
         # An index: outputs inline, big tool texts stay chunk references until a prompt needs them.
-        packets = [*(earlier or []), await index_packet(self.store, packet)]
+        packets = [*case.earlier, await index_packet(self.store, packet)]
         rendered = await asyncio.to_thread(render_task, packets)
         # Every item plus the answer under review (which render_task leaves out), without reading.
         gathered = sum(item_length(i) for i in rendered.items) + len(packet.final_output)
@@ -143,53 +205,45 @@ class ValidationService:
             **_packet_facts(packets),
             **_evidence_debug(packets, rendered, gathered),
             "validator_model": model,
-            "agent_model": agent_model,
+            "validator_version": identity["validator_version"],
+            "validator": identity,
+            "agent_model": case.agent_model,
             "validation_mode": str(self.settings.validation_mode),
         }
-        judgement, skipped = self._gate(packet.final_output, pending_tool_calls)
+        judgement, skipped = self._gate(packet.final_output, case.pending_tool_calls)
         if judgement is None:
-            case = _Case(
+            judged = _Case(
                 packets=packets,
                 rendered=rendered,
-                task_text=task_text,
-                history=history,
-                session_id=session_id,
-                task_id=task_id,
-                attempt_index=attempt_index,
+                task_text=case.task_text,
+                history=case.history,
+                session_id=case.session_id,
+                task_id=case.task_id,
+                attempt_index=case.attempt_index,
                 warnings=warnings,
+                log_session_id=log_session_id,
             )
-            judgement = await self._judge_within_budget(case)
+            judgement = await self._judge_within_budget(judged)
         result = await self._finish_result(judgement.result, rendered, warnings, debug)
         debug |= _judgement_debug(judgement, warnings, gathered)
         debug |= {
             "latency_s": round(time.perf_counter() - started, 4),
             "skipped": skipped,
-            "attempt_id": attempt_id,
+            "attempt_id": case.attempt_id,
         }
         store_prompt = self.settings.debug_store_validation_prompt and bool(judgement.prompt)
         snapshot = ValidationSnapshot(
             **debug,
             result=result,
             status=result.status,
-            attempt_index=attempt_index,
+            attempt_index=case.attempt_index,
             raw_response=result.raw_response,
             prompt_stored=store_prompt,
         )
-        prompt = judgement.prompt if store_prompt else None
-        await self.store.append_event(session_id, *encode(snapshot), content=prompt, task_id=task_id)
-        if not skipped:
-            await self.store.add_validation(
-                task_id=task_id,
-                attempt_id=attempt_id,
-                attempt_index=attempt_index,
-                result=result.model_dump(mode="json"),
-                raw_response=result.raw_response,
-                prompt=prompt,
-                debug=ValidationDebug.model_validate(debug).model_dump(),
-            )
-        return ValidationReport(
+        report = ValidationReport(
             result=result, prompt=judgement.prompt, debug=debug, warnings=warnings, skipped=skipped
         )
+        return Assessment(report, snapshot, judgement.prompt if store_prompt else None)
 
     def _gate(self, answer: str, pending_tool_calls: bool) -> tuple[Judgement | None, bool]:
         """A verdict needing no judge (no answer, an unfinished run) or a policy skip, and whether
@@ -272,7 +326,10 @@ class ValidationService:
             messages, prompt_tokens = await self._with_stored_items(
                 packets, rendered, common, messages, prompt_tokens, budget
             )
-        emit = self._failure_emitter(case.session_id, case.task_id, case.attempt_index)
+        if case.log_session_id is None:
+            emit = self._failure_emitter(case.session_id, case.task_id, case.attempt_index)
+        else:  # a shadow replay: its failures are its own, never the task's events
+            emit = self._failure_emitter(case.log_session_id, None, case.attempt_index)
         answer_chars = len(packet.final_output)
         overflow: dict[str, Any] | None = None
         if budget is None or prompt_tokens <= budget:
@@ -422,7 +479,7 @@ class ValidationService:
         )
 
     def _failure_emitter(
-        self, session_id: str, task_id: str, attempt_index: int
+        self, session_id: str, task_id: str | None, attempt_index: int
     ) -> Callable[[str], Callable[[SchemaFailure], Awaitable[None]]]:
         def for_purpose(purpose: str) -> Callable[[SchemaFailure], Awaitable[None]]:
             async def emit(failure: SchemaFailure) -> None:
@@ -519,6 +576,25 @@ class _Case:
     task_id: str
     attempt_index: int
     warnings: list[VerdictWarning]
+    log_session_id: str | None = None  # where schema failures go when not the task's session
+
+
+@dataclass(frozen=True, slots=True)
+class CaseInput:
+    """One answer to judge, as the caller has it: the packet, its task and conversation, and where
+    it was recorded. A live attempt builds it from what it just ran; a replay from the store."""
+
+    packet: TaskEvidencePacket
+    task_text: str
+    history: list[dict[str, Any]]
+    task_id: str
+    attempt_id: str
+    attempt_index: int
+    session_id: str
+    agent_model: str
+    pending_tool_calls: bool = False
+    truncated: bool = False
+    earlier: list[TaskEvidencePacket] = field(default_factory=list)
 
 
 def _request(evidence_text: str, has_evidence: bool, common: dict[str, Any]) -> list[dict[str, Any]]:
