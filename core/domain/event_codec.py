@@ -43,6 +43,7 @@ from core.domain.event_payloads import (
     SchemaCheckFailure,
     SchemaRepair,
     SchemaUnsatisfied,
+    ShadowVerdict,
     StatusChange,
     SuppliedAnswerRecord,
     TaskInterruption,
@@ -53,6 +54,7 @@ from core.domain.event_payloads import (
     ValidationDebug,
     ValidationSkip,
     ValidationSnapshot,
+    ValidatorPromotion,
 )
 from core.domain.facts import EventKind
 from core.domain.records import EventRecord, ValidationRecord
@@ -84,6 +86,8 @@ PAYLOAD_MODELS: Mapping[EventKind, type[EventPayload]] = {
     EventKind.CLAIM_ASSIGNED: ClaimAssignment,
     EventKind.ANALYST_VERDICT_RECORDED: AnalystVerdictRecord,
     EventKind.ANSWER_SUPPLIED: SuppliedAnswerRecord,
+    EventKind.SHADOW_VERDICT_RECORDED: ShadowVerdict,
+    EventKind.VALIDATOR_PROMOTED: ValidatorPromotion,
 }
 """The one table from event kind to the model of its payload."""
 

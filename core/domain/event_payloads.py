@@ -449,6 +449,29 @@ class SuppliedAnswerRecord(SuppliedProvenance, EventPayload):
     note: str = ""  # the warning shown with the verdict: the answer's source, not the agent
 
 
+class ShadowVerdict(ValidationSnapshot):
+    """A candidate validator's verdict on a decided attempt, replayed from its stored packet.
+
+    Written in the candidate's own shadow session with no task on the event row, so it never moves
+    a task, never counts in a task's spend and is never read as the task's verdict.
+    """
+
+    candidate: str = ""
+    task_id: str = ""
+
+
+class ValidatorPromotion(EventPayload):
+    """A candidate made the workspace's validator: who, and the comparison the choice rested on."""
+
+    candidate: str
+    validator_version: str
+    previous_version: str | None = None
+    reviewer: str
+    profile: dict[str, Any] = Field(default_factory=dict)  # the candidate's profile, without keys
+    template_set: str = "installed"
+    comparison: dict[str, Any] = Field(default_factory=dict)
+
+
 class UnknownPayload(EventPayload):
     """A payload of a kind this version does not know (a newer version wrote it): every key kept."""
 
@@ -473,6 +496,7 @@ __all__ = [
     "SchemaCheckFailure",
     "SchemaRepair",
     "SchemaUnsatisfied",
+    "ShadowVerdict",
     "StatusChange",
     "SuppliedAnswerRecord",
     "SuppliedProvenance",
@@ -485,6 +509,7 @@ __all__ = [
     "ValidationDebug",
     "ValidationSkip",
     "ValidationSnapshot",
+    "ValidatorPromotion",
 ]
 
 

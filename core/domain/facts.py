@@ -41,6 +41,10 @@ class EventKind(StrEnum):
     CLAIM_ASSIGNED = "claim_assigned"  # a task assigned to a reviewer: a long claim (core/tasks/bulk.py)
     ANALYST_VERDICT_RECORDED = "analyst_verdict_recorded"  # an override, kept beside the validator's
     ANSWER_SUPPLIED = "answer_supplied"  # a batch row's answer, validated only: no agent wrote it
+    SHADOW_VERDICT_RECORDED = (
+        "shadow_verdict_recorded"  # a candidate validator's replayed verdict (core/judge)
+    )
+    VALIDATOR_PROMOTED = "validator_promoted"  # a candidate became the workspace's validator (core/judge)
 
 
 class AttemptState(StrEnum):

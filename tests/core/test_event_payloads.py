@@ -255,6 +255,33 @@ SAMPLES: dict[EventKind, dict[str, Any]] = {
         "generated": False,
         "note": "answer supplied by batch b1",
     },
+    EventKind.SHADOW_VERDICT_RECORDED: {
+        **{  # the validator's identity sits right after its model, where the writer puts it
+            k: v
+            for key, value in DEBUG.items()
+            for k, v in (
+                [(key, value), ("validator_version", "0123456789ab"), ("validator", {"model": "m"})]
+                if key == "validator_model"
+                else [(key, value)]
+            )
+        },
+        "result": RESULT,
+        "status": "accepted",
+        "attempt_index": 1,
+        "raw_response": "{}",
+        "prompt_stored": False,
+        "candidate": "strict",
+        "task_id": "t1",
+    },
+    EventKind.VALIDATOR_PROMOTED: {
+        "candidate": "strict",
+        "validator_version": "0123456789ab",
+        "previous_version": "ba9876543210",
+        "reviewer": "ana",
+        "profile": {"model": "scripted/candidate"},
+        "template_set": "installed",
+        "comparison": {"paired": 40},
+    },
 }
 
 
