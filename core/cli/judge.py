@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.cli.common import EXIT_OK, Handler, Subparsers, emit, parse_day, with_workspace
@@ -45,7 +46,37 @@ def register(sub: Subparsers, common: argparse.ArgumentParser) -> dict[str, Hand
     )
     p.add_argument("current", metavar="CURRENT", help="'live', a candidate name or a validator version")
     p.add_argument("candidate", metavar="CANDIDATE", help="a candidate name or a validator version")
-    return {"revalidate": cmd_revalidate, "compare-validators": cmd_compare}
+    _register_prompts(sub, common)
+    return {"revalidate": cmd_revalidate, "compare-validators": cmd_compare, "validator-prompt": cmd_prompt}
+
+
+def _register_prompts(sub: Subparsers, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "validator-prompt", parents=[common], help="the workspace's own validator templates (versioned)"
+    )
+    verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
+    verbs.add_parser(
+        "list", parents=[common], help="each validator template: installed or the workspace's version"
+    )
+    show = verbs.add_parser("show", parents=[common], help="a template's text")
+    show.add_argument("name")
+    show.add_argument("--version", type=int, metavar="N", help="a saved version (default: the current one)")
+    show.add_argument("--installed", action="store_true", help="the installed template")
+    edit = verbs.add_parser(
+        "edit", parents=[common], help="save a new version (from --file, else in $EDITOR)"
+    )
+    edit.add_argument("name")
+    edit.add_argument("--file", metavar="FILE", help="the new text")
+    edit.add_argument(
+        "--reset", action="store_true", help="go back to the installed template (a version too)"
+    )
+    edit.add_argument("--note", default="", help="why (kept with the version)")
+    diff = verbs.add_parser(
+        "diff", parents=[common], help="unified diff (default: installed against current)"
+    )
+    diff.add_argument("name")
+    diff.add_argument("--a", type=int, metavar="N", help="the earlier version (0: installed)")
+    diff.add_argument("--b", type=int, metavar="M", help="the later version (default: current)")
 
 
 async def _task_ids(ws: Workspace, given: list[str]) -> list[str] | None:
@@ -73,10 +104,12 @@ async def cmd_revalidate(args: argparse.Namespace, settings: Settings) -> int:
         raise InvalidRequest("--limit must be at least 1")
     if not 1 <= args.concurrency <= 64:
         raise InvalidRequest("--concurrency must be 1..64")
-    candidate = load_candidate(settings, args.candidate)
     since = parse_day(args.since, "--since")
 
     async def body(ws: Workspace) -> int:
+        from core.validation.workspace_templates import workspace_templates
+
+        candidate = load_candidate(settings, args.candidate, await workspace_templates(ws.store))
         selection = ReplaySelection(await _task_ids(ws, args.tasks), since, args.batch, args.limit)
         summary = await revalidate(
             ws, candidate, selection, concurrency=args.concurrency, on_progress=_progress_printer(args.json)
@@ -99,11 +132,100 @@ async def cmd_compare(args: argparse.Namespace, settings: Settings) -> int:
     from core.judge.compare import compare_validators, format_comparison
 
     async def body(ws: Workspace) -> int:
-        comparison = await compare_validators(ws.store, settings, args.current, args.candidate)
+        from core.validation.workspace_templates import workspace_templates
+
+        base = await workspace_templates(ws.store)
+        comparison = await compare_validators(ws.store, settings, args.current, args.candidate, base)
         if args.json:
             emit(comparison.as_json())
         else:
             print(format_comparison(comparison))
+        return EXIT_OK
+
+    return await with_workspace(settings, body)
+
+
+def _edit_in_editor(text: str) -> str:
+    """The text after the user's $EDITOR (or vi) saved it: blocking, run in a thread."""
+    import os
+    import shlex
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "template.md.j2"
+        path.write_text(text, encoding="utf-8")
+        if subprocess.run([*shlex.split(editor), str(path)], check=False).returncode != 0:
+            raise InvalidRequest(f"{editor} exited with an error: nothing saved")
+        return path.read_text(encoding="utf-8")
+
+
+async def cmd_prompt(args: argparse.Namespace, settings: Settings) -> int:
+    import asyncio
+
+    from core.cli.common import reviewer
+    from core.inputs import read_input_text
+    from core.validation import workspace_templates as wt
+    from core.validation.identity import validator_identity
+    from core.validation.prompt import template_digests, validator_template_names
+
+    async def body(ws: Workspace) -> int:
+        store = ws.store
+        if args.verb == "list":
+            latest = {v.name: v for v in await wt.template_history(store)}
+            installed = template_digests()
+            rows = []
+            for name in validator_template_names():
+                v = latest.get(name)
+                own = v is not None and not v.removed
+                rows.append(
+                    {
+                        "name": name,
+                        "source": "workspace" if own else "installed",
+                        "version": v.version if v else None,
+                        "sha256": (v.sha256 if own and v else installed[name]),
+                        "saved_by": v.reviewer if v else None,
+                        "saved_at": v.saved_at.isoformat() if v else None,
+                    }
+                )
+            version = validator_identity(settings, await wt.workspace_templates(store)).version
+            if args.json:
+                emit({"templates": rows, "validator_version": version})
+            else:
+                for r in rows:
+                    where = f"workspace v{r['version']}" if r["source"] == "workspace" else "installed"
+                    print(f"{r['name']}: {where} sha256 {str(r['sha256'])[:12]}")
+                print(f"validator version: {version}")
+            return EXIT_OK
+        if args.verb == "show":
+            print(await wt.template_text(store, args.name, args.version, installed=args.installed), end="")
+            return EXIT_OK
+        if args.verb == "diff":
+            print(await wt.template_diff(store, args.name, args.a, args.b), end="")
+            return EXIT_OK
+        if args.reset:
+            text = None
+        elif args.file:
+            text = read_input_text(Path(args.file), what="validator template")
+        else:
+            text = await asyncio.to_thread(_edit_in_editor, await wt.template_text(store, args.name))
+        saved = await wt.save_template(
+            store, args.name, text, reviewer=reviewer(args, settings), note=args.note
+        )
+        version = validator_identity(settings, await wt.workspace_templates(store)).version
+        if args.json:
+            emit(
+                {
+                    "name": saved.name,
+                    "version": saved.version,
+                    "sha256": saved.sha256,
+                    "validator_version": version,
+                }
+            )
+        else:
+            print(f"{saved.name}: saved version {saved.version}; validator version now {version}")
         return EXIT_OK
 
     return await with_workspace(settings, body)

@@ -55,6 +55,7 @@ from core.domain.event_payloads import (
     ValidationSkip,
     ValidationSnapshot,
     ValidatorPromotion,
+    ValidatorTemplateSave,
 )
 from core.domain.facts import EventKind
 from core.domain.records import EventRecord, ValidationRecord
@@ -88,6 +89,7 @@ PAYLOAD_MODELS: Mapping[EventKind, type[EventPayload]] = {
     EventKind.ANSWER_SUPPLIED: SuppliedAnswerRecord,
     EventKind.SHADOW_VERDICT_RECORDED: ShadowVerdict,
     EventKind.VALIDATOR_PROMOTED: ValidatorPromotion,
+    EventKind.VALIDATOR_TEMPLATE_SAVED: ValidatorTemplateSave,
 }
 """The one table from event kind to the model of its payload."""
 

@@ -472,6 +472,18 @@ class ValidatorPromotion(EventPayload):
     comparison: dict[str, Any] = Field(default_factory=dict)
 
 
+class ValidatorTemplateSave(EventPayload):
+    """A version of a workspace's own validator template; the text is the event's content.
+    ``removed``: the workspace went back to the installed template."""
+
+    name: str
+    version: int
+    sha256: str | None = None
+    reviewer: str = ""
+    note: str = ""
+    removed: bool = False
+
+
 class UnknownPayload(EventPayload):
     """A payload of a kind this version does not know (a newer version wrote it): every key kept."""
 
@@ -510,6 +522,7 @@ __all__ = [
     "ValidationSkip",
     "ValidationSnapshot",
     "ValidatorPromotion",
+    "ValidatorTemplateSave",
 ]
 
 

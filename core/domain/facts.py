@@ -45,6 +45,7 @@ class EventKind(StrEnum):
         "shadow_verdict_recorded"  # a candidate validator's replayed verdict (core/judge)
     )
     VALIDATOR_PROMOTED = "validator_promoted"  # a candidate became the workspace's validator (core/judge)
+    VALIDATOR_TEMPLATE_SAVED = "validator_template_saved"  # a workspace's own validator template, a version
 
 
 class AttemptState(StrEnum):

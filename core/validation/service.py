@@ -54,7 +54,6 @@ from core.validation.judgement import (
     validator_messages,
 )
 from core.validation.prompt import (
-    INSTALLED,
     TemplateSet,
     format_history,
     render_template,
@@ -63,6 +62,7 @@ from core.validation.prompt import (
 )
 from core.validation.schema import ValidatorOutput
 from core.validation.sizing import full_rendering, referenced_tokens
+from core.validation.workspace_templates import workspace_templates
 
 __all__ = [
     "DEFAULT_TRIGGER_KEYWORDS",
@@ -116,11 +116,13 @@ def token_budget(window: int) -> int:
 
 
 class ValidationService:
-    def __init__(self, ctx: RunContext, *, templates: TemplateSet = INSTALLED) -> None:
+    def __init__(self, ctx: RunContext, *, templates: TemplateSet | None = None) -> None:
         self.store = ctx.store
         self.gateway = ctx.gateway
         self.settings = ctx.settings
-        self.templates = templates  # the workspace's own templates, or a candidate's
+        # A candidate's templates; None: the workspace's own, read for every verdict (an edit
+        # applies to the next verdict, on every desk and worker of the workspace).
+        self.templates = templates
         # Windows learned from providers' context_length_exceeded replies, per model.
         self._measured_windows: dict[str, int] = {}
         if self.settings.validation_mode == ValidationMode.KEYWORDS and not any(
@@ -186,8 +188,9 @@ class ValidationService:
         """Reach a verdict on one case without recording it (schema failures are still logged:
         in the task's session, or in ``log_session_id`` with no task, for a shadow replay)."""
         started = time.perf_counter()
-        identity = await asyncio.to_thread(validator_identity, self.settings, self.templates)
-        with use_templates(self.templates):
+        templates = self.templates if self.templates is not None else await workspace_templates(self.store)
+        identity = await asyncio.to_thread(validator_identity, self.settings, templates)
+        with use_templates(templates):
             return await self._assess(case, log_session_id, started, identity.as_record())
 
     async def _assess(

@@ -282,6 +282,14 @@ SAMPLES: dict[EventKind, dict[str, Any]] = {
         "template_set": "installed",
         "comparison": {"paired": 40},
     },
+    EventKind.VALIDATOR_TEMPLATE_SAVED: {
+        "name": "validation_rubric.md.j2",
+        "version": 2,
+        "sha256": "ab" * 32,
+        "reviewer": "ana",
+        "note": "stricter on dates",
+        "removed": False,
+    },
 }
 
 
