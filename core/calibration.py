@@ -88,6 +88,8 @@ class Calibration(BaseModel):
     by_version: dict[str, Agreement] = {}  # validator_version -> agreement ("unversioned": before versions)
     warnings: list[WarningFigure]
     weekly: dict[str, Agreement]  # ISO week start (YYYY-MM-DD) -> agreement that week
+    # Promotions in the period (when the workspace's validator changed): at, candidate, versions, who.
+    change_points: list[dict[str, str | None]] = []
 
     def as_json(self) -> dict[str, object]:
         def ag(x: Agreement) -> dict[str, object]:
@@ -107,6 +109,7 @@ class Calibration(BaseModel):
                 for w in self.warnings
             ],
             "weekly": {k: ag(v) for k, v in self.weekly.items()},
+            "change_points": self.change_points,
         }
 
 
@@ -203,6 +206,7 @@ async def calibrate(store: Store, flt: CalibrationFilter | None = None) -> Calib
             counts[1] += n if decision == "overridden" else 0
             counts[2] += n if decision == "revised" else 0
     return Calibration(
+        change_points=await _change_points(store, flt),
         filter=flt,
         n=total.n,
         matrix=matrix,
@@ -217,6 +221,22 @@ async def calibrate(store: Store, flt: CalibrationFilter | None = None) -> Calib
         ],
         weekly=dict(sorted(weekly.items())),
     )
+
+
+async def _change_points(store: Store, flt: CalibrationFilter) -> list[dict[str, str | None]]:
+    from core.validation.workspace_validator import promotions
+
+    return [
+        {
+            "at": p.at.isoformat(),
+            "candidate": p.payload.candidate,
+            "validator_version": p.payload.validator_version,
+            "previous_version": p.payload.previous_version,
+            "reviewer": p.payload.reviewer,
+        }
+        for p in await promotions(store)
+        if (flt.since is None or p.at >= flt.since) and (flt.until is None or p.at < flt.until)
+    ]
 
 
 async def calibration_batches(store: Store) -> list[tuple[str, str]]:
@@ -239,6 +259,11 @@ def format_calibration(cal: Calibration) -> str:
     ):
         lines += ["", f"by {title}:"]
         lines += [f"  {k}: n={v.n} agreement={_num(v.rate)} kappa={_num(v.kappa)}" for k, v in table.items()]
+    lines += ["", "validator changes (promotions):"]
+    lines += [
+        f"  {c['at']}: {c['previous_version']} -> {c['validator_version']} ({c['candidate']}, by {c['reviewer']})"
+        for c in cal.change_points
+    ]
     lines += ["", "warnings before an override or revise:"]
     lines += [
         f"  {w.code}: {w.overridden + w.revised}/{w.decided} ({w.override_or_revise_rate:.0%})"

@@ -46,8 +46,19 @@ def register(sub: Subparsers, common: argparse.ArgumentParser) -> dict[str, Hand
     )
     p.add_argument("current", metavar="CURRENT", help="'live', a candidate name or a validator version")
     p.add_argument("candidate", metavar="CANDIDATE", help="a candidate name or a validator version")
+    p = sub.add_parser(
+        "promote-validator",
+        parents=[common],
+        help="make a replayed candidate the workspace's validator ('configured': back to the settings')",
+    )
+    p.add_argument("name", metavar="NAME")
     _register_prompts(sub, common)
-    return {"revalidate": cmd_revalidate, "compare-validators": cmd_compare, "validator-prompt": cmd_prompt}
+    return {
+        "revalidate": cmd_revalidate,
+        "compare-validators": cmd_compare,
+        "validator-prompt": cmd_prompt,
+        "promote-validator": cmd_promote,
+    }
 
 
 def _register_prompts(sub: Subparsers, common: argparse.ArgumentParser) -> None:
@@ -226,6 +237,26 @@ async def cmd_prompt(args: argparse.Namespace, settings: Settings) -> int:
             )
         else:
             print(f"{saved.name}: saved version {saved.version}; validator version now {version}")
+        return EXIT_OK
+
+    return await with_workspace(settings, body)
+
+
+async def cmd_promote(args: argparse.Namespace, settings: Settings) -> int:
+    from core.cli.common import reviewer
+    from core.judge.promote import promote
+    from core.validation.workspace_templates import workspace_templates
+
+    async def body(ws: Workspace) -> int:
+        base = await workspace_templates(ws.store)
+        done = await promote(ws.store, settings, args.name, reviewer=reviewer(args, settings), base=base)
+        if args.json:
+            emit(done.model_dump(mode="json"))
+        else:
+            print(
+                f"{done.candidate} (validator {done.validator_version}) is now the workspace's validator; "
+                f"it was {done.previous_version}"
+            )
         return EXIT_OK
 
     return await with_workspace(settings, body)

@@ -467,8 +467,9 @@ class ValidatorPromotion(EventPayload):
     validator_version: str
     previous_version: str | None = None
     reviewer: str
-    profile: dict[str, Any] = Field(default_factory=dict)  # the candidate's profile, without keys
+    profile: dict[str, Any] = Field(default_factory=dict)  # the candidate's profile: key sources by name only
     template_set: str = "installed"
+    templates: dict[str, str] = Field(default_factory=dict)  # the candidate's own templates, by name
     comparison: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -52,8 +52,10 @@ class ValidatorIdentity(BaseModel):
 
     @property
     def version(self) -> str:
-        """The short id: sha256 over the canonical JSON of every field, first 12 hex digits."""
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        """The short id: sha256 over the canonical JSON of every field but the templates' label
+        (their digests say what they are; a candidate promoted unchanged keeps its version)."""
+        fields = self.model_dump(mode="json", exclude={"template_set"})
+        canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:VERSION_CHARS]
 
     def as_record(self) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import logging
 import re
 import time
@@ -36,6 +37,7 @@ from core.domain.status import ValidationStatus
 from core.domain.validation import CitationCheck, FailureCategory, ValidationResult
 from core.evidence.content import index_packet, item_length
 from core.evidence.render import RenderedEvidence, render_task
+from core.llm import LLMGateway
 from core.llm.families import model_family, same_family
 from core.llm.structured import SchemaFailure, StructuredOutcome, complete_structured
 from core.profiles import ModelRole
@@ -63,6 +65,7 @@ from core.validation.prompt import (
 from core.validation.schema import ValidatorOutput
 from core.validation.sizing import full_rendering, referenced_tokens
 from core.validation.workspace_templates import workspace_templates
+from core.validation.workspace_validator import CONFIGURED, promoted_settings, promotions
 
 __all__ = [
     "DEFAULT_TRIGGER_KEYWORDS",
@@ -117,12 +120,14 @@ def token_budget(window: int) -> int:
 
 class ValidationService:
     def __init__(self, ctx: RunContext, *, templates: TemplateSet | None = None) -> None:
+        self.ctx = ctx
         self.store = ctx.store
         self.gateway = ctx.gateway
         self.settings = ctx.settings
         # A candidate's templates; None: the workspace's own, read for every verdict (an edit
         # applies to the next verdict, on every desk and worker of the workspace).
         self.templates = templates
+        self._promoted: dict[int, ValidationService] = {}  # the promoted judge, by its promotion event
         # Windows learned from providers' context_length_exceeded replies, per model.
         self._measured_windows: dict[str, int] = {}
         if self.settings.validation_mode == ValidationMode.KEYWORDS and not any(
@@ -188,10 +193,36 @@ class ValidationService:
         """Reach a verdict on one case without recording it (schema failures are still logged:
         in the task's session, or in ``log_session_id`` with no task, for a shadow replay)."""
         started = time.perf_counter()
-        templates = self.templates if self.templates is not None else await workspace_templates(self.store)
-        identity = await asyncio.to_thread(validator_identity, self.settings, templates)
+        judge, templates = (
+            (self, self.templates) if self.templates is not None else await self._workspace_judge()
+        )
+        identity = await asyncio.to_thread(validator_identity, judge.settings, templates)
         with use_templates(templates):
-            return await self._assess(case, log_session_id, started, identity.as_record())
+            return await judge._assess(case, log_session_id, started, identity.as_record())
+
+    async def _workspace_judge(self) -> tuple[ValidationService, TemplateSet]:
+        """The workspace's validator now: the configured one with the workspace's templates, or the
+        candidate promoted last (its profile, its own templates over the workspace's)."""
+        templates = await workspace_templates(self.store)
+        found = await promotions(self.store)
+        if not found or found[-1].payload.candidate == CONFIGURED:
+            return self, templates
+        last = found[-1]
+        own = last.payload.templates
+        if own:
+            templates = TemplateSet.of(
+                {**dict(templates.overrides), **own}, f"promoted:{last.payload.candidate}"
+            )
+        judge = self._promoted.get(last.event_id)
+        if judge is None or judge.templates != templates:
+            settings = promoted_settings(self.settings, last.payload)
+            gateway = LLMGateway(
+                settings, self.gateway.on_usage, retry_backoff_s=self.gateway.retry_backoff_s
+            )
+            ctx = dataclasses.replace(self.ctx, settings=settings, gateway=gateway)
+            judge = ValidationService(ctx, templates=templates)
+            self._promoted = {last.event_id: judge}
+        return judge, templates
 
     async def _assess(
         self, case: CaseInput, log_session_id: str | None, started: float, identity: dict[str, Any]

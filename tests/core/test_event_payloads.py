@@ -280,6 +280,7 @@ SAMPLES: dict[EventKind, dict[str, Any]] = {
         "reviewer": "ana",
         "profile": {"model": "scripted/candidate"},
         "template_set": "installed",
+        "templates": {},
         "comparison": {"paired": 40},
     },
     EventKind.VALIDATOR_TEMPLATE_SAVED: {
