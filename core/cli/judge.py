@@ -52,12 +52,34 @@ def register(sub: Subparsers, common: argparse.ArgumentParser) -> dict[str, Hand
         help="make a replayed candidate the workspace's validator ('configured': back to the settings')",
     )
     p.add_argument("name", metavar="NAME")
+    p = sub.add_parser(
+        "export-dataset",
+        parents=[common],
+        help="decided tasks as a labelled dataset (JSONL, Inspect, promptfoo)",
+    )
+    p.add_argument("--format", choices=["jsonl", "inspect", "promptfoo"], default="jsonl")
+    p.add_argument("-o", "--output", required=True, metavar="FILE")
+    p.add_argument("--inline", action="store_true", help="the evidence text itself, not references to it")
+    p.add_argument("--since", metavar="YYYY-MM-DD", help="tasks decided on or after this day (UTC)")
+    p.add_argument("--until", metavar="YYYY-MM-DD", help="tasks decided before this day (UTC)")
+    p.add_argument("--batch", metavar="ID", help="only tasks queued by this batch")
+    p.add_argument("--task", nargs="+", metavar="ID", help="only these tasks")
+    p.add_argument(
+        "--decision",
+        action="append",
+        choices=["satisfied", "revise", "abandon", "overridden"],
+        help="only tasks whose first decision was this (repeatable)",
+    )
+    p.add_argument(
+        "--redact", action="append", default=[], metavar="PATTERN", help="regex to mask (repeatable)"
+    )
     _register_prompts(sub, common)
     return {
         "revalidate": cmd_revalidate,
         "compare-validators": cmd_compare,
         "validator-prompt": cmd_prompt,
         "promote-validator": cmd_promote,
+        "export-dataset": cmd_export_dataset,
     }
 
 
@@ -257,6 +279,26 @@ async def cmd_promote(args: argparse.Namespace, settings: Settings) -> int:
                 f"{done.candidate} (validator {done.validator_version}) is now the workspace's validator; "
                 f"it was {done.previous_version}"
             )
+        return EXIT_OK
+
+    return await with_workspace(settings, body)
+
+
+async def cmd_export_dataset(args: argparse.Namespace, settings: Settings) -> int:
+    from core.judge.dataset import DatasetFilter, write_dataset
+
+    since, until = parse_day(args.since, "--since"), parse_day(args.until, "--until")
+
+    async def body(ws: Workspace) -> int:
+        tasks = [(await ws.store.get_task(t)).id for t in args.task] if args.task else None
+        flt = DatasetFilter(since, until, args.batch, tasks, args.decision)
+        done = await write_dataset(
+            ws.store, Path(args.output), args.format, flt, inline=args.inline, redact=args.redact
+        )
+        if args.json:
+            emit({"path": str(done.path), "records": done.records, "format": done.format})
+        else:
+            print(f"{done.records} decided task(s) written to {done.path} ({done.format})")
         return EXIT_OK
 
     return await with_workspace(settings, body)
