@@ -180,3 +180,29 @@ def test_revalidate_refuses_bad_input_and_changes_nothing(desk: Desk) -> None:
     code, _, err = desk.cli("compare-validators", "live", "strict")
     assert code == 4 and "no verdicts for 'strict'" in err
     assert desk.dump() == before
+
+
+def test_revalidate_honours_provider_faults_like_live_validation(desk: Desk) -> None:
+    """A transient fault is retried (the verdict comes); a permanent one fails open into a
+    validator_error shadow verdict, as a live verdict would, and the replay goes on."""
+    desk.script(
+        [
+            {"model": "agent", "turns": [{"content": "Tides come from the Moon's gravity."}]},
+            {"model": "validator", "turns": [{"content": ACCEPT}]},
+            {
+                "model": "candidate",
+                "match": "flaky",
+                "turns": [{"error": "rate_limit", "fail_times": 1, "content": ACCEPT}],
+            },
+            {"model": "candidate", "match": "broken", "turns": [{"error": "bad_request"}]},
+        ]
+    )
+    desk.env(validator_candidates=CANDIDATES, llm_num_retries=2)
+    for text in ("flaky: what causes tides?", "broken: what causes tides?"):
+        task = desk.cli_json("run", text)
+        assert desk.cli("feedback", task["id"], "satisfied")[0] == 0
+    summary = desk.cli_json("revalidate", "--candidate", "strict")
+    assert summary["judged"] == 2 and summary["statuses"] == {"accepted": 1, "validator_error": 1}
+    c = desk.cli_json("compare-validators", "live", "strict")
+    assert c["candidate"]["errors"] == 1 and c["current"]["errors"] == 0
+    assert desk.rows("select count(*) from validations") == [(2,)]  # the live verdicts only
