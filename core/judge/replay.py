@@ -34,7 +34,7 @@ from core.evidence.packet import earlier_packets
 from core.judge.candidates import Candidate
 from core.llm import LLMGateway
 from core.profiles import ModelRole
-from core.store import Store
+from core.store import AttemptRecord, Store
 from core.store.judge_sql import SHADOW_SESSION_KIND, DecidedAttempt, decided_attempts, sessions_of_kind
 from core.validation.service import CaseInput, ValidationService
 from core.workspace import Workspace
@@ -208,9 +208,16 @@ async def case_from_store(
         agent_model=str(debug.get("agent_model") or default_agent_model),
         pending_tool_calls=debug.get("strategy") == "pre-check:pending-tool-calls",
         truncated=attempt.finish_reason == FinishReason.TRUNCATED,
-        earlier=await earlier_packets(store, task.id, attempt.index),
+        earlier=await _earlier(store, attempts, attempt.index),
     )
     return case, ""
+
+
+async def _earlier(store: Store, attempts: list[AttemptRecord], index: int) -> list[TaskEvidencePacket]:
+    """The earlier attempts' packets, indexed, from the attempts already read (most tasks have none)."""
+    if not any(a.index < index and a.packet for a in attempts):
+        return []
+    return await earlier_packets(store, attempts[0].task_id, index)
 
 
 async def _history_before_verdict(store: Store, session_id: str, attempt_index: int) -> list[dict[str, Any]]:
