@@ -35,7 +35,15 @@ from core.store.judge_sql import (
 )
 from core.validation.prompt import INSTALLED, TemplateSet
 
-__all__ = ["Comparison", "SideFigures", "compare_validators", "format_comparison", "resolve_side"]
+__all__ = [
+    "Comparison",
+    "DifferingCase",
+    "SideFigures",
+    "compare_validators",
+    "format_comparison",
+    "replay_names",
+    "resolve_side",
+]
 
 LIVE_NAMES = ("live", "current")
 MIN_VERSION_PREFIX = 6
@@ -62,6 +70,10 @@ class DifferingCase:
     analyst: str
     current_status: str
     candidate_status: str
+    current_score: float | None = None
+    candidate_score: float | None = None
+    current_issues: list[str] = field(default_factory=list)
+    candidate_issues: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -82,8 +94,9 @@ def _facts(v: ShadowVerdict) -> VerdictFacts:
     status = str(v.status or (v.result.status if v.result else "validator_error"))
     category = str(v.result.category) if v.result and v.result.category else None
     score = v.result.score if v.result else None
+    issues = tuple(v.result.issues) if v.result else ()
     return VerdictFacts(
-        v.attempt_id or "", status, score, category, v.latency_s, v.usage.cost_usd, v.validator_version
+        v.attempt_id or "", status, score, category, v.latency_s, v.usage.cost_usd, v.validator_version, issues
     )
 
 
@@ -94,7 +107,9 @@ async def resolve_side(
     if name in LIVE_NAMES:
         return "live", await live_verdicts(store, attempt_ids)
     sessions = await sessions_of_kind(store, SHADOW_SESSION_KIND)
-    if name in settings.validator_candidates:
+    if "@" in name:  # a replay named exactly: NAME@VERSION
+        chosen = [s for s in sessions if s.label == name]
+    elif name in settings.validator_candidates:
         label = load_candidate(settings, name, base).session_label
         chosen = [s for s in sessions if s.label == label]
     else:
@@ -115,6 +130,11 @@ async def resolve_side(
         )
     verdicts = await shadow_verdicts(store, chosen[0].id)
     return f"shadow:{chosen[0].label}", {k: _facts(v) for k, v in verdicts.items()}
+
+
+async def replay_names(store: Store) -> list[str]:
+    """What a side can be: 'live' and every replay (``NAME@VERSION``), oldest replay first."""
+    return ["live", *(s.label for s in await sessions_of_kind(store, SHADOW_SESSION_KIND))]
 
 
 def analyst_endorsed(d: DecidedAttempt) -> bool:
@@ -170,7 +190,10 @@ async def compare_validators(
         if va.status == vb.status:
             continue
         analyst = d.decision if d.decision != "overridden" else f"overridden:{d.override_status}"
-        case = DifferingCase(d.task_id, d.attempt_index, d.title, analyst, va.status, vb.status)
+        case = DifferingCase(
+            d.task_id, d.attempt_index, d.title, analyst, va.status, vb.status,
+            va.score, vb.score, list(va.issues), list(vb.issues),
+        )  # fmt: skip
         if right_b and not right_a:
             out.candidate_right.append(case)
         elif right_a and not right_b:

@@ -57,6 +57,7 @@ class VerdictFacts:
     latency_s: float | None
     cost_usd: float | None
     version: str | None
+    issues: tuple[str, ...] = ()
 
 
 def _chunks(ids: Sequence[str]) -> Iterable[list[str]]:
@@ -130,14 +131,17 @@ async def live_verdicts(store: StoreBase, attempt_ids: Sequence[str]) -> dict[st
                 debug[_USAGE][_COST].as_float(),
                 debug[_VERSION].as_string(),
                 ValidationRow.created_at,
+                ValidationRow.result,  # the verdict's words (small; the debug record stays in the database)
             ).where(ValidationRow.attempt_id.in_(part))
             for row in await s.execute(q):
-                attempt_id, status, score, category, latency, cost, version, at = row
+                attempt_id, status, score, category, latency, cost, version, at, result = row
                 prev = found.get(attempt_id)
                 if prev is None or at >= prev[0]:
+                    issues = result.get("issues", []) if isinstance(result, dict) else []
                     facts = VerdictFacts(
-                        attempt_id, str(status), score, category, latency, cost, version or None
-                    )
+                        attempt_id, str(status), score, category, latency, cost, version or None,
+                        tuple(str(i) for i in issues),
+                    )  # fmt: skip
                     found[attempt_id] = (at, facts)
     return {k: v for k, (_, v) in found.items()}
 

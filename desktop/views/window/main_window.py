@@ -32,6 +32,7 @@ from core.tasks.review import allowed_actions
 from desktop.models.queue_model import TaskQueueModel
 from desktop.services import DeskServices
 from desktop.views.insight.calibration import CalibrationMenuEntry
+from desktop.views.insight.compare import CompareMenuEntry
 from desktop.views.queue.claims import ClaimKeeper
 from desktop.views.queue.view import QueueView
 from desktop.views.queue.watching import LiveWorkspace
@@ -186,6 +187,7 @@ class MainWindow(QMainWindow):
         }
         self.review_moves = ReviewMoves(self, self.acts.review_menu, decisions)  # undo, reopen, notes
         self.calibration = CalibrationMenuEntry(self)  # Review → Calibration…
+        self.compare_validators = CompareMenuEntry(self)  # Review → Compare validators…
         self.act_override = add_override_action(self)  # Review → Record my verdict…
         self.nav_actions = add_navigation_actions(self, self.detail)  # [ ] N P Alt+1..3
         return decisions
