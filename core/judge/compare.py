@@ -96,7 +96,14 @@ def _facts(v: ShadowVerdict) -> VerdictFacts:
     score = v.result.score if v.result else None
     issues = tuple(v.result.issues) if v.result else ()
     return VerdictFacts(
-        v.attempt_id or "", status, score, category, v.latency_s, v.usage.cost_usd, v.validator_version, issues
+        v.attempt_id or "",
+        status,
+        score,
+        category,
+        v.latency_s,
+        v.usage.cost_usd,
+        v.validator_version,
+        issues,
     )
 
 

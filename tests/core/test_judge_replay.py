@@ -1,0 +1,74 @@
+"""Shadow replay on both engines (SQLite and PostgreSQL): verdicts stored in the candidate's own
+session, no task touched, a second run judges nothing, a new candidate version a new session."""
+
+from __future__ import annotations
+
+from core.domain.evidence import TaskEvidencePacket
+from core.domain.facts import EventKind
+from core.domain.status import TaskStatus
+from core.judge.candidates import load_candidate
+from core.judge.replay import ReplaySelection, revalidate, shadow_verdicts
+from core.workspace import Workspace
+from tests.core.conftest import ScriptFactory
+from tests.core.test_validation import verdict
+
+
+async def _decided(ws: Workspace, n: int) -> list[str]:
+    ids = []
+    for i in range(n):
+        task = await ws.store.create_task(f"case {i}: what causes tides?")
+        attempt = await ws.store.create_attempt(task.id, 1, trigger="initial", prompt=task.text)
+        answer = f"The Moon ({i})."
+        packet = TaskEvidencePacket(task_id=task.id, attempt_index=1, final_output=answer)
+        await ws.store.update_attempt(attempt.id, final_output=answer, packet=packet.model_dump(mode="json"))
+        await ws.store.add_feedback(
+            task_id=task.id, attempt_id=attempt.id, action="satisfied" if i % 2 else "abandon", prompt=None,
+            note=None, reviewer="ana", from_status=TaskStatus.AWAITING_FEEDBACK, to_status=TaskStatus.CLOSED,
+        )  # fmt: skip
+        ids.append(task.id)
+    return ids
+
+
+async def test_replay_stores_shadow_verdicts_only_and_resumes(
+    make_settings: ScriptFactory, db_url: str
+) -> None:
+    conversations = [
+        {"model": "candidate", "match": r"case [02]:", "turns": [{"content": verdict("rejected")}]},
+        {"model": "candidate", "turns": [{"content": verdict("accepted")}]},
+    ]
+    candidates = {
+        "strict": {"model": "scripted/candidate"},
+        "warm": {"model": "scripted/candidate", "temperature": 0.7},
+    }
+    settings = make_settings(conversations, db_url=db_url, validator_candidates=candidates)
+    ws = await Workspace.open(settings)
+    try:
+        ids = await _decided(ws, 4)
+        before = [
+            (t.id, t.status, t.version, t.updated_at) for t in [await ws.store.get_task(i) for i in ids]
+        ]
+        strict = load_candidate(settings, "strict")
+        seen: list[int] = []
+        summary = await revalidate(
+            ws, strict, ReplaySelection(), concurrency=2, on_progress=lambda p: seen.append(p.done)
+        )
+        assert (summary.selected, summary.judged, summary.already_done) == (4, 4, 0)
+        assert dict(summary.statuses) == {"rejected": 2, "accepted": 2} and sorted(seen) == [1, 2, 3, 4]
+        verdicts = await shadow_verdicts(ws.store, summary.session_id)
+        assert {v.task_id: str(v.status) for v in verdicts.values()} == {
+            ids[0]: "rejected", ids[1]: "accepted", ids[2]: "rejected", ids[3]: "accepted",
+        }  # fmt: skip
+        assert all(v.validator_version == strict.version for v in verdicts.values())
+        after = [(t.id, t.status, t.version, t.updated_at) for t in [await ws.store.get_task(i) for i in ids]]
+        assert after == before
+        for task_id in ids:  # nothing on the task: no verdict, no event
+            assert await ws.store.list_validations(task_id) == []
+            assert await ws.store.get_task_events(task_id, kinds=[EventKind.SHADOW_VERDICT_RECORDED]) == []
+        again = await revalidate(ws, strict, ReplaySelection())
+        assert (again.judged, again.already_done, again.session_id) == (0, 4, summary.session_id)
+        warm = await revalidate(
+            ws, load_candidate(settings, "warm"), ReplaySelection(task_ids=[ids[1]], limit=1)
+        )
+        assert warm.judged == 1 and warm.session_id != summary.session_id
+    finally:
+        await ws.close()
