@@ -109,30 +109,53 @@ async def throughput(tasks: int, latency_s: float) -> dict[int, float]:
         await ws.close()
 
 
-async def stall(tasks: int, latency_s: float) -> tuple[float, float, int]:
-    from PySide6.QtCore import QTimer
+class _Beats:
+    """A 5 ms Qt timer recording the gaps between its ticks: the loop's stalls, as the desk feels them."""
 
+    def __init__(self) -> None:
+        from PySide6.QtCore import QTimer
+
+        self.gaps: list[float] = []
+        self.last = time.perf_counter()
+        self.timer = QTimer()
+        self.timer.setInterval(5)
+        self.timer.timeout.connect(self.beat)
+
+    def beat(self) -> None:
+        now = time.perf_counter()
+        self.gaps.append(now - self.last)
+        self.last = now
+
+    def __enter__(self) -> _Beats:
+        self.last = time.perf_counter()
+        self.timer.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.timer.stop()
+
+    @property
+    def worst(self) -> float:
+        return max(self.gaps) if self.gaps else float("nan")
+
+
+async def idle_stall(seconds: float) -> float:
+    """The same timer on an idle loop for as long: what this machine's load alone costs a tick."""
+    with _Beats() as beats:
+        await asyncio.sleep(seconds)
+    return beats.worst
+
+
+async def stall(tasks: int, latency_s: float) -> tuple[float, float, int]:
     tmp = Path(tempfile.mkdtemp(prefix="bench-revalidate-stall-"))
     settings = _settings(tmp, latency_s)
     ws = await Workspace.open(settings)
     try:
         await _seed(ws, tasks)
         await _replay(ws, settings, "c99", 4)  # warm-up
-        gaps: list[float] = []
-        last = [time.perf_counter()]
-        timer = QTimer()
-        timer.setInterval(5)
-
-        def beat() -> None:
-            now = time.perf_counter()
-            gaps.append(now - last[0])
-            last[0] = now
-
-        timer.timeout.connect(beat)
-        timer.start()
-        wall = await _replay(ws, settings, "c4", 4)
-        timer.stop()
-        return max(gaps) if gaps else float("nan"), wall, len(gaps)
+        with _Beats() as beats:
+            wall = await _replay(ws, settings, "c4", 4)
+        return beats.worst, wall, len(beats.gaps)
     finally:
         await ws.close()
 
@@ -160,14 +183,16 @@ def main() -> None:
     fractions: dict[int, list[float]] = {c: [] for c in LEVELS}
     rates: dict[int, list[float]] = {c: [] for c in LEVELS}
     stalls: list[float] = []
+    idle: list[float] = []
     with loop:
         for _ in range(args.runs):
             walls = loop.run_until_complete(throughput(args.tasks, args.latency))
             for c in LEVELS:
                 rates[c].append(args.tasks / walls[c])
                 fractions[c].append((walls[1] / walls[c]) / c)
-            worst, _wall, _beats = loop.run_until_complete(stall(args.tasks, args.latency))
+            worst, wall, _beats = loop.run_until_complete(stall(args.tasks, args.latency))
             stalls.append(worst)
+            idle.append(loop.run_until_complete(idle_stall(wall)))
     ideal = 1 / args.latency
     print(
         f"{args.tasks} decided tasks, candidate latency {args.latency * 1000:.0f} ms (ideal {ideal:.1f} verdicts/s each)"

@@ -147,6 +147,11 @@ async def cmd_revalidate(args: argparse.Namespace, settings: Settings) -> int:
         summary = await revalidate(
             ws, candidate, selection, concurrency=args.concurrency, on_progress=_progress_printer(args.json)
         )
+        if summary.not_decided and not args.json:
+            print(
+                f"revalidate: not decided, nothing to compare with: {', '.join(summary.not_decided)}",
+                file=sys.stderr,
+            )
         if args.json:
             emit(summary.as_json())
         else:

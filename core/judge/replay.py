@@ -80,6 +80,7 @@ class ReplaySummary:
     already_done: int = 0
     judged: int = 0
     skipped: list[dict[str, str]] = field(default_factory=list)  # attempts with nothing to judge, and why
+    not_decided: list[str] = field(default_factory=list)  # named tasks with no decided attempt
     statuses: Counter[str] = field(default_factory=Counter)
 
     def as_json(self) -> dict[str, object]:
@@ -128,6 +129,7 @@ async def revalidate(
     decided = await decided_attempts(
         store, since=selection.since, batch_id=selection.batch_id, task_ids=selection.task_ids
     )
+    decided_tasks = {d.task_id for d in decided}
     if selection.limit is not None:
         decided = decided[: selection.limit]
     session_id = await shadow_session(store, candidate, create=True)
@@ -137,6 +139,8 @@ async def revalidate(
     summary = ReplaySummary(
         candidate.name, candidate.version, session_id, len(decided), len(decided) - len(todo)
     )
+    if selection.task_ids is not None:
+        summary.not_decided = sorted(set(selection.task_ids) - decided_tasks)
     ctx = dataclasses.replace(ws.context, settings=candidate.settings, gateway=gateway)
     service = ValidationService(ctx, templates=candidate.templates)
     limit = asyncio.Semaphore(concurrency)

@@ -66,9 +66,10 @@ async def test_replay_stores_shadow_verdicts_only_and_resumes(
             assert await ws.store.get_task_events(task_id, kinds=[EventKind.SHADOW_VERDICT_RECORDED]) == []
         again = await revalidate(ws, strict, ReplaySelection())
         assert (again.judged, again.already_done, again.session_id) == (0, 4, summary.session_id)
-        warm = await revalidate(
-            ws, load_candidate(settings, "warm"), ReplaySelection(task_ids=[ids[1]], limit=1)
-        )
+        open_task = (await ws.store.create_task("not decided yet")).id
+        chosen = ReplaySelection(task_ids=[ids[1], open_task], limit=1)
+        warm = await revalidate(ws, load_candidate(settings, "warm"), chosen)
+        assert warm.not_decided == [open_task]
         assert warm.judged == 1 and warm.session_id != summary.session_id
     finally:
         await ws.close()
