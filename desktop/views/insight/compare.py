@@ -29,14 +29,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.judge.compare import Comparison, DifferingCase, SideFigures
 from desktop.models.rows_model import RowsModel
 from desktop.ops import CoreOps
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the judge's modules load when the window is first opened, not at the desk's start
+    from core.judge.compare import Comparison, DifferingCase, SideFigures
     from desktop.views.host import DeskHost
 
-Source = Callable[[str, str], Coroutine[Any, Any, Comparison]]
+Source = Callable[[str, str], Coroutine[Any, Any, "Comparison"]]
 Choices = Callable[[], Coroutine[Any, Any, list[str]]]
 GROUPS = (
     ("candidate_right", "Candidate right"),
