@@ -52,6 +52,7 @@ from core.store.calibration_sql import (
 
 VALIDATOR_STATUSES = ["accepted", "rejected", "insufficient_evidence", "validator_error", "unvalidated"]
 DECISIONS = ["satisfied", "revised", "abandoned", "overridden"]
+UNVERSIONED = "unversioned"  # verdicts recorded before validators had versions
 _DECISION_OF = {"satisfied": "satisfied", "revise": "revised", "abandon": "abandoned"}
 _TURN = 500  # groups folded between two turns of the event loop (the desk paints meanwhile)
 CELLS = ["true_accept", "false_accept", "false_reject", "true_reject"]
@@ -63,6 +64,7 @@ class CalibrationFilter(BaseModel):
     since: datetime | None = None  # decisions at or after
     until: datetime | None = None  # decisions before
     validator_model: str | None = None
+    validator_version: str | None = None  # a validator_version id, or a unique prefix of one
     category: str | None = None
     batch_id: str | None = None  # only tasks queued by this batch (tasks.batch_id)
     reviewer: str | None = None  # only decisions by this reviewer
@@ -163,6 +165,10 @@ class Calibration(BaseModel):
     analysts: Analysts | None = None
     drift: dict[str, dict[str, DriftWeek]] = Field(default_factory=dict)  # model -> week -> figures
     cases: dict[str, list[str]] | None = None  # cell ("false_accept", "accepted/revised") -> task ids
+    # Agreement per validator_version ("unversioned": verdicts from before validators had versions).
+    by_version: dict[str, Agreement] = Field(default_factory=dict)
+    # Promotions in the period (when the workspace's validator changed): at, candidate, versions, who.
+    change_points: list[dict[str, str | None]] = Field(default_factory=list)
 
     def as_json(self) -> dict[str, object]:
         def ag(x: Agreement) -> dict[str, object]:
@@ -177,6 +183,7 @@ class Calibration(BaseModel):
             "rates": _rates_json(self.rates) if self.rates is not None else None,
             "by_category": {k: ag(v) for k, v in self.by_category.items()},
             "by_model": {k: ag(v) for k, v in self.by_model.items()},
+            "by_version": {k: ag(v) for k, v in self.by_version.items()},
             "by_reviewer": {k: ag(v) for k, v in self.by_reviewer.items()},
             "reasons": self.reasons,
             "warnings": [
@@ -193,6 +200,7 @@ class Calibration(BaseModel):
                 }
                 for m, weeks in self.drift.items()
             },
+            "change_points": self.change_points,
         }
         if self.cases is not None:
             out["cases"] = self.cases
@@ -263,6 +271,7 @@ class _Key:
     reviewer: str
     reason: str | None
     good: bool  # the analyst found the answer good: satisfied, or overridden to accepted
+    version: str = UNVERSIONED  # the verdict's validator_version
 
 
 async def _combos(
@@ -281,7 +290,7 @@ async def _combos(
         decision = _DECISION_OF[g.action]
         key = _Key(
             g.status or "unvalidated", decision, g.category or "none", g.model or "unknown", g.day,
-            g.warnings, g.reviewer, g.reason, decision == "satisfied",
+            g.warnings, g.reviewer, g.reason, decision == "satisfied", g.version or UNVERSIONED,
         )  # fmt: skip
         combos[key] += g.n
         if g.task_ids:
@@ -305,7 +314,7 @@ async def _combos(
                 good,
             )
         else:
-            key = _Key(v.status, "overridden", v.category, v.model or "unknown", o.decided_at.date(), v.warnings, o.reviewer, o.reason, good)  # fmt: skip
+            key = _Key(v.status, "overridden", v.category, v.model or "unknown", o.decided_at.date(), v.warnings, o.reviewer, o.reason, good, v.version or UNVERSIONED)  # fmt: skip
         combos[key] += 1
         if cases:
             ids[key].append(o.task_id)
@@ -316,6 +325,7 @@ def _keep(k: _Key, flt: CalibrationFilter) -> bool:
     return (
         (flt.category is None or k.category == flt.category)
         and (flt.validator_model is None or k.model == flt.validator_model)
+        and (flt.validator_version is None or k.version.startswith(flt.validator_version))
         and (flt.reviewer is None or k.reviewer == flt.reviewer)
         and (flt.reason is None or k.reason == flt.reason)
     )
@@ -328,7 +338,7 @@ class _Fold:
         self.matrix = {s: dict.fromkeys(DECISIONS, 0) for s in VALIDATOR_STATUSES}
         self.total = [0, 0, 0, 0]  # a, b, c, d: plain lists, as pydantic's setattr costs on the loop
         self.tables: dict[str, dict[str, list[int]]] = {
-            t: defaultdict(lambda: [0, 0, 0, 0]) for t in ("category", "model", "week", "reviewer")
+            t: defaultdict(lambda: [0, 0, 0, 0]) for t in ("category", "model", "version", "week", "reviewer")
         }
         self.warn: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
         self.reasons: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(DECISIONS, 0))
@@ -343,6 +353,7 @@ class _Fold:
         for counts in (
             t["category"][k.category],
             t["model"][k.model],
+            t["version"][k.version],
             t["week"][_week(k.day)],
             t["reviewer"][k.reviewer],
         ):
@@ -371,8 +382,8 @@ async def calibrate(
         raise InvalidRequest(f"no batch {flt.batch_id!r} in this workspace (see `evidence-desk batches`)")
     fold = _Fold(cases)
     # Each part reads on its own connection: the database works on them in parallel.
-    (combos, ids), drift, judged = await asyncio.gather(
-        _combos(store, flt, cases), _drift(store, flt), _judgements(store, flt)
+    (combos, ids), drift, judged, change_points = await asyncio.gather(
+        _combos(store, flt, cases), _drift(store, flt), _judgements(store, flt), _change_points(store, flt)
     )
     for i, (key, n) in enumerate(combos.items()):
         if i % _TURN == _TURN - 1:
@@ -393,6 +404,7 @@ async def calibrate(
         rates=total.rates(),
         by_category=table("category"),
         by_model=table("model"),
+        by_version=table("version"),
         by_reviewer=table("reviewer"),
         reasons=dict(sorted(fold.reasons.items())),
         warnings=[
@@ -401,9 +413,27 @@ async def calibrate(
         ],
         weekly=table("week"),
         drift=drift,
+        change_points=change_points,
         cases={k: sorted(set(v)) for k, v in sorted(fold.cases.items())} if fold.cases is not None else None,
         **judged,
     )
+
+
+async def _change_points(store: Store, flt: CalibrationFilter) -> list[dict[str, str | None]]:
+    """The promotions in the period: where the workspace's validator, and so its version, changed."""
+    from core.validation.workspace_validator import promotions
+
+    return [
+        {
+            "at": p.at.isoformat(),
+            "candidate": p.payload.candidate,
+            "validator_version": p.payload.validator_version,
+            "previous_version": p.payload.previous_version,
+            "reviewer": p.payload.reviewer,
+        }
+        for p in await promotions(store)
+        if (flt.since is None or p.at >= flt.since) and (flt.until is None or p.at < flt.until)
+    ]
 
 
 def _agreement(abcd: list[int]) -> Agreement:
@@ -564,11 +594,17 @@ def format_calibration(cal: Calibration) -> str:
     for title, table in (
         ("category", cal.by_category),
         ("validator model", cal.by_model),
+        ("validator version", cal.by_version),
         ("reviewer", cal.by_reviewer),
         ("week", cal.weekly),
     ):
         lines += ["", f"by {title}:"]
         lines += [f"  {k}: n={v.n} agreement={_num(v.rate)} kappa={_num(v.kappa)}" for k, v in table.items()]
+    lines += ["", "validator changes (promotions):"]
+    lines += [
+        f"  {c['at']}: {c['previous_version']} -> {c['validator_version']} ({c['candidate']}, by {c['reviewer']})"
+        for c in cal.change_points
+    ]
     lines += ["", "warnings before an override or revise:"]
     lines += [
         f"  {w.code}: {w.overridden + w.revised}/{w.decided} ({w.override_or_revise_rate:.0%})"
@@ -603,7 +639,13 @@ def calibration_csv(cal: Calibration) -> str:
     for status, row in cal.matrix.items():
         for decision, n in row.items():
             w.writerow(["matrix", status, decision, n])
-    for section, table in (("category", cal.by_category), ("model", cal.by_model), ("week", cal.weekly)):
+    tables = (
+        ("category", cal.by_category),
+        ("model", cal.by_model),
+        ("version", cal.by_version),
+        ("week", cal.weekly),
+    )
+    for section, table in tables:
         for key, ag in table.items():
             w.writerow([section, key, "n", ag.n])
             w.writerow([section, key, "agreement", _num(ag.rate)])
@@ -621,6 +663,7 @@ def _num(x: float | None) -> str:
 
 __all__ = [
     "CELLS",
+    "UNVERSIONED",
     "Analysts",
     "Anchoring",
     "Calibration",

@@ -32,7 +32,7 @@ th:first-child, td:first-child { text-align: left; }
 {% for status, row in c.matrix.items() %}<tr><td>{{ status | replace("_", " ") }}</td>
 {% for d in decisions %}<td style="background: rgba(37, 99, 235, {{ '%.2f' | format(0.75 * row[d] / top) }})">{{ row[d] }}</td>{% endfor %}</tr>
 {% endfor %}</table>
-{% for title, table in [("category", c.by_category), ("validator model", c.by_model), ("week starting", c.weekly)] %}
+{% for title, table in [("category", c.by_category), ("validator model", c.by_model), ("validator version", c.by_version), ("week starting", c.weekly)] %}
 <h2>Agreement by {{ title }}</h2>
 <table><tr><th>{{ title }}</th><th>decided</th><th>agreement</th><th>kappa</th></tr>
 {% for key, a in table.items() %}<tr><td>{{ key }}</td><td>{{ a.n }}</td><td>{{ num(a.rate) }}</td><td>{{ num(a.kappa) }}</td></tr>

@@ -33,7 +33,14 @@ from pydantic_settings import (
 )
 
 from core.errors import ConfigurationError
-from core.profiles import ROLE_MODEL_SETTING, ModelProfile, ModelRole, ResolvedProfile, resolve_profile
+from core.profiles import (
+    ROLE_MODEL_SETTING,
+    CandidateProfile,
+    ModelProfile,
+    ModelRole,
+    ResolvedProfile,
+    resolve_profile,
+)
 from core.secrets import name_credentials, remember_secret
 
 APP_NAME = "evidence-desk"
@@ -154,6 +161,13 @@ class Settings(BaseSettings):
         description="Per role ([profiles.agent], [profiles.validator], ...): model, endpoint, key source, "
         "temperature, max_tokens, context window and extra litellm parameters.",
         json_schema_extra=_desk(editable=False),  # edited on the Models page's own profile form
+    )
+    validator_candidates: dict[str, CandidateProfile] = Field(
+        default_factory=dict,
+        title="Candidate validators",
+        description="Named validators to replay on decided tasks before using one ([validator_candidates.NAME]: "
+        "a profile plus an optional templates folder); see `evidence-desk revalidate`.",
+        json_schema_extra=_desk(editable=False),
     )
     script: Path | None = Field(
         default=None,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, SecretStr
@@ -70,6 +71,15 @@ class ModelProfile(BaseModel):
     )
     input_cost_per_mtok: float | None = Field(default=None, ge=0)
     output_cost_per_mtok: float | None = Field(default=None, ge=0)
+
+
+class CandidateProfile(ModelProfile):
+    """A validator the team may try before using it (TOML ``[validator_candidates.<name>]``): a
+    profile plus, optionally, a folder of validator templates replacing the installed ones by name."""
+
+    templates: Path | None = Field(
+        default=None, description="Folder of validation*.md.j2 files replacing the installed ones."
+    )
 
 
 class ResolvedProfile(BaseModel):
@@ -225,6 +235,7 @@ def roles_for_task(settings: ProfileSettings, team: str | None) -> list[ModelRol
 __all__ = [
     "KEYLESS_PLACEHOLDER",
     "ROLE_MODEL_SETTING",
+    "CandidateProfile",
     "ModelProfile",
     "ModelRole",
     "ResolvedProfile",

@@ -49,6 +49,9 @@ def register(sub: Subparsers, common: argparse.ArgumentParser) -> dict[str, Hand
     p.add_argument("--since", metavar="YYYY-MM-DD", help="decisions on or after this day (UTC)")
     p.add_argument("--until", metavar="YYYY-MM-DD", help="decisions before this day (UTC)")
     p.add_argument("--validator-model", metavar="MODEL", help="only verdicts by this validator model")
+    p.add_argument(
+        "--validator-version", metavar="ID", help="only verdicts by this validator version (or prefix)"
+    )
     p.add_argument("--category", help="only verdicts of this category")
     p.add_argument("--batch", metavar="ID", help="only tasks queued by this batch")
     p.add_argument("--reviewer", help="only decisions by this reviewer")
@@ -117,6 +120,7 @@ async def cmd_calibration(args: argparse.Namespace, settings: Settings) -> int:
             since=parse_day(args.since, "--since"),
             until=parse_day(args.until, "--until"),
             validator_model=args.validator_model,
+            validator_version=args.validator_version,
             category=args.category,
             batch_id=args.batch,
             reviewer=args.reviewer,

@@ -21,7 +21,7 @@ from core.terminal import TerminalStream
 from core.version import app_version
 
 # In this order on the help screen: a task's life first, then the team's and the auditor's tools.
-GROUPS = ("run", "show", "review", "audit", "insight", "search", "team")
+GROUPS = ("run", "show", "review", "audit", "insight", "search", "team", "judge")
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:

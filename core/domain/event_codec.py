@@ -46,6 +46,7 @@ from core.domain.event_payloads import (
     SchemaRepair,
     SchemaUnsatisfied,
     SecondReviewRequest,
+    ShadowVerdict,
     StatusChange,
     SuppliedAnswerRecord,
     TaskInterruption,
@@ -56,6 +57,8 @@ from core.domain.event_payloads import (
     ValidationDebug,
     ValidationSkip,
     ValidationSnapshot,
+    ValidatorPromotion,
+    ValidatorTemplateSave,
 )
 from core.domain.facts import EventKind
 from core.domain.records import EventRecord, ValidationRecord
@@ -90,6 +93,9 @@ PAYLOAD_MODELS: Mapping[EventKind, type[EventPayload]] = {
     EventKind.ANALYST_VERDICT_RECORDED: AnalystVerdictRecord,
     EventKind.ANSWER_SUPPLIED: SuppliedAnswerRecord,
     EventKind.MODEL_CALLS_RECORDED: ModelCallsRecord,
+    EventKind.SHADOW_VERDICT_RECORDED: ShadowVerdict,
+    EventKind.VALIDATOR_PROMOTED: ValidatorPromotion,
+    EventKind.VALIDATOR_TEMPLATE_SAVED: ValidatorTemplateSave,
 }
 """The one table from event kind to the model of its payload."""
 

@@ -312,6 +312,8 @@ class ValidationDebug(PayloadPart):
             "reply_reserve",
             "structured_contract",
             "contract_fallbacks",
+            "validator_version",
+            "validator",
         }
     )
 
@@ -323,6 +325,10 @@ class ValidationDebug(PayloadPart):
     evidence_item_count: int = 0
     final_output_chars: int = 0
     validator_model: str | None = None
+    # Who judged (``core.validation.identity``): the short id calibration groups by, and what it is
+    # made of (profile, template digests, policy settings, product version). None before versions.
+    validator_version: str | None = None
+    validator: dict[str, Any] | None = None
     agent_model: str | None = None  # same family as the validator earns a warning
     validation_mode: str = ""
     citation_checks: dict[str, int] = Field(default_factory=dict)  # CitationCheck value -> count
@@ -507,6 +513,42 @@ class SuppliedAnswerRecord(SuppliedProvenance, EventPayload):
     note: str = ""  # the warning shown with the verdict: the answer's source, not the agent
 
 
+class ShadowVerdict(ValidationSnapshot):
+    """A candidate validator's verdict on a decided attempt, replayed from its stored packet.
+
+    Written in the candidate's own shadow session with no task on the event row, so it never moves
+    a task, never counts in a task's spend and is never read as the task's verdict.
+    """
+
+    candidate: str = ""
+    task_id: str = ""
+
+
+class ValidatorPromotion(EventPayload):
+    """A candidate made the workspace's validator: who, and the comparison the choice rested on."""
+
+    candidate: str
+    validator_version: str
+    previous_version: str | None = None
+    reviewer: str
+    profile: dict[str, Any] = Field(default_factory=dict)  # the candidate's profile: key sources by name only
+    template_set: str = "installed"
+    templates: dict[str, str] = Field(default_factory=dict)  # the candidate's own templates, by name
+    comparison: dict[str, Any] = Field(default_factory=dict)
+
+
+class ValidatorTemplateSave(EventPayload):
+    """A version of a workspace's own validator template; the text is the event's content.
+    ``removed``: the workspace went back to the installed template."""
+
+    name: str
+    version: int
+    sha256: str | None = None
+    reviewer: str = ""
+    note: str = ""
+    removed: bool = False
+
+
 class UnknownPayload(EventPayload):
     """A payload of a kind this version does not know (a newer version wrote it): every key kept."""
 
@@ -534,6 +576,7 @@ __all__ = [
     "SchemaRepair",
     "SchemaUnsatisfied",
     "SecondReviewRequest",
+    "ShadowVerdict",
     "StatusChange",
     "SuppliedAnswerRecord",
     "SuppliedProvenance",
@@ -546,6 +589,8 @@ __all__ = [
     "ValidationDebug",
     "ValidationSkip",
     "ValidationSnapshot",
+    "ValidatorPromotion",
+    "ValidatorTemplateSave",
 ]
 
 

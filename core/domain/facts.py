@@ -44,6 +44,11 @@ class EventKind(StrEnum):
     ANALYST_JUDGEMENT_RECORDED = "analyst_judgement_recorded"  # a blind first or a second review
     SECOND_REVIEW_REQUESTED = "second_review_requested"  # a decided task queued for another reviewer
     MODEL_CALLS_RECORDED = "model_calls_recorded"  # calls outside runs and validations (planner, schema)
+    SHADOW_VERDICT_RECORDED = (
+        "shadow_verdict_recorded"  # a candidate validator's replayed verdict (core/judge)
+    )
+    VALIDATOR_PROMOTED = "validator_promoted"  # a candidate became the workspace's validator (core/judge)
+    VALIDATOR_TEMPLATE_SAVED = "validator_template_saved"  # a workspace's own validator template, a version
 
 
 class AttemptState(StrEnum):

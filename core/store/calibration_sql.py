@@ -33,6 +33,7 @@ from core.store.models import BatchRow, EventRow, FeedbackRow, TaskRow, Validati
 # JSON keys read inside the database, named by the models that write them (a rename fails at import).
 _VALIDATOR_MODEL = payload_key(ValidationDebug, "validator_model")
 _WARNINGS = payload_key(ValidationDebug, "warnings")
+_VALIDATOR_VERSION = payload_key(ValidationDebug, "validator_version")
 _OVERRIDE_ATTEMPT = payload_key(AnalystVerdictRecord, "attempt_id")
 _OVERRIDE_STATUS = payload_key(AnalystVerdictRecord, "status")
 _OVERRIDE_REVIEWER = payload_key(AnalystVerdictRecord, "reviewer")
@@ -49,6 +50,7 @@ class Verdict:
     model: str | None
     warnings: str | None  # the warnings' JSON array as text, parsed only when not empty
     created_at: datetime
+    version: str | None = None  # the validator_version (None: a verdict from before versions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +71,12 @@ def _verdict_columns() -> tuple[Any, ...]:
         debug[_VALIDATOR_MODEL].as_string(),
         debug[_WARNINGS].as_string(),
         ValidationRow.created_at,
+        debug[_VALIDATOR_VERSION].as_string(),
     )
 
 
 def _verdict(row: tuple[object, ...]) -> Verdict | None:
-    status, category, model, warnings, created = row
+    status, category, model, warnings, created, version = row
     if status is None:
         return None
     assert isinstance(created, datetime)
@@ -83,13 +86,14 @@ def _verdict(row: tuple[object, ...]) -> Verdict | None:
         model if isinstance(model, str) else None,
         warnings if isinstance(warnings, str) and warnings else None,
         created,
+        version if isinstance(version, str) and version else None,
     )
 
 
 @dataclass(frozen=True, slots=True)
 class DecisionGroup:
     """How many standing decisions share one verdict, decision, category, model, day, warnings,
-    reviewer and reason (and task, when cases were asked for)."""
+    reviewer, reason and validator version (and task, when cases were asked for)."""
 
     status: str | None  # None: the attempt was never validated
     action: str  # satisfied | revise | abandon
@@ -101,6 +105,7 @@ class DecisionGroup:
     reviewer: str = ""
     reason: str | None = None
     task_ids: tuple[str, ...] = ()  # only when cases were asked for
+    version: str | None = None  # the verdict's validator_version (None: before versions, or none)
 
 
 def _override_attempts() -> Any:
@@ -197,7 +202,7 @@ async def _common_groups(
     conn: Any, since: datetime | None, until: datetime | None, batch_id: str | None, with_tasks: bool
 ) -> list[DecisionGroup]:
     """The attempts with one feedback row and at most one verdict, grouped in the database."""
-    status, category, model, warnings, _ = _verdict_columns()
+    status, category, model, warnings, _, version = _verdict_columns()
     many_fb, many_v = _repeated()
     day = (
         func.date(FeedbackRow.created_at)
@@ -206,6 +211,7 @@ async def _common_groups(
     )
     keys: tuple[Any, ...] = (
         status, FeedbackRow.action, category, model, warnings, day, FeedbackRow.reviewer, FeedbackRow.reason,
+        version,
     )  # fmt: skip
     counted: tuple[Any, ...] = (func.count(),)
     if with_tasks:  # each group's task ids as one comma-joined text (ids are hex): no row per task
@@ -229,9 +235,11 @@ async def _common_groups(
     )
     groups: list[DecisionGroup] = []
     for r in await conn.execute(_in_range(q, since, until, batch_id)):
-        ids = tuple(str(r[9]).split(",")) if with_tasks and r[9] else ()
+        ids = tuple(str(r[10]).split(",")) if with_tasks and r[10] else ()
         groups.append(
-            DecisionGroup(r[0], r[1], r[2], r[3], r[4] or None, _as_date(r[5]), r[8], r[6], r[7], ids)
+            DecisionGroup(
+                r[0], r[1], r[2], r[3], r[4] or None, _as_date(r[5]), r[9], r[6], r[7], ids, r[8] or None
+            )
         )
     return groups
 
@@ -285,6 +293,7 @@ async def decision_groups(
                 d.reviewer,
                 d.reason,
                 (d.task_id,) if with_tasks else (),
+                v.version if v else None,
             )
         )
     return groups

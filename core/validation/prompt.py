@@ -9,7 +9,12 @@ restatement of the rubric. The evidence text arrives already rendered (and fence
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import hashlib
 import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -19,9 +24,15 @@ from core.team.synthesis import synthesis_without_evidence
 
 __all__ = [
     "HISTORY_MESSAGES",
+    "INSTALLED",
+    "TemplateSet",
     "format_history",
     "render_template",
     "system_prompt",
+    "template_digests",
+    "templates_in_use",
+    "use_templates",
+    "validator_template_names",
     "wrap_answer",
     "wrap_task",
 ]
@@ -29,12 +40,54 @@ __all__ = [
 HISTORY_MESSAGES = 30
 
 
-@lru_cache(maxsize=1)
-def _environment() -> Any:
+@dataclass(frozen=True, slots=True)
+class TemplateSet:
+    """Validator templates that replace installed ones by name (a workspace's own, a candidate's).
+
+    Frozen and hashable so each set gets one cached jinja environment. ``label`` says where the
+    replacements came from, for the validator's identity and for people.
+    """
+
+    overrides: tuple[tuple[str, str], ...] = ()
+    label: str = "installed"
+
+    @classmethod
+    def of(cls, overrides: Mapping[str, str], label: str) -> TemplateSet:
+        return cls(tuple(sorted(overrides.items())), label) if overrides else INSTALLED
+
+
+INSTALLED = TemplateSet()
+# The template set of the verdict being judged: a context variable, because one process judges
+# live tasks and a candidate's replays at once, and every template render sits deep in the judge.
+_TEMPLATES: contextvars.ContextVar[TemplateSet] = contextvars.ContextVar(
+    "validator_templates", default=INSTALLED
+)
+
+
+@contextlib.contextmanager
+def use_templates(templates: TemplateSet) -> Iterator[None]:
+    """Render with ``templates`` inside the block (and in tasks it starts), the installed ones after."""
+    token = _TEMPLATES.set(templates)
+    try:
+        yield
+    finally:
+        _TEMPLATES.reset(token)
+
+
+def templates_in_use() -> TemplateSet:
+    return _TEMPLATES.get()
+
+
+@lru_cache(maxsize=16)
+def _environment(templates: TemplateSet = INSTALLED) -> Any:
     import jinja2
 
+    installed = jinja2.FileSystemLoader(str(prompts_dir()))
+    loader: Any = installed
+    if templates.overrides:
+        loader = jinja2.ChoiceLoader([jinja2.DictLoader(dict(templates.overrides)), installed])
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(prompts_dir())),
+        loader=loader,
         autoescape=False,  # markdown for a model, not HTML; external content is fenced instead
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
@@ -44,7 +97,26 @@ def _environment() -> Any:
 
 
 def render_template(name: str, **values: Any) -> str:
-    return str(_environment().get_template(name).render(**values))
+    return str(_environment(_TEMPLATES.get()).get_template(name).render(**values))
+
+
+def validator_template_names() -> list[str]:
+    """Every installed template a verdict may render (the validator's prompts and their parts)."""
+    return sorted(p.name for p in prompts_dir().glob("validation*.md.j2"))
+
+
+def template_source(name: str, templates: TemplateSet = INSTALLED) -> str:
+    """The text of one template as ``templates`` has it (the installed one when not replaced)."""
+    return str(_environment(templates).loader.get_source(_environment(templates), name)[0])
+
+
+def template_digests(templates: TemplateSet = INSTALLED) -> dict[str, str]:
+    """sha256 of each validator template as ``templates`` has it: the prompt part of a validator's
+    identity, so an edited template makes a new validator version."""
+    return {
+        name: hashlib.sha256(template_source(name, templates).encode("utf-8")).hexdigest()
+        for name in validator_template_names()
+    }
 
 
 def system_prompt(*, rubric: bool = True) -> str:

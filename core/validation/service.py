@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import logging
 import re
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -36,6 +37,7 @@ from core.domain.status import ValidationStatus
 from core.domain.validation import CitationCheck, FailureCategory, ValidationResult
 from core.evidence.content import index_packet, item_length
 from core.evidence.render import RenderedEvidence, render_task
+from core.llm import LLMGateway
 from core.llm.families import model_family, same_family
 from core.llm.gateway import UsageRecord, counted_usage
 from core.llm.structured import SchemaFailure, StructuredOutcome, complete_structured
@@ -45,6 +47,7 @@ from core.validation.chunked import judge_chunked
 from core.validation.citations import check_citations_streaming
 from core.validation.coherence import incoherence, incoherence_warning
 from core.validation.context import execution_metadata, previous_feedback
+from core.validation.identity import validator_identity
 from core.validation.judgement import (
     Judgement,
     close_prompt_log,
@@ -57,14 +60,25 @@ from core.validation.judgement import (
     skip,
     validator_messages,
 )
-from core.validation.prompt import format_history, render_template, wrap_answer
+from core.validation.prompt import (
+    TemplateSet,
+    format_history,
+    render_template,
+    use_templates,
+    wrap_answer,
+)
 from core.validation.schema import ValidatorOutput
 from core.validation.sizing import full_rendering, referenced_tokens
+from core.validation.workspace_templates import workspace_templates
+from core.validation.workspace_validator import CONFIGURED, promoted_settings, promotions
 
 __all__ = [
     "DEFAULT_TRIGGER_KEYWORDS",
     "DEFAULT_UNKNOWN_WINDOW",
+    "INCOMPLETE_ANSWER",
     "SAFETY_MARGIN",
+    "Assessment",
+    "CaseInput",
     "ValidationReport",
     "ValidationService",
     "token_budget",
@@ -102,6 +116,8 @@ class _Budget:
 
 
 _BUDGET: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar("validator_budget", default=None)
+# How a truncated answer's warning ends, after the words saying how it was cut (a replay reads them).
+INCOMPLETE_ANSWER = "; the verdict judged an incomplete answer"
 # Seed 004's list, used when keywords mode is on and no keyword is configured.
 DEFAULT_TRIGGER_KEYWORDS = ("done", "completed", "finished", "ready", "here you go")
 
@@ -112,6 +128,17 @@ class ValidationReport(BaseModel):
     debug: dict[str, Any]
     warnings: list[VerdictWarning] = Field(default_factory=list)
     skipped: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Assessment:
+    """A verdict reached and not yet recorded: the report, its snapshot payload and the prompt
+    to store with it (None unless the debug setting keeps prompts). A live validation records it
+    on the task; a shadow replay records it as a shadow verdict of its own."""
+
+    report: ValidationReport
+    snapshot: ValidationSnapshot
+    stored_prompt: str | None
 
 
 def reply_reserve(window: int, max_tokens: int | None = None) -> int:
@@ -128,10 +155,15 @@ def token_budget(window: int, max_tokens: int | None = None) -> int:
 
 
 class ValidationService:
-    def __init__(self, ctx: RunContext) -> None:
+    def __init__(self, ctx: RunContext, *, templates: TemplateSet | None = None) -> None:
+        self.ctx = ctx
         self.store = ctx.store
         self.gateway = ctx.gateway
         self.settings = ctx.settings
+        # A candidate's templates; None: the workspace's own, read for every verdict (an edit
+        # applies to the next verdict, on every desk and worker of the workspace).
+        self.templates = templates
+        self._promoted: dict[int, ValidationService] = {}  # the promoted judge, by its promotion event
         # Windows learned from providers' context_length_exceeded replies, per model.
         self._measured_windows: dict[str, int] = {}
         if self.settings.validation_mode == ValidationMode.KEYWORDS and not any(
@@ -158,17 +190,84 @@ class ValidationService:
         truncated: str | None = None,
         earlier: list[TaskEvidencePacket] | None = None,
     ) -> ValidationReport:
-        """Judge ``packet``'s answer against the evidence of every attempt so far.
+        """Judge ``packet``'s answer against the evidence of every attempt so far, and record the
+        verdict on the task (its snapshot event, and its validation row unless skipped).
 
         ``earlier`` are the task's earlier packets, already indexed (``earlier_packets``): an
         answer may rest on a fact an earlier attempt found, so the validator sees their items
         under the ids they always had. ``truncated`` says how the answer was cut off, when it was.
         """
+        case = CaseInput(
+            packet=packet,
+            task_text=task_text,
+            history=history,
+            task_id=task_id,
+            attempt_id=attempt_id,
+            attempt_index=attempt_index,
+            session_id=session_id,
+            agent_model=agent_model,
+            pending_tool_calls=pending_tool_calls,
+            truncated=truncated,
+            earlier=earlier or [],
+        )
+        done = await self.assess(case)
+        report, prompt = done.report, done.stored_prompt
+        await self.store.append_event(session_id, *encode(done.snapshot), content=prompt, task_id=task_id)
+        if not report.skipped:
+            await self.store.add_validation(
+                task_id=task_id,
+                attempt_id=attempt_id,
+                attempt_index=attempt_index,
+                result=report.result.model_dump(mode="json"),
+                raw_response=report.result.raw_response,
+                prompt=prompt,
+                debug=ValidationDebug.model_validate(report.debug).model_dump(),
+            )
+        return report
+
+    async def assess(self, case: CaseInput, *, log_session_id: str | None = None) -> Assessment:
+        """Reach a verdict on one case without recording it (schema failures are still logged:
+        in the task's session, or in ``log_session_id`` with no task, for a shadow replay)."""
         started = time.perf_counter()
+        judge, templates = (
+            (self, self.templates) if self.templates is not None else await self._workspace_judge()
+        )
+        identity = await asyncio.to_thread(validator_identity, judge.settings, templates)
+        with use_templates(templates):
+            return await judge._assess(case, log_session_id, started, identity.as_record())
+
+    async def _workspace_judge(self) -> tuple[ValidationService, TemplateSet]:
+        """The workspace's validator now: the configured one with the workspace's templates, or the
+        candidate promoted last (its profile, its own templates over the workspace's)."""
+        templates = await workspace_templates(self.store)
+        found = await promotions(self.store)
+        if not found or found[-1].payload.candidate == CONFIGURED:
+            return self, templates
+        last = found[-1]
+        own = last.payload.templates
+        if own:
+            templates = TemplateSet.of(
+                {**dict(templates.overrides), **own}, f"promoted:{last.payload.candidate}"
+            )
+        judge = self._promoted.get(last.event_id)
+        if judge is None or judge.templates != templates:
+            settings = promoted_settings(self.settings, last.payload)
+            gateway = LLMGateway(
+                settings, self.gateway.on_usage, retry_backoff_s=self.gateway.retry_backoff_s
+            )
+            ctx = dataclasses.replace(self.ctx, settings=settings, gateway=gateway)
+            judge = ValidationService(ctx, templates=templates)
+            self._promoted = {last.event_id: judge}
+        return judge, templates
+
+    async def _assess(
+        self, case: CaseInput, log_session_id: str | None, started: float, identity: dict[str, Any]
+    ) -> Assessment:
+        packet = case.packet
         model = self.settings.validator_model
-        warnings = _opening_warnings(model, agent_model, truncated)
+        warnings = _opening_warnings(model, case.agent_model, case.truncated)
         # An index: outputs inline, big tool texts stay chunk references until a prompt needs them.
-        packets = [*(earlier or []), await index_packet(self.store, packet)]
+        packets = [*case.earlier, await index_packet(self.store, packet)]
         rendered = await asyncio.to_thread(render_task, packets)
         # Every item plus the answer under review (which render_task leaves out), without reading.
         gathered = sum(item_length(i) for i in rendered.items) + len(packet.final_output)
@@ -176,53 +275,45 @@ class ValidationService:
             **_packet_facts(packets),
             **_evidence_debug(packets, rendered, gathered),
             "validator_model": model,
-            "agent_model": agent_model,
+            "validator_version": identity["validator_version"],
+            "validator": identity,
+            "agent_model": case.agent_model,
             "validation_mode": str(self.settings.validation_mode),
         }
-        judgement, skipped = self._gate(packet.final_output, pending_tool_calls)
+        judgement, skipped = self._gate(packet.final_output, case.pending_tool_calls)
         if judgement is None:
-            case = _Case(
+            judged = _Case(
                 packets=packets,
                 rendered=rendered,
-                task_text=task_text,
-                history=history,
-                session_id=session_id,
-                task_id=task_id,
-                attempt_index=attempt_index,
+                task_text=case.task_text,
+                history=case.history,
+                session_id=case.session_id,
+                task_id=case.task_id,
+                attempt_index=case.attempt_index,
                 warnings=warnings,
+                log_session_id=log_session_id,
             )
-            judgement = await self._judge_within_budget(case)
+            judgement = await self._judge_within_budget(judged)
         result = await self._finish_result(judgement, rendered, warnings, debug)
         debug |= _judgement_debug(judgement, warnings, gathered)
         debug |= {
             "latency_s": round(time.perf_counter() - started, 4),
             "skipped": skipped,
-            "attempt_id": attempt_id,
+            "attempt_id": case.attempt_id,
         }
         store_prompt = self.settings.debug_store_validation_prompt and bool(judgement.prompt)
         snapshot = ValidationSnapshot(
             **debug,
             result=result,
             status=result.status,
-            attempt_index=attempt_index,
+            attempt_index=case.attempt_index,
             raw_response=result.raw_response,
             prompt_stored=store_prompt,
         )
-        prompt = judgement.prompt if store_prompt else None
-        await self.store.append_event(session_id, *encode(snapshot), content=prompt, task_id=task_id)
-        if not skipped:
-            await self.store.add_validation(
-                task_id=task_id,
-                attempt_id=attempt_id,
-                attempt_index=attempt_index,
-                result=result.model_dump(mode="json"),
-                raw_response=result.raw_response,
-                prompt=prompt,
-                debug=ValidationDebug.model_validate(debug).model_dump(),
-            )
-        return ValidationReport(
+        report = ValidationReport(
             result=result, prompt=judgement.prompt, debug=debug, warnings=warnings, skipped=skipped
         )
+        return Assessment(report, snapshot, judgement.prompt if store_prompt else None)
 
     def _gate(self, answer: str, pending_tool_calls: bool) -> tuple[Judgement | None, bool]:
         """A verdict needing no judge (no answer, an unfinished run) or a policy skip, and whether
@@ -318,7 +409,10 @@ class ValidationService:
             messages, prompt_tokens = await self._with_stored_items(
                 packets, rendered, common, messages, prompt_tokens, budget
             )
-        emit = self._failure_emitter(case.session_id, case.task_id, case.attempt_index)
+        if case.log_session_id is None:
+            emit = self._failure_emitter(case.session_id, case.task_id, case.attempt_index)
+        else:  # a shadow replay: its failures are its own, never the task's events
+            emit = self._failure_emitter(case.log_session_id, None, case.attempt_index)
         answer_chars = len(packet.final_output)
         overflow: dict[str, Any] | None = None
         if budget is None or prompt_tokens <= budget:
@@ -495,7 +589,7 @@ class ValidationService:
         )
 
     def _failure_emitter(
-        self, session_id: str, task_id: str, attempt_index: int
+        self, session_id: str, task_id: str | None, attempt_index: int
     ) -> Callable[[str], Callable[[SchemaFailure], Awaitable[None]]]:
         def for_purpose(purpose: str) -> Callable[[SchemaFailure], Awaitable[None]]:
             async def emit(failure: SchemaFailure) -> None:
@@ -625,6 +719,25 @@ class _Case:
     task_id: str
     attempt_index: int
     warnings: list[VerdictWarning]
+    log_session_id: str | None = None  # where schema failures go when not the task's session
+
+
+@dataclass(frozen=True, slots=True)
+class CaseInput:
+    """One answer to judge, as the caller has it: the packet, its task and conversation, and where
+    it was recorded. A live attempt builds it from what it just ran; a replay from the store."""
+
+    packet: TaskEvidencePacket
+    task_text: str
+    history: list[dict[str, Any]]
+    task_id: str
+    attempt_id: str
+    attempt_index: int
+    session_id: str
+    agent_model: str
+    pending_tool_calls: bool = False
+    truncated: str | None = None  # how the answer was cut off, when it was
+    earlier: list[TaskEvidencePacket] = field(default_factory=list)
 
 
 def _request(evidence_text: str, has_evidence: bool, common: dict[str, Any]) -> list[dict[str, Any]]:
@@ -670,7 +783,7 @@ def _opening_warnings(model: str, agent_model: str, truncated: str | None) -> li
         warnings.append(
             VerdictWarning(
                 code=WarningCode.TRUNCATED_ANSWER,
-                message=f"{truncated}; the verdict judged an incomplete answer",
+                message=f"{truncated}{INCOMPLETE_ANSWER}",
             )
         )
     return warnings

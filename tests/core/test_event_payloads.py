@@ -272,6 +272,42 @@ SAMPLES: dict[EventKind, dict[str, Any]] = {
         "calls": 2,
         "usage": {"prompt_tokens": 22, "completion_tokens": 14, "cost_usd": 0.0, "unpriced_calls": 2},
     },
+    EventKind.SHADOW_VERDICT_RECORDED: {
+        **{  # the validator's identity sits right after its model, where the writer puts it
+            k: v
+            for key, value in DEBUG.items()
+            for k, v in (
+                [(key, value), ("validator_version", "0123456789ab"), ("validator", {"model": "m"})]
+                if key == "validator_model"
+                else [(key, value)]
+            )
+        },
+        "result": RESULT,
+        "status": "accepted",
+        "attempt_index": 1,
+        "raw_response": "{}",
+        "prompt_stored": False,
+        "candidate": "strict",
+        "task_id": "t1",
+    },
+    EventKind.VALIDATOR_PROMOTED: {
+        "candidate": "strict",
+        "validator_version": "0123456789ab",
+        "previous_version": "ba9876543210",
+        "reviewer": "ana",
+        "profile": {"model": "scripted/candidate"},
+        "template_set": "installed",
+        "templates": {},
+        "comparison": {"paired": 40},
+    },
+    EventKind.VALIDATOR_TEMPLATE_SAVED: {
+        "name": "validation_rubric.md.j2",
+        "version": 2,
+        "sha256": "ab" * 32,
+        "reviewer": "ana",
+        "note": "stricter on dates",
+        "removed": False,
+    },
 }
 
 

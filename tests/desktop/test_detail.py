@@ -467,3 +467,17 @@ def test_a_failed_attempt_says_why_it_has_no_answer(qtbot: QtBot) -> None:
     view.set_dossier(dossier)
     shown = view.answer_view.toPlainText()
     assert "No answer was produced." in shown and "reply had no choices" in shown
+
+
+def test_debug_tab_names_the_validator_version_first(qtbot: QtBot) -> None:
+    vv = ValidatorView()
+    qtbot.addWidget(vv)
+    base = validation(1, raw='{"status": "accepted"}', warnings=[], citations=[])
+    identity = {"model": "scripted/validator", "templates": {"validation.md.j2": "ab" * 32}}
+    debug = {"strategy": "single", "validator_version": "0123456789ab", "validator": identity}
+    vv.set_validation(base.model_copy(update={"debug": debug}))
+    tab = vv.tabs.tabText(vv.tabs.indexOf(vv.debug_view))
+    assert tab == "Debug · validator 0123456789ab"
+    assert next(iter(json.loads(vv.debug_view.text()))) == "validator_version"
+    vv.set_validation(None)
+    assert vv.tabs.tabText(vv.tabs.indexOf(vv.debug_view)) == "Debug"

@@ -304,6 +304,7 @@ class ValidatorView(QWidget):
             )  # not "returned no text"
             self.prompt_view.set_text("")
             self.debug_view.set_text("")
+            self.tabs.setTabText(self.tabs.indexOf(self.debug_view), "Debug")
             return
         try:
             result = validation_verdict(record)
@@ -336,6 +337,11 @@ class ValidatorView(QWidget):
             else "The validation prompt was not stored (enable debug_store_validation_prompt)."
         )
         self.debug_view.set_text(_debug_text(record.debug))
+        version = record.debug.get("validator_version") if isinstance(record.debug, dict) else None
+        # Which judge gave this verdict, at a glance: verdicts compare only within one version.
+        self.tabs.setTabText(
+            self.tabs.indexOf(self.debug_view), f"Debug · validator {version}" if version else "Debug"
+        )
 
     def _set_raw(self, raw: str) -> None:
         self._raw = raw
@@ -369,4 +375,6 @@ class ValidatorView(QWidget):
 
 
 def _debug_text(debug: dict[str, Any]) -> str:
-    return json.dumps(debug, indent=2, ensure_ascii=False, default=str)
+    """The debug record as JSON, the validator's identity first (it says which judge spoke)."""
+    first = {k: debug[k] for k in ("validator_version", "validator") if k in debug}
+    return json.dumps({**first, **debug}, indent=2, ensure_ascii=False, default=str)

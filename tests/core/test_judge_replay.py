@@ -1,0 +1,108 @@
+"""Shadow replay on both engines (SQLite and PostgreSQL): verdicts stored in the candidate's own
+session, no task touched, a second run judges nothing, a new candidate version a new session."""
+
+from __future__ import annotations
+
+from core.domain.evidence import TaskEvidencePacket
+from core.domain.facts import EventKind, WarningCode
+from core.domain.status import TaskStatus, ValidationStatus
+from core.judge.candidates import load_candidate
+from core.judge.replay import ReplaySelection, revalidate, shadow_verdicts
+from core.validation.warnings import read_warnings
+from core.workspace import Workspace
+from tests.core.conftest import ScriptFactory
+from tests.core.test_validation import verdict
+
+
+async def _decided(ws: Workspace, n: int) -> list[str]:
+    ids = []
+    for i in range(n):
+        task = await ws.store.create_task(f"case {i}: what causes tides?")
+        attempt = await ws.store.create_attempt(task.id, 1, trigger="initial", prompt=task.text)
+        answer = f"The Moon ({i})."
+        packet = TaskEvidencePacket(task_id=task.id, attempt_index=1, final_output=answer)
+        await ws.store.update_attempt(attempt.id, final_output=answer, packet=packet.model_dump(mode="json"))
+        await ws.store.add_feedback(
+            task_id=task.id, attempt_id=attempt.id, action="satisfied" if i % 2 else "abandon", prompt=None,
+            note=None, reviewer="ana", from_status=TaskStatus.AWAITING_FEEDBACK, to_status=TaskStatus.CLOSED,
+        )  # fmt: skip
+        ids.append(task.id)
+    return ids
+
+
+async def test_replay_stores_shadow_verdicts_only_and_resumes(
+    make_settings: ScriptFactory, db_url: str
+) -> None:
+    conversations = [
+        {"model": "candidate", "match": r"case [02]:", "turns": [{"content": verdict("rejected")}]},
+        {"model": "candidate", "turns": [{"content": verdict("accepted")}]},
+    ]
+    candidates = {
+        "strict": {"model": "scripted/candidate"},
+        "warm": {"model": "scripted/candidate", "temperature": 0.7},
+    }
+    settings = make_settings(conversations, db_url=db_url, validator_candidates=candidates)
+    ws = await Workspace.open(settings)
+    try:
+        ids = await _decided(ws, 4)
+        before = [
+            (t.id, t.status, t.version, t.updated_at) for t in [await ws.store.get_task(i) for i in ids]
+        ]
+        strict = load_candidate(settings, "strict")
+        seen: list[int] = []
+        summary = await revalidate(
+            ws, strict, ReplaySelection(), concurrency=2, on_progress=lambda p: seen.append(p.done)
+        )
+        assert (summary.selected, summary.judged, summary.already_done) == (4, 4, 0)
+        assert dict(summary.statuses) == {"rejected": 2, "accepted": 2} and sorted(seen) == [1, 2, 3, 4]
+        verdicts = await shadow_verdicts(ws.store, summary.session_id)
+        assert {v.task_id: str(v.status) for v in verdicts.values()} == {
+            ids[0]: "rejected", ids[1]: "accepted", ids[2]: "rejected", ids[3]: "accepted",
+        }  # fmt: skip
+        assert all(v.validator_version == strict.version for v in verdicts.values())
+        after = [(t.id, t.status, t.version, t.updated_at) for t in [await ws.store.get_task(i) for i in ids]]
+        assert after == before
+        for task_id in ids:  # nothing on the task: no verdict, no event
+            assert await ws.store.list_validations(task_id) == []
+            assert await ws.store.get_task_events(task_id, kinds=[EventKind.SHADOW_VERDICT_RECORDED]) == []
+        again = await revalidate(ws, strict, ReplaySelection())
+        assert (again.judged, again.already_done, again.session_id) == (0, 4, summary.session_id)
+        open_task = (await ws.store.create_task("not decided yet")).id
+        chosen = ReplaySelection(task_ids=[ids[1], open_task], limit=1)
+        warm = await revalidate(ws, load_candidate(settings, "warm"), chosen)
+        assert warm.not_decided == [open_task]
+        assert warm.judged == 1 and warm.session_id != summary.session_id
+    finally:
+        await ws.close()
+
+
+async def test_a_shadow_verdict_is_held_to_coherence_and_the_verdict_budget(
+    make_settings: ScriptFactory, db_url: str
+) -> None:
+    # The candidate judges as a live validator would: an acceptance its own score contradicts does
+    # not count, and a judge that never answers ends at validator_budget_s, not validator_timeout_s.
+    conversations = [
+        {"model": "candidate", "match": r"case 0:", "turns": [{"content": verdict("accepted", score=0.5)}]},
+        {"model": "candidate", "turns": [{"content": verdict("accepted"), "delay_s": 600}]},
+    ]
+    settings = make_settings(
+        conversations,
+        db_url=db_url,
+        validator_candidates={"weak": {"model": "scripted/candidate"}},
+        validator_timeout_s=600,
+        validator_budget_s=1,
+        llm_num_retries=0,
+    )
+    ws = await Workspace.open(settings)
+    try:
+        ids = await _decided(ws, 2)
+        summary = await revalidate(ws, load_candidate(settings, "weak"), ReplaySelection())
+        verdicts = {v.task_id: v for v in (await shadow_verdicts(ws.store, summary.session_id)).values()}
+        weak, hung = verdicts[ids[0]], verdicts[ids[1]]
+        assert weak.status == ValidationStatus.INSUFFICIENT_EVIDENCE
+        assert weak.downgraded_from == "accepted" and weak.coherence_failures == ["low-score"]
+        assert WarningCode.INCOHERENT_VERDICT in [w.code for w in read_warnings(weak.model_dump())]
+        assert hung.status == ValidationStatus.VALIDATOR_ERROR
+        assert "validator_budget_s" in (hung.error or "") and "budget of 1 s" in (hung.error or "")
+    finally:
+        await ws.close()
