@@ -14,7 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from core.config import Settings
+import platformdirs
+
+from core.config import APP_NAME, Settings
 from core.llm.scripted import PROVIDER_NAME
 from core.profiles import ModelRole, role_model
 from core.resources import resource_path
@@ -24,6 +26,10 @@ REPLAY_TURNS = 12  # a revision replays the earlier answers: one turn per assist
 REPLAY_ANSWER = (
     "This answer comes from the offline replay model: no model provider is configured, so no model "
     "read your question. Open Settings to choose a model (local ones are detected there)."
+)
+REPLAY_NOTICE = (
+    "no model provider is configured: answering with the offline replay model (the demo's script; "
+    "any other question gets a placeholder that goes to review); see the README's 'Use a real model'."
 )
 REPLAY_VERDICT: dict[str, Any] = {
     "goal_achievement": "not judged: the offline replay model answered",
@@ -60,6 +66,11 @@ def write_replay_script(folder: Path) -> Path:
     return path
 
 
+def replay_folder() -> Path:
+    """Where the replay script is written: the user data folder, beside the default workspace."""
+    return Path(platformdirs.user_data_dir(APP_NAME))
+
+
 def with_replay_model(settings: Settings, folder: Path) -> Settings:
     """``settings`` on the replay model (and the demo corpus unless one is set); blocking."""
     update: dict[str, Any] = {"script": write_replay_script(folder)}
@@ -68,4 +79,11 @@ def with_replay_model(settings: Settings, folder: Path) -> Settings:
     return settings.model_copy(update=update)
 
 
-__all__ = ["REPLAY_ANSWER", "needs_provider", "with_replay_model", "write_replay_script"]
+__all__ = [
+    "REPLAY_ANSWER",
+    "REPLAY_NOTICE",
+    "needs_provider",
+    "replay_folder",
+    "with_replay_model",
+    "write_replay_script",
+]

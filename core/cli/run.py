@@ -9,6 +9,7 @@ the objects the run held, so the figures are those an audit of the stored task w
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,10 +51,14 @@ def register(sub: Subparsers, common: argparse.ArgumentParser) -> dict[str, Hand
 
 
 async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    from core.first_run import REPLAY_NOTICE, needs_provider, replay_folder, with_replay_model
     from core.tasks.follow import queued_line, wait_for_runner, wait_until_resting
     from core.tasks.service import TaskService
 
     schema = read_schema(Path(args.output_schema)) if args.output_schema else None
+    if needs_provider(settings):  # nothing configured could answer: a first run, as the desk's
+        settings = await asyncio.to_thread(with_replay_model, settings, replay_folder())
+        print(f"evidence-desk: {REPLAY_NOTICE}", file=sys.stderr)
 
     async def body(ws: Workspace) -> int:
         service = TaskService(ws)

@@ -3,6 +3,7 @@ a configuration that cannot run is refused before a task is written (core and CL
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -64,14 +65,22 @@ async def test_no_script_is_refused_before_a_task_is_written(sqlite_url: str) ->
         await ws.close()
 
 
-def test_cli_run_without_a_provider_is_one_line_and_leaves_no_task(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_cli_run_on_a_fresh_install_answers_with_the_replay_model_and_says_so_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    db = tmp_path / "ws.sqlite3"
-    code = cli_main(["run", "What causes tides?", "--db", str(db)])
-    err = capsys.readouterr().err
-    assert code != 0
-    assert err.count("\n") == 1 and "Traceback" not in err
-    assert "needs a script" in err
-    assert cli_main(["list", "--db", str(db), "--json"]) == 0
-    assert capsys.readouterr().out.strip() in ("[]", "")
+    """A fresh HOME, the default workspace path, no --db: the first ``run`` answers offline."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for xdg in ("DATA", "CONFIG", "CACHE", "STATE"):
+        monkeypatch.setenv(f"XDG_{xdg}_HOME", str(tmp_path / xdg.lower()))
+    code = cli_main(["run", "What causes tides?", "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "Traceback" not in captured.err and "needs a script" not in captured.err
+    notices = [line for line in captured.err.splitlines() if "offline replay model" in line]
+    assert len(notices) == 1 and "no model provider is configured" in notices[0]
+    task = json.loads(captured.out)
+    assert task["status"] in {s.value for s in REVIEWABLE}
+    workspace = tmp_path / "data" / "evidence-desk" / "workspace.sqlite3"
+    assert workspace.is_file()  # the default workspace, not a temporary one
+    assert cli_main(["show", task["id"], "--json"]) == 0
+    assert REPLAY_ANSWER in capsys.readouterr().out
