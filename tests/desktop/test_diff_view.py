@@ -1,16 +1,19 @@
-"""The Diff tab: a known pair of attempts gives the expected added and removed words and issues."""
+"""The Diff tab: a known pair of attempts gives the expected added and removed words and issues;
+the diff is computed only when the tab is shown, in a worker, once per pair."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
 
+import qasync
 from pytestqt.qtbot import QtBot
 
 from core.domain.records import AttemptRecord, TaskRecord, ValidationRecord
 from core.tasks.dossier import TaskDossier
 from desktop.views.task.detail import TaskDetailView
-from desktop.views.task.diff import DiffView
+from desktop.views.task.diff import COMPUTING_NOTE, DiffView
+from tests.desktop.conftest import run, wait_signal
 
 NOW = datetime(2025, 5, 1, 12, 0, tzinfo=UTC)
 ANSWERS = {
@@ -19,19 +22,19 @@ ANSWERS = {
 }
 
 
-def _packet(index: int, start: int, results: list[str]) -> dict[str, Any]:
+def _packet(index: int, start: int, results: list[str], answers: dict[int, str]) -> dict[str, Any]:
     tools = [{"tool_name": "search", "content": c} for c in results]
-    run = {"run_id": f"r{index}", "session_id": "s", "output_text": ANSWERS[index], "tool_results": tools}
+    main = {"run_id": f"r{index}", "session_id": "s", "output_text": answers[index], "tool_results": tools}
     return {
         "task_id": "t1",
         "attempt_index": index,
-        "main_run": run,
-        "final_output": ANSWERS[index],
+        "main_run": main,
+        "final_output": answers[index],
         "evidence_id_start": start,
     }
 
 
-def make_dossier() -> TaskDossier:
+def make_dossier(answers: dict[int, str] = ANSWERS) -> TaskDossier:
     task = TaskRecord.model_validate(
         {
             "id": "t1", "title": "Everest", "text": "How high is Everest?", "status": "awaiting_feedback",
@@ -51,7 +54,7 @@ def make_dossier() -> TaskDossier:
                 "prompt": "How high?" if i == 1 else "Use the 2020 survey",
                 "state": "finished",
                 "finish_reason": "stop",
-                "final_output": ANSWERS[i],
+                "final_output": answers[i],
                 "validation_status": status,
                 "validation_score": None,
                 "validation_outcome": None,
@@ -61,8 +64,8 @@ def make_dossier() -> TaskDossier:
             }
         )
         for i, status, pkt in (
-            (1, "rejected", _packet(1, 1, ["old survey 8,848"])),
-            (2, "accepted", _packet(2, 3, ["old survey 8,848", "2020 survey 8,849"])),
+            (1, "rejected", _packet(1, 1, ["old survey 8,848"], answers)),
+            (2, "accepted", _packet(2, 3, ["old survey 8,848", "2020 survey 8,849"], answers)),
         )
     ]
     validations = [
@@ -92,10 +95,22 @@ def make_dossier() -> TaskDossier:
     )
 
 
-def test_known_pair_in_the_diff_tab(qtbot: QtBot) -> None:
+def _show_diff_tab(view: TaskDetailView) -> None:
+    view.tabs.setCurrentWidget(view.diff_view)
+
+
+def test_known_pair_in_the_diff_tab(qtbot: QtBot, qloop: qasync.QEventLoop) -> None:
     view = TaskDetailView()
     qtbot.addWidget(view)
+    view.show()
     view.set_dossier(make_dossier())
+
+    async def shown() -> None:
+        painted = wait_signal(view.diff_view.sig_diff_shown)
+        _show_diff_tab(view)
+        await painted
+
+    run(qloop, shown())
     diff = view.diff_view.diff
     assert diff is not None and (diff.a, diff.b) == (1, 2)
     assert diff.words_removed == ["8,848", "<b>old</b>", "surveys"]
@@ -112,36 +127,50 @@ def test_known_pair_in_the_diff_tab(qtbot: QtBot) -> None:
     assert "line-through" in page  # removals struck through
 
 
-def test_picking_the_same_attempt_twice_shows_no_change(qtbot: QtBot) -> None:
+def test_picking_the_same_attempt_twice_shows_no_change(qtbot: QtBot, qloop: qasync.QEventLoop) -> None:
     view = DiffView()
     qtbot.addWidget(view)
+    view.show()
     view.set_dossier(make_dossier())
-    view.select_pair(2, 2)
+
+    async def same_pair() -> None:
+        painted = wait_signal(view.sig_diff_shown)
+        view.select_pair(2, 2)
+        await painted
+
+    run(qloop, same_pair())
     assert view.diff is not None and view.diff.words_added == [] and view.diff.words_removed == []
-    view.set_dossier(None)
-    assert view.diff is None and view.note.text() == "A diff needs two attempts."
 
 
-def test_override_shows_both_verdicts(qtbot: QtBot) -> None:
-    from core.domain.records import EventRecord
-
-    mine = {
-        "attempt_index": 2, "attempt_id": "a2", "status": "rejected", "category": "incomplete",
-        "note": "<i>misses</i> the 2023 resurvey", "reviewer": "ana",
-    }  # fmt: skip
-    event = EventRecord(
-        id=9, session_id="s", run_id=None, task_id="t1", seq=9, kind="analyst_verdict_recorded",
-        payload=mine, content=None, created_at=NOW,
-    )  # fmt: skip
-    dossier = make_dossier().model_copy(update={"events": [event]})
+def test_a_long_answer_is_diffed_only_when_the_tab_is_shown_and_only_once(
+    qtbot: QtBot, qloop: qasync.QEventLoop
+) -> None:
+    words = [f"w{i}" for i in range(20_000)]
+    revised = [w if i % 50 else f"{w}x" for i, w in enumerate(words)]
+    long = make_dossier({1: " ".join(words), 2: " ".join(revised)})
     view = TaskDetailView()
     qtbot.addWidget(view)
-    view.set_dossier(dossier)
-    label = view.analyst_verdict_label
-    assert label.isVisibleTo(view)
-    assert "Analyst's verdict (ana): rejected, category incomplete" in label.text()
-    assert "<i>misses</i>" in label.text()  # plain text: the note is shown as typed
-    assert "the validator said accepted, kept as it was" in label.text()
-    assert "accepted" in view.validator_view.verdict_view.toPlainText().lower()  # the judge's own pane
-    view.select_attempt(1)  # no override on attempt 1
-    assert not label.isVisibleTo(view)
+    view.show()
+    diff = view.diff_view
+
+    view.set_dossier(long)  # selected with the Diff tab hidden
+    view.set_dossier(make_dossier())
+    view.set_dossier(long)
+    assert diff.computations == 0 and diff.diff is None
+
+    async def show_tab() -> None:
+        painted = wait_signal(diff.sig_diff_shown)
+        _show_diff_tab(view)
+        assert diff.note.text() == COMPUTING_NOTE  # the GUI thread went on: the worker diffs
+        await painted
+
+    run(qloop, show_tab())
+    assert diff.computations == 1
+    assert diff.diff is not None and len(diff.diff.words_added) == 400
+
+    view.tabs.setCurrentIndex(0)
+    view.set_dossier(long)  # selected again, tab hidden: still nothing computed
+    assert diff.computations == 1
+    _show_diff_tab(view)  # re-shown: painted from the cache at once
+    assert diff.computations == 1
+    assert diff.diff is not None and len(diff.diff.words_removed) == 400

@@ -3,12 +3,21 @@
 The diff itself is ``core.tasks.diff`` (the same one ``evidence-desk diff`` prints); this view
 only picks the pair and paints it. Every piece of answer, issue and evidence text is escaped before
 it becomes markup: additions green, removals red and struck through.
+
+A word diff of two long answers takes seconds (4 s at 20,000 words), so it is never computed on the
+GUI thread nor for a tab nobody looks at: only when the tab is shown, in a worker thread, and each
+pair's diff and page are kept so showing the tab again, or picking a pair back, costs nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import html
+from collections import OrderedDict
 
+import shiboken6
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QTextBrowser, QVBoxLayout, QWidget
 
 from core.tasks.diff import AttemptDiff, diff_attempts
@@ -16,6 +25,11 @@ from core.tasks.dossier import TaskDossier
 
 ADDED_STYLE = "background:#dcfce7;color:#14532d"
 REMOVED_STYLE = "background:#fee2e2;color:#991b1b;text-decoration:line-through"
+CACHED_PAIRS = 8  # a 20,000-word pair's page is a few hundred kB: a handful of pairs, not every task
+COMPUTING_NOTE = "Comparing the attempts…"
+
+PairKey = tuple[str, int, int, int]
+"""(task id, task version, attempt a, attempt b): a new version of the task may change an attempt."""
 
 
 def _ins(text: str) -> str:
@@ -63,13 +77,27 @@ def diff_html(d: AttemptDiff) -> str:
     return "".join(parts)
 
 
+def _diff_page(dossier: TaskDossier, a: int, b: int) -> tuple[AttemptDiff, str]:
+    """The pair's diff and its page; run in a worker thread (both are seconds for long answers)."""
+    diff = diff_attempts(dossier, a, b)
+    return diff, diff_html(diff)
+
+
 class DiffView(QWidget):
     """Two attempt pickers (default: the last two) over the diff of the pair."""
+
+    sig_diff_shown = Signal()
+    """The current pair's diff is painted (or its error said): what a test or benchmark awaits."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._dossier: TaskDossier | None = None
         self.diff: AttemptDiff | None = None
+        self.computations = 0  # diffs computed; a test counts them (none for a hidden tab)
+        self._cache: OrderedDict[PairKey, tuple[AttemptDiff, str]] = OrderedDict()
+        self._computing: set[PairKey] = set()
+        self._jobs: set[asyncio.Task[None]] = set()
+        self._stale = False  # the pair changed while the tab was hidden: compute when it is shown
         self.a_combo = QComboBox(self)
         self.b_combo = QComboBox(self)
         self.a_combo.setAccessibleName("Earlier attempt")
@@ -108,21 +136,75 @@ class DiffView(QWidget):
         self.a_combo.setCurrentIndex(self.a_combo.findData(a))
         self.b_combo.setCurrentIndex(self.b_combo.findData(b))
 
-    def _refresh(self) -> None:
-        self.diff = None
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if self._stale:
+            self._refresh()
+
+    def _pair(self) -> PairKey | None:
         a, b = self.a_combo.currentData(), self.b_combo.currentData()
         if self._dossier is None or a is None or b is None or self.a_combo.count() < 2:
-            self.note.setText("A diff needs two attempts.")
-            self.browser.clear()
+            return None
+        task = self._dossier.task
+        return (task.id, task.version, int(a), int(b))
+
+    def _refresh(self) -> None:
+        self.diff = None
+        key = self._pair()
+        if key is None:
+            self._stale = False
+            self._say("A diff needs two attempts.")
             return
+        if not self.isVisible():  # the tab is hidden: nobody reads it yet
+            self._stale = True
+            self._say("")
+            return
+        self._stale = False
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+            self._paint(*hit)
+            return
+        self._say(COMPUTING_NOTE)
+        if key in self._computing:
+            return
+        assert self._dossier is not None
+        self._computing.add(key)
+        job = asyncio.get_event_loop().create_task(self._compute(self._dossier, key))
+        self._jobs.add(job)
+        job.add_done_callback(self._jobs.discard)
+
+    async def _compute(self, dossier: TaskDossier, key: PairKey) -> None:
+        self.computations += 1
         try:
-            self.diff = diff_attempts(self._dossier, int(a), int(b))
+            result = await asyncio.to_thread(_diff_page, dossier, key[2], key[3])
         except ValueError as exc:
-            self.note.setText(str(exc))
-            self.browser.clear()
+            if shiboken6.isValid(self) and self._pair() == key:
+                self._say(str(exc))
+                self.sig_diff_shown.emit()
             return
+        finally:
+            self._computing.discard(key)
+        if not shiboken6.isValid(self):  # the desk closed while the worker ran
+            return
+        self._cache[key] = result
+        while len(self._cache) > CACHED_PAIRS:
+            self._cache.popitem(last=False)
+        if self._pair() == key:
+            if self.isVisible():
+                self._paint(*result)
+            else:  # hidden while the worker ran: the cache paints it when the tab is shown again
+                self._stale = True
+
+    def _paint(self, diff: AttemptDiff, page: str) -> None:
+        self.diff = diff
         self.note.setText("")
-        self.browser.setHtml(diff_html(self.diff))
+        self.browser.setHtml(page)
+        self.sig_diff_shown.emit()
+
+    def _say(self, note: str) -> None:
+        self.note.setText(note)
+        self.browser.clear()
 
 
 __all__ = ["DiffView", "diff_html"]
