@@ -14,7 +14,8 @@ For each size, three runs (min / median / max), with the raw-SQL floor of the sa
 3. one live update (a task leaves needs review), without and with a text filter;
 4. 3,000 change notices at once (crash recovery): time to settle, reloads caused, errors shown.
 
-``--extras`` adds the 10 MB evidence viewer and the loop stall during a three-node team run.
+``--extras`` adds the 10 MB evidence viewer, the loop stall during a three-node team run and the
+GUI thread's stall selecting a task with two 20,000-word attempts (``_diff_stall.py``).
 Tasks are inserted with SQLAlchemy Core bulk inserts (not ``create_task`` calls).
 
 Run: ``.venv/bin/python benchmarks/bench_desk.py --tasks 10000,100000,1000000``.
@@ -46,6 +47,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from benchmarks._desk_start import adopt_running, cold_start, desk_sources
+from benchmarks._diff_stall import ANSWER_WORDS, diff_selection_stall
 from core.tools.registry import ToolResult  # module level: tool annotations resolve here
 from desktop.presentation import GROUPS as GROUPS_LOOK
 
@@ -466,7 +468,9 @@ def main() -> None:
         default=0.0,
         help="also read RSS after this many idle seconds in the same process (300: the issue's 5 minutes)",
     )
-    parser.add_argument("--extras", action="store_true", help="also the 10 MB viewer and team-run stall")
+    parser.add_argument(
+        "--extras", action="store_true", help="also the 10 MB viewer, team-run and diff stalls"
+    )
     parser.add_argument(
         "--cache",
         default="",
@@ -539,6 +543,14 @@ def run_sizes(loop: Any, sizes: list[int], args: argparse.Namespace, sources: di
         print(f"open a 10 MB evidence item: {big_s * 1000:.0f} ms ({viewer}; aim < 500 ms)")
         stall, wall, beats = loop.run_until_complete(loop_stall(Path(tempfile.mkdtemp())))
         print(f"longest loop stall, 3 parallel nodes: {stall * 1000:.1f} ms ({beats} beats, {wall:.2f} s)")
+        d = loop.run_until_complete(diff_selection_stall())
+        print(
+            f"select a task with two {ANSWER_WORDS:,}-word attempts: GUI thread {d['hidden'] * 1000:.0f} ms with the Diff"
+            f" tab hidden, {d['shown'] * 1000:.0f} ms to show the tab (diff painted after"
+            f" {d['painted']:.2f} s from a worker, re-shown from the cache in {d['cached'] * 1000:.0f} ms);"
+            " the diff itself, paid by every selection before:"
+            f" {d['baseline']:.2f} s (x{d['baseline'] / max(d['hidden'], 1e-6):.0f})"
+        )
 
 
 if __name__ == "__main__":
