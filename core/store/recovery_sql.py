@@ -19,12 +19,12 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, insert, select, update
 
 from core.domain.facts import FinishReason
-from core.domain.records import AttemptRecord, RunRecord, TaskRecord
+from core.domain.records import AttemptRecord, EventRecord, RunRecord, TaskRecord
 from core.domain.status import TaskStatus, ValidationOutcome
 from core.errors import StoreError
 from core.store.base import new_id
 from core.store.eventlog import EventLog, NewEvent, PendingAppend, insert_events
-from core.store.models import AttemptRow, RunRow, SessionRow, TaskRow, utcnow
+from core.store.models import AttemptRow, EventRow, RunRow, SessionRow, TaskRow, utcnow
 
 # Columns of an attempt that judging an interruption reads: everything but the evidence packet,
 # which can be megabytes per attempt and decides nothing here.
@@ -89,6 +89,26 @@ class RecoveryRepository(EventLog):
             for run in running.all():
                 runs[run.task_id or ""].append(RunRecord.model_validate(run))
         return attempts, runs
+
+    async def attempt_run_events(self, attempt_ids: Sequence[str]) -> dict[str, list[EventRecord]]:
+        """Every event of the runs each attempt started, in log order, big contents left as references.
+
+        One query for a batch of attempts: what an attempt that never wrote its packet recorded.
+        """
+        found: dict[str, list[EventRecord]] = {a: [] for a in attempt_ids}
+        if not attempt_ids:
+            return found
+        q = (
+            select(EventRow, RunRow.attempt_id)
+            .join(RunRow, (RunRow.id == EventRow.run_id) & (RunRow.session_id == EventRow.session_id))
+            .where(RunRow.attempt_id.in_(list(attempt_ids)))
+            .order_by(EventRow.id)
+        )
+        await self.flush()
+        async with self._read() as s:
+            for event, attempt_id in (await s.execute(q)).all():
+                found[str(attempt_id)].append(EventRecord.model_validate(event))
+        return found
 
     async def recover_tasks(self, recoveries: Sequence[TaskRecovery]) -> list[TaskRecord]:
         """Apply ``recoveries`` in one transaction; returns the tasks that moved, in the given order.

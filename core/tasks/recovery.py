@@ -3,7 +3,8 @@
 A task is only taken over when its runner is provably gone: same host and the process no longer
 exists, or another host whose heartbeat is older than ``STALE_AFTER``. The attempt it was on is
 ended as ``interrupted`` with the outcome the task is delivered with, in the same transaction as
-the task's move; its evidence stays, and an event says what happened.
+the task's move; its evidence stays (an attempt that never wrote its packet is closed with the
+packet its recorded events make, ``core.tasks.attempt_evidence``), and an event says what happened.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from core.domain.records import AttemptRecord, RunRecord, TaskRecord
 from core.domain.status import TaskStatus
 from core.events import TasksChanged
 from core.store import InterruptedRun, TaskRecovery, new_event
+from core.tasks.attempt_evidence import record_unpacked_evidence
 from core.tasks.policy import attempt_ending, interruption, is_writable, revision_fallback
 from core.tasks.state_machine import Trigger, next_status
 from core.workspace import Workspace
@@ -66,6 +68,11 @@ async def recover_interrupted(workspace: Workspace, *, batch: int = RECOVERY_BAT
     for start in range(0, len(orphans), batch):
         tasks = orphans[start : start + batch]
         attempts, runs = await store.recovery_facts([t.id for t in tasks])
+        # The crashed attempts' evidence becomes their packets first, so every later attempt's
+        # validator sees it under the ids it keeps (seed 002); then the moves, batch by batch.
+        await record_unpacked_evidence(
+            store, [(t.id, a) for t in tasks if (a := current_attempt(t, attempts[t.id]))]
+        )
         moves = [_recovery(t, attempts[t.id], runs[t.id]) for t in tasks]
         recovered.extend(await store.recover_tasks(moves))
     if recovered:  # one notice for the whole recovery: a desk refreshes once, not once per task

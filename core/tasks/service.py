@@ -31,6 +31,7 @@ from core.evidence.render import next_evidence_number
 from core.llm.structured import SchemaFailure, complete_structured
 from core.profiles import roles_for_task
 from core.store import AttemptRecord, TaskRecord, new_event
+from core.tasks.attempt_evidence import record_unpacked_evidence
 from core.tasks.dispatch import defer_if_workers
 from core.tasks.policy import (
     attempt_ending,
@@ -248,8 +249,9 @@ class TaskService:
         (abandon does, in the same transaction; after a shutdown, recovery does)."""
         if attempt is None:
             return
-        latest = await self.store.get_attempt(attempt.id)
+        latest = await self.store.get_attempt(attempt.id, resolve=False)
         if latest.state is AttemptState.RUNNING:
+            await record_unpacked_evidence(self.store, [(latest.task_id, latest)])
             await self.store.update_attempt(
                 latest.id, **attempt_ending(latest, AttemptState.CANCELLED, latest.validation_outcome)
             )
@@ -261,7 +263,9 @@ class TaskService:
         log.error("task %s: run failed: %s", task_id, exc, exc_info=exc)
         try:
             task = await self.store.get_task(task_id)
-            latest = await self.store.get_attempt(attempt.id) if attempt is not None else None
+            latest = await self.store.get_attempt(attempt.id, resolve=False) if attempt is not None else None
+            if latest is not None:  # what its runs recorded stays its evidence for later attempts
+                await record_unpacked_evidence(self.store, [(task_id, latest)])
             if not task.status.is_execution_active:  # the task already moved on; its attempt may not have
                 if latest is not None and latest.state is AttemptState.RUNNING:
                     ending = attempt_ending(latest, AttemptState.FAILED, latest.validation_outcome)
