@@ -206,11 +206,12 @@ class ToolResultRecord(EventPayload):
 class FinalizationRequest(EventPayload):
     """The no-tools instruction that made the model answer from what it had; replayed as a message."""
 
-    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"budget"})
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"budget", "refused"})
 
     iteration: int = 0
     message: dict[str, Any] = Field(default_factory=dict)
     budget: str | None = None  # the task budget (cost, tokens) that ran out, when not the tool budget
+    refused: str | None = None  # why the previous final reply was refused (this is the firmer ask)
 
 
 class AddedMessage(EventPayload):

@@ -203,7 +203,7 @@ class ValidationService:
         if pending_tool_calls:
             judgement = precheck(
                 "pre-check:pending-tool-calls",
-                "the run ended with tool calls still pending, so the answer is unfinished",
+                "the run ended still asking for tools or only announcing more work, so the answer is unfinished",
                 FailureCategory.INCOMPLETE,
             )
             return judgement, False
