@@ -23,6 +23,7 @@ from core.domain.event_payloads import StatusChange
 from core.domain.facts import EventKind, RevisionRequester
 from core.domain.status import TaskStatus
 from core.errors import RefusedAction
+from core.store.schedules import ScheduleRepository
 from core.tasks import dispatch
 from core.tasks.policy import is_writable
 from core.tasks.recovery import runner_gone, runner_id
@@ -183,11 +184,15 @@ async def queued_task_ids(ws: Workspace) -> list[str]:
     waiting = [TaskStatus.OPEN, TaskStatus.NEEDS_REVISION]
     active = [s for s in TaskStatus if s.is_execution_active]
     tasks = await ws.store.list_tasks(statuses=[*waiting, *active])
+    scheduled = await ScheduleRepository(ws.store).owned_task_ids()  # only their firings start them
     return [
         t.id
         for t in tasks
         if is_writable(t)
-        and (_queued(t.status, t.revision_requested_by) or (t.status.is_execution_active and runner_gone(t)))
+        and (
+            (_queued(t.status, t.revision_requested_by) and t.id not in scheduled)
+            or (t.status.is_execution_active and runner_gone(t))
+        )
     ]
 
 
