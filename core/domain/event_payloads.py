@@ -341,11 +341,14 @@ class ValidationDebug(PayloadPart):
 class ValidationSnapshot(ValidationDebug, EventPayload):
     """A verdict and how it was reached, in the task's log (skipped validations included)."""
 
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"node_id"})
+
     result: ValidationResult | None = None
     status: ValidationStatus | None = None
     attempt_index: int | None = None
     raw_response: str = ""
     prompt_stored: bool = False  # the validator's prompt is the event's content (a debug setting)
+    node_id: str | None = None  # a team node's output, judged before the synthesis (no validation row)
 
 
 class ValidationSkip(EventPayload):

@@ -33,6 +33,7 @@ from core.profiles import roles_for_task
 from core.store import AttemptRecord, TaskRecord, new_event
 from core.tasks.attempt_evidence import record_unpacked_evidence
 from core.tasks.dispatch import defer_if_workers
+from core.tasks.node_checks import verify_team_nodes
 from core.tasks.policy import (
     attempt_ending,
     decide,
@@ -435,6 +436,20 @@ class TaskService:
         team = await scheduler.run(
             plan, task_text=prompt_text, task_id=task.id, attempt_id=attempt_id, parent_session_id=session_id
         )
+        if self.settings.verify_team_nodes:  # each node judged on its own evidence before the synthesis
+            self._publish_progress(task.id, attempt=index, phase="verifying nodes", iteration=0)
+            team = await verify_team_nodes(
+                self.validation,
+                scheduler,
+                plan,
+                team,
+                task_text=prompt_text,
+                task_id=task.id,
+                attempt_id=attempt_id,
+                attempt_index=index,
+                agent_model=self.settings.agent_model,
+                max_parallel=self.settings.max_parallel_team_nodes,
+            )
         history_with_system = [*history, *new_messages[:-1]]
         outcome = await scheduler.synthesize(
             plan=plan,
