@@ -178,6 +178,8 @@ def _team_node(
     else:
         content = "\n".join([f"Team node {node.node_id}", *facts, "(no run evidence recorded)"])
     label = f"{node.node_id} ({node.role})" if node.role else node.node_id
+    if node.verdicts:  # the verification leads the row (the detail column is narrow); role in the content
+        label = f"{node.node_id}: " + " → ".join(v.status for v in node.verdicts)
     tree = EvidenceNode(
         label=label,
         kind="node",
@@ -185,7 +187,7 @@ def _team_node(
             node.status, node.finish_reason, "error" if node.error is not None else "", verdict_summary(node)
         ),
         content=content,
-        tooltip=node.error or "",
+        tooltip=node.error or verdict_summary(node),
         is_error=failed,
     )
     for earlier, earlier_items in zip(node.rejected_runs, rejected or [], strict=False):

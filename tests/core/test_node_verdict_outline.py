@@ -37,6 +37,8 @@ def test_a_retried_node_shows_both_verdicts_and_its_rejected_run() -> None:
     [row] = [n for n in tree if n.kind == "node"]
     assert verdict_summary(node) == "verified: rejected → accepted"
     assert row.detail.endswith("verified: rejected → accepted")
+    assert row.label == "everest: rejected → accepted" and row.tooltip == "verified: rejected → accepted"
+    assert "role: Researcher" in (row.content or "")
     assert "node verdict: rejected (goal_missed, retried with this feedback): says 8,000" in (
         row.content or ""
     )
