@@ -7,16 +7,19 @@ attempt. So whatever closes such an attempt first records the packet its events 
 where the task's numbering stands, and from then on it is a packet like any other: the next
 attempt's ``earlier_packets`` reads it, the validator renders it, ids never move.
 
-Idempotent: the packet is rebuilt from the same events, so a second recovery (after a recovery
-that itself stopped between this write and the task's move) writes the same packet again.
+Crash recovery writes the packet in the same transaction as the task's move and the attempt's
+end (``Store.recover_tasks``); an attempt this process ends (an error, a cancel) writes it just
+before its end. Either way the packet is built from the events alone, so building it twice gives
+the same packet. It is not added to the search index here (a crashed attempt's evidence never
+was); ``search --reindex`` indexes it.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 
-from core.domain.evidence import TaskEvidencePacket
 from core.domain.facts import AttemptState
 from core.domain.records import AttemptRecord
 from core.evidence.packet import earlier_packets
@@ -24,7 +27,7 @@ from core.evidence.provisional import provisional_packet
 from core.evidence.render import next_evidence_number
 from core.store import Store
 
-__all__ = ["lacks_packet", "record_unpacked_evidence"]
+__all__ = ["lacks_packet", "record_unpacked_evidence", "unpacked_packets"]
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +40,10 @@ def lacks_packet(attempt: AttemptRecord | None) -> bool:
     return attempt is not None and attempt.state is AttemptState.RUNNING and attempt.finish_reason is None
 
 
-async def record_unpacked_evidence(store: Store, attempts: Sequence[tuple[str, AttemptRecord]]) -> int:
-    """Write the packet of each ``(task_id, attempt)`` that lacks one; returns how many were written.
+async def unpacked_packets(
+    store: Store, attempts: Sequence[tuple[str, AttemptRecord]]
+) -> dict[str, dict[str, Any]]:
+    """The packet (as stored JSON) of each ``(task_id, attempt)`` that lacks one, by attempt id.
 
     The runs' events are read in one query for all of them. An attempt whose runs recorded nothing
     gets no packet (there is nothing to number); a packet that cannot be built is logged and
@@ -46,9 +51,9 @@ async def record_unpacked_evidence(store: Store, attempts: Sequence[tuple[str, A
     """
     wanted = [(task_id, a) for task_id, a in attempts if lacks_packet(a)]
     if not wanted:
-        return 0
+        return {}
     events = await store.attempt_run_events([a.id for _, a in wanted])
-    written = 0
+    packets: dict[str, dict[str, Any]] = {}
     for task_id, attempt in wanted:
         if not events[attempt.id]:
             continue
@@ -58,13 +63,19 @@ async def record_unpacked_evidence(store: Store, attempts: Sequence[tuple[str, A
                 start = next_evidence_number(await earlier_packets(store, task_id, attempt.index))
             # Read as ended: a run with no end is then an interrupted one, not one still going.
             ended = attempt.model_copy(update={"state": AttemptState.INTERRUPTED})
-            packet: TaskEvidencePacket | None = provisional_packet(
-                task_id, ended, events[attempt.id], evidence_id_start=start
-            )
-            if packet is None:
-                continue
-            await store.update_attempt(attempt.id, packet=packet.model_dump(mode="json"))
-            written += 1
+            packet = provisional_packet(task_id, ended, events[attempt.id], evidence_id_start=start)
         except Exception:  # recovery goes on: the events stay the record either way
-            log.exception("task %s attempt %d: could not record its evidence packet", task_id, attempt.index)
-    return written
+            log.exception("task %s attempt %d: could not build its evidence packet", task_id, attempt.index)
+            continue
+        if packet is not None:
+            packets[attempt.id] = packet.model_dump(mode="json")
+    return packets
+
+
+async def record_unpacked_evidence(store: Store, attempts: Sequence[tuple[str, AttemptRecord]]) -> int:
+    """Write the packet of each attempt that lacks one (an attempt this process ends: an error, a
+    cancel); returns how many were written. Crash recovery writes them with its moves instead."""
+    packets = await unpacked_packets(store, attempts)
+    for attempt_id, packet in packets.items():
+        await store.update_attempt(attempt_id, packet=packet)
+    return len(packets)
