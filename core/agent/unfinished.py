@@ -22,14 +22,16 @@ ANNOUNCEMENT_MAX_CHARS = 300
 _OPENER = (
     r"(?:(?:ok(?:ay)?|sure|alright|now|next|first|then|great)[,!]?\s+)*"
     r"(?:let\s+me|let's|let\s+us|i\s*(?:'ll|will|shall|am\s+going\s+to|'m\s+going\s+to|need\s+to|"
-    r"should|must|have\s+to|'d\s+like\s+to|would\s+like\s+to|can|could)|we\s*(?:'ll|will|need\s+to|should))"
+    r"should|must|have\s+to|'d\s+like\s+to|would\s+like\s+to)|we\s*(?:'ll|will|need\s+to|should))"
 )
 _WORK = (
     r"(?:search|look|check|find|query|investigate|research|gather|read|fetch|dig|verify|continue|try|"
     r"call|use|explore|browse|run|consult|examine|review|open|perform|keep|do\s+(?:a|another|more|some))"
 )
-# The opener, up to three words (adverbs: "now", "quickly", "also"), then the work verb.
-_ANNOUNCEMENT = re.compile(rf"^{_OPENER}\s+(?:\w+\s+){{0,3}}?{_WORK}\b", re.IGNORECASE)
+# The opener, up to three words (adverbs: "now", "quickly", "also"; never a negation: "I could not
+# find it" is an answer), then the work verb.
+_FILLER = r"(?:(?!not\b|never\b|n't\b)\w+\s+)"
+_ANNOUNCEMENT = re.compile(rf"^{_OPENER}\s+{_FILLER}{{0,3}}?{_WORK}\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
 
 

@@ -31,6 +31,9 @@ def test_announcements_of_research_are_unfinished(text: str) -> None:
         "Let me summarise: the Moon's gravity causes tides.",
         "Let me search more. Meanwhile: the Moon's gravity causes tides.",
         "I could not confirm the height; the evidence gives 8,849 m.",
+        "I could not find it.",
+        "I will not search further.",
+        "I can check nothing more: the corpus has no such document.",
         "Let me search more. " * (ANNOUNCEMENT_MAX_CHARS // 20 + 1),  # long replies are answers
         "",
     ],
