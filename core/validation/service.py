@@ -157,12 +157,14 @@ class ValidationService:
         pending_tool_calls: bool = False,
         truncated: str | None = None,
         earlier: list[TaskEvidencePacket] | None = None,
+        node_id: str | None = None,
     ) -> ValidationReport:
         """Judge ``packet``'s answer against the evidence of every attempt so far.
 
         ``earlier`` are the task's earlier packets, already indexed (``earlier_packets``): an
         answer may rest on a fact an earlier attempt found, so the validator sees their items
         under the ids they always had. ``truncated`` says how the answer was cut off, when it was.
+        A team node's verdict (``node_id``) is a snapshot, no row.
         """
         started = time.perf_counter()
         model = self.settings.validator_model
@@ -207,21 +209,33 @@ class ValidationService:
             attempt_index=attempt_index,
             raw_response=result.raw_response,
             prompt_stored=store_prompt,
+            node_id=node_id,
         )
         prompt = judgement.prompt if store_prompt else None
         await self.store.append_event(session_id, *encode(snapshot), content=prompt, task_id=task_id)
-        if not skipped:
-            await self.store.add_validation(
-                task_id=task_id,
-                attempt_id=attempt_id,
-                attempt_index=attempt_index,
-                result=result.model_dump(mode="json"),
-                raw_response=result.raw_response,
-                prompt=prompt,
-                debug=ValidationDebug.model_validate(debug).model_dump(),
-            )
+        if not skipped and node_id is None:  # a team node's verdict is not the task's: no row
+            await self._add_row(task_id, attempt_id, attempt_index, result, prompt, debug)
         return ValidationReport(
             result=result, prompt=judgement.prompt, debug=debug, warnings=warnings, skipped=skipped
+        )
+
+    async def _add_row(
+        self,
+        task_id: str,
+        attempt_id: str,
+        attempt_index: int,
+        result: ValidationResult,
+        prompt: str | None,
+        debug: dict[str, Any],
+    ) -> None:
+        await self.store.add_validation(
+            task_id=task_id,
+            attempt_id=attempt_id,
+            attempt_index=attempt_index,
+            result=result.model_dump(mode="json"),
+            raw_response=result.raw_response,
+            prompt=prompt,
+            debug=ValidationDebug.model_validate(debug).model_dump(),
         )
 
     def _gate(self, answer: str, pending_tool_calls: bool) -> tuple[Judgement | None, bool]:
@@ -236,7 +250,7 @@ class ValidationService:
         if pending_tool_calls:
             judgement = precheck(
                 "pre-check:pending-tool-calls",
-                "the run ended with tool calls still pending, so the answer is unfinished",
+                "the run ended still asking for tools or only announcing more work, so the answer is unfinished",
                 FailureCategory.INCOMPLETE,
             )
             return judgement, False
