@@ -425,7 +425,16 @@ class TaskDetailView(QWidget):
         issues, raw response, warning badges, the analyst's override, history and diff) until the
         analyst's first judgement; revealing shows the attempt again as it is."""
         self.verdict_hidden = hidden
-        for widget in (self.status_label, self.outcome_label, self.attempt_combo, self.validator_view):
+        # The validator's tabs (citations, raw response, prompt) sit in the sources splitter, apart
+        # from the view (laptop-desk's layout): hiding the view alone left them readable.
+        verdict_widgets = (
+            self.status_label,
+            self.outcome_label,
+            self.attempt_combo,
+            self.validator_view,
+            self.validator_view.tabs,
+        )
+        for widget in verdict_widgets:
             widget.setVisible(not hidden)
         for tab in (self.history_view, self.diff_view):
             self.tabs.setTabVisible(self.tabs.indexOf(tab), not hidden)
