@@ -327,6 +327,14 @@ class Settings(BaseSettings):
         "containing one are validated. Empty: done, completed, finished, ready, here you go.",
         json_schema_extra=_desk(SettingsGroup.REVIEW),
     )
+    verify_team_nodes: bool = Field(
+        default=True,
+        title="Verify each team step",
+        description="Before the synthesis, the validator judges each team step's output against that step's "
+        "own evidence (pre-checks first; a failed check never blocks); a rejected step is run again once "
+        "with the feedback. Off: only the final answer is validated.",
+        json_schema_extra=_desk(SettingsGroup.REVIEW),
+    )
     require_verified_citations: bool = Field(
         default=False,
         title="Require a verified citation to accept",

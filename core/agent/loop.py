@@ -17,6 +17,7 @@ from core.agent.outcome import (
     _chars,
     scrub_secrets,
 )
+from core.agent.unfinished import unfinished_reason
 from core.domain.event_payloads import (
     EventPayload,
     FinalizationRequest,
@@ -59,6 +60,12 @@ BUDGET_FINALIZATION_INSTRUCTION = (
     "The {budget} budget for this task is spent: no more tools can be called. Answer the task now "
     "from the evidence already gathered above. Say plainly what you could not confirm or what is missing."
 )
+FIRM_FINALIZATION_INSTRUCTION = (
+    "Your last reply {why}, and it cannot be the answer: no tool will run any more, whatever you "
+    "ask. Write the final answer to the task now, using only the evidence above. If something is "
+    "missing or unconfirmed, say so in the answer."
+)
+FINALIZATION_REFUSED = "finalization refused"
 NO_ANSWER_MESSAGE = (
     "No usable answer was produced: the agent reached its tool budget and the final answer "
     "request failed or came back empty. The evidence gathered so far is kept for review."
@@ -180,8 +187,9 @@ class AgentLoop:
                 )
             if not response.tool_calls or not offered:
                 text = (response.content or "").strip()
-                # Tool calls when none were offered: the "answer" is a preamble to work never done.
-                pending = bool(response.tool_calls)
+                # Tool calls when none were offered, or a reply that only announces more work:
+                # the "answer" is a preamble to work never done (the validator's pre-check).
+                pending = unfinished_reason(text, bool(response.tool_calls)) is not None
                 if not text:
                     return _Finish(
                         FinishReason.EMPTY_RESPONSE, "", "the model returned an empty answer", pending
@@ -412,7 +420,10 @@ class AgentLoop:
         """One last call with no tools offered: the model must answer from what it gathered.
 
         ``spent_budget`` names the task's cost or token budget when that, not the tool budget,
-        ended the loop.
+        ended the loop. A reply that still asks for tools or only announces more work (the
+        pre-check every terminal reply gets, ``core.agent.unfinished``) is refused: the model is
+        asked once more, firmly; a second such reply ends the run with ``NO_ANSWER_MESSAGE``,
+        finish reason ``max_tool_iterations_unfinalized`` and the refusal as its error.
         """
         self._progress(state, "finalizing")
         text = (
@@ -420,40 +431,64 @@ class AgentLoop:
             if spent_budget is None
             else BUDGET_FINALIZATION_INSTRUCTION.format(budget=spent_budget)
         )
-        instruction = {"role": "user", "content": text}
-        state.add(instruction)
-        await self._append(
-            state, FinalizationRequest(iteration=state.iteration, message=instruction, budget=spent_budget)
-        )
-        state.iteration += 1
-        try:
+        refused: str | None = None
+        for _ in range(2):
+            if refused is not None:
+                self._drop_refused_calls(state)
+                text = FIRM_FINALIZATION_INSTRUCTION.format(why=refused)
+            instruction = {"role": "user", "content": text}
+            state.add(instruction)
+            request = FinalizationRequest(
+                iteration=state.iteration, message=instruction, budget=spent_budget, refused=refused
+            )
+            await self._append(state, request)
+            state.iteration += 1
             try:
-                response = await self._request(state, model, [], None, max_tokens, temperature)
-            except LLMBadRequest as exc:
-                if "tool" not in str(exc).lower():
-                    raise
-                # Some providers insist tools stay declared once tool messages exist.
-                response = await self._request(state, model, schemas, "none", max_tokens, temperature)
-        except LLMError as exc:
-            return _Finish(
-                FinishReason.MAX_TOOL_ITERATIONS_UNFINALIZED,
-                NO_ANSWER_MESSAGE,
-                f"finalization failed: {exc}",
-                budget=spent_budget,
-            )
-        answer = (response.content or "").strip()
-        if answer and response.finish_reason == STREAM_CUT:
-            return _Finish(FinishReason.TRUNCATED, response.content or "", STREAM_CUT_MESSAGE)
-        if not answer:
-            return _Finish(
-                FinishReason.MAX_TOOL_ITERATIONS_UNFINALIZED,
-                NO_ANSWER_MESSAGE,
-                "finalization returned no answer",
-                budget=spent_budget,
-            )
-        return _Finish(
-            FinishReason.MAX_TOOL_ITERATIONS_FINALIZED, response.content or "", None, budget=spent_budget
-        )
+                response = await self._final_request(state, model, schemas, max_tokens, temperature)
+            except LLMError as exc:
+                return _unfinalized(f"finalization failed: {exc}", spent_budget)
+            if (response.content or "").strip() and response.finish_reason == STREAM_CUT:
+                return _Finish(FinishReason.TRUNCATED, response.content or "", STREAM_CUT_MESSAGE)
+            refused = unfinished_reason(response.content, bool(response.tool_calls))
+            if refused is None and not (response.content or "").strip():
+                return _unfinalized("finalization returned no answer", spent_budget)
+            if refused is None:
+                return _Finish(
+                    FinishReason.MAX_TOOL_ITERATIONS_FINALIZED,
+                    response.content or "",
+                    None,
+                    budget=spent_budget,
+                )
+        return _unfinalized(f"{FINALIZATION_REFUSED}: the reply {refused}, twice", spent_budget)
+
+    async def _final_request(
+        self,
+        state: _RunState,
+        model: str,
+        schemas: list[dict[str, Any]],
+        max_tokens: int | None,
+        temperature: float | None,
+    ) -> LLMResponse:
+        try:
+            return await self._request(state, model, [], None, max_tokens, temperature)
+        except LLMBadRequest as exc:
+            if "tool" not in str(exc).lower():
+                raise
+            # Some providers insist tools stay declared once tool messages exist.
+            return await self._request(state, model, schemas, "none", max_tokens, temperature)
+
+    @staticmethod
+    def _drop_refused_calls(state: _RunState) -> None:
+        """The refused reply's tool calls will never run: the transcript loses them (as a replay of
+        the log does, ``core.evidence.builder``), so the next request is one providers accept."""
+        last = state.messages[-1] if state.messages else {}
+        if last.get("role") != "assistant" or not last.get("tool_calls"):
+            return
+        state.messages.pop()
+        if last.get("content"):
+            state.add({"role": "assistant", "content": last["content"]})
+        else:
+            state.recount()
 
     def _needs_evidence(self, schemas: list[dict[str, Any]]) -> bool:
         """The run was offered tools and the task has a corpus to search: an answer should rest on it."""
@@ -599,6 +634,10 @@ class _RunState:
         schemas, size = self.schema_chars
         return size if tools is schemas else _chars(tools)
 
+    def recount(self) -> None:
+        """Measure the transcript again after a message was taken out of it."""
+        self._message_chars = sum(_chars(m) for m in self.messages)
+
     def add(self, message: dict[str, Any]) -> None:
         """Append to the transcript, keeping its serialised size without re-serialising it all."""
         self.messages.append(message)
@@ -628,6 +667,11 @@ class _Finish:
         self.error = error
         self.pending_tool_calls = pending_tool_calls
         self.budget = budget  # "cost" or "token" when a task budget, not the tool budget, ended the loop
+
+
+def _unfinalized(error: str, budget: str | None) -> _Finish:
+    """The documented fallback: no usable answer, and why (recorded as the run's error)."""
+    return _Finish(FinishReason.MAX_TOOL_ITERATIONS_UNFINALIZED, NO_ANSWER_MESSAGE, error, budget=budget)
 
 
 def _warnings_for(finish: _Finish) -> list[str]:

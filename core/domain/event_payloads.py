@@ -209,11 +209,12 @@ class ToolResultRecord(EventPayload):
 class FinalizationRequest(EventPayload):
     """The no-tools instruction that made the model answer from what it had; replayed as a message."""
 
-    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"budget"})
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"budget", "refused"})
 
     iteration: int = 0
     message: dict[str, Any] = Field(default_factory=dict)
     budget: str | None = None  # the task budget (cost, tokens) that ran out, when not the tool budget
+    refused: str | None = None  # why the previous final reply was refused (this is the firmer ask)
 
 
 class AddedMessage(EventPayload):
@@ -370,11 +371,14 @@ class ValidationDebug(PayloadPart):
 class ValidationSnapshot(ValidationDebug, EventPayload):
     """A verdict and how it was reached, in the task's log (skipped validations included)."""
 
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"node_id"})
+
     result: ValidationResult | None = None
     status: ValidationStatus | None = None
     attempt_index: int | None = None
     raw_response: str = ""
     prompt_stored: bool = False  # the validator's prompt is the event's content (a debug setting)
+    node_id: str | None = None  # a team node's output, judged before the synthesis (no validation row)
 
 
 class ValidationSkip(EventPayload):

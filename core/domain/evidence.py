@@ -49,6 +49,20 @@ class RunEvidence(BaseModel):
     completion_tokens: int | None = None
 
 
+class NodeVerdict(BaseModel):
+    """The verifier's judgement of one team node's output against that node's own evidence (seed 004:
+    sub-agent responses go through the verifier), made before the synthesis reads it."""
+
+    run_id: str | None = None  # the node run whose output was judged
+    status: str  # a ValidationStatus value, or "skipped" (the policy judged nothing)
+    score: float | None = None
+    category: str | None = None
+    issues: list[str] = Field(default_factory=list)
+    advice: str = ""  # the verifier's recommended revision prompt: the retry's instruction
+    strategy: str = ""  # single, chunked, pre-check:..., skipped:..., error
+    retried: bool = False  # the node was run again with this verdict's feedback
+
+
 class NodeRunResult(BaseModel):
     node_id: str
     role: str = ""
@@ -58,6 +72,10 @@ class NodeRunResult(BaseModel):
     output_text_ref: ContentRef | None = None
     error: str | None = None
     evidence: RunEvidence | None = None
+    # Node verification (``verify_team_nodes``): the verdicts in order, the last one on ``evidence``'s
+    # run; a rejected-and-retried node keeps the rejected run's evidence in ``rejected_runs``.
+    verdicts: list[NodeVerdict] = Field(default_factory=list)
+    rejected_runs: list[RunEvidence] = Field(default_factory=list)
 
 
 class TeamRunResult(BaseModel):
@@ -68,7 +86,13 @@ class TeamRunResult(BaseModel):
 
     @property
     def run_evidence(self) -> list[RunEvidence]:
-        return [n.evidence for n in self.node_results if n.evidence is not None]
+        """Every node run's evidence, a retried node's rejected run first."""
+        runs: list[RunEvidence] = []
+        for n in self.node_results:
+            runs.extend(n.rejected_runs)
+            if n.evidence is not None:
+                runs.append(n.evidence)
+        return runs
 
 
 class TaskEvidencePacket(BaseModel):

@@ -188,7 +188,8 @@ def recorded_spend(events: Iterable[EventRecord]) -> UsageTotals:
     for ev in events:
         if ev.kind == EventKind.TASK_VALIDATION_SNAPSHOTTED:
             snapshot = decode_as(ev, ValidationSnapshot)
-            totals.add_usage(snapshot.usage, calls=snapshot.llm_calls)
+            if snapshot.node_id is None:  # a node's verdict is counted by its ModelCallsRecord
+                totals.add_usage(snapshot.usage, calls=snapshot.llm_calls)
         else:
             _add_event(totals, ev)
     return totals

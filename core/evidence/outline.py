@@ -19,7 +19,7 @@ from core.domain.evidence import NodeRunResult, RunEvidence, TaskEvidencePacket
 from core.evidence.content import item_length
 from core.evidence.render import EvidenceItem, task_items, task_wide_ids
 
-__all__ = ["EvidenceNode", "build_evidence_tree", "build_task_evidence_tree"]
+__all__ = ["EvidenceNode", "build_evidence_tree", "build_task_evidence_tree", "verdict_summary"]
 
 _FAILED = frozenset({"failed", "cancelled", "budget_exhausted"})
 _ids = itertools.count(1)
@@ -150,7 +150,16 @@ def _run_children(parent: EvidenceNode, run: RunEvidence | None, items: list[Evi
         parent.add(_item_node(item))
 
 
-def _team_node(node: NodeRunResult, items: list[EvidenceItem]) -> EvidenceNode:
+def verdict_summary(node: NodeRunResult) -> str:
+    """The node's verification in a few words ("verified: rejected → accepted"); empty if never verified."""
+    if not node.verdicts:
+        return ""
+    return "verified: " + " → ".join(v.status for v in node.verdicts)
+
+
+def _team_node(
+    node: NodeRunResult, items: list[EvidenceItem], rejected: list[list[EvidenceItem]] | None = None
+) -> EvidenceNode:
     run = node.evidence
     failed = node.status in _FAILED or node.error is not None
     facts = [f"status: {node.status}", f"finish reason: {node.finish_reason or '—'}"]
@@ -158,19 +167,39 @@ def _team_node(node: NodeRunResult, items: list[EvidenceItem]) -> EvidenceNode:
         facts.insert(0, f"role: {node.role}")
     if node.error is not None:
         facts.append(f"error: {node.error}")
+    for v in node.verdicts:
+        issues = "; ".join(v.issues)
+        again = ", retried with this feedback" if v.retried else ""
+        facts.append(
+            f"node verdict: {v.status} ({v.category or 'none'}{again})" + (f": {issues}" if issues else "")
+        )
     if run is not None:
         content = _run_summary(f"Team node {node.node_id}", run, facts)
     else:
         content = "\n".join([f"Team node {node.node_id}", *facts, "(no run evidence recorded)"])
     label = f"{node.node_id} ({node.role})" if node.role else node.node_id
+    if node.verdicts:  # the verification leads the row (the detail column is narrow); role in the content
+        label = f"{node.node_id}: " + " → ".join(v.status for v in node.verdicts)
     tree = EvidenceNode(
         label=label,
         kind="node",
-        detail=_join(node.status, node.finish_reason, "error" if node.error is not None else ""),
+        detail=_join(
+            node.status, node.finish_reason, "error" if node.error is not None else "", verdict_summary(node)
+        ),
         content=content,
-        tooltip=node.error or "",
+        tooltip=node.error or verdict_summary(node),
         is_error=failed,
     )
+    for earlier, earlier_items in zip(node.rejected_runs, rejected or [], strict=False):
+        branch = tree.add(
+            EvidenceNode(
+                label=f"Rejected run {earlier.run_id}",
+                kind="run",
+                detail="rejected by node verification, retried",
+                content=_run_summary(f"Team node {node.node_id}, rejected run", earlier),
+            )
+        )
+        _run_children(branch, earlier, earlier_items)
     _run_children(tree, run, items)
     return tree
 
@@ -293,6 +322,7 @@ def _add_team(
     """The team's nodes, each with its run's items, and any team run no plan node claims."""
     main = packet.main_run
     covered = {n.evidence.run_id for n in packet.team_node_results if n.evidence is not None}
+    covered |= {r.run_id for n in packet.team_node_results for r in n.rejected_runs}
     if main is not None:
         covered.add(main.run_id)
     stray = [r for r in packet.team_runs if r.run_id not in covered]
@@ -310,14 +340,15 @@ def _add_team(
         team.content = "\n".join(
             ["Team nodes of this attempt:"]
             + [
-                f"  {n.node_id}: {_join(n.status, n.finish_reason, n.error or '')}"
+                f"  {n.node_id}: {_join(n.status, n.finish_reason, n.error or '', verdict_summary(n))}"
                 for n in packet.team_node_results
             ]
             + [f"  unattached run {r.run_id}: {r.finish_reason or '—'}" for r in stray]
         )
         for node in packet.team_node_results:
+            rejected = [take(r.run_id, node.node_id) for r in node.rejected_runs]
             run_id = node.evidence.run_id if node.evidence is not None else None
-            team.add(_team_node(node, take(run_id, node.node_id)))
+            team.add(_team_node(node, take(run_id, node.node_id), rejected))
         for run in stray:
             tree = team.add(
                 EvidenceNode(

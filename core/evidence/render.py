@@ -27,7 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from core.domain.content import ContentRef
-from core.domain.evidence import NodeRunResult, RunEvidence, TaskEvidencePacket, ToolEvidence
+from core.domain.evidence import NodeRunResult, NodeVerdict, RunEvidence, TaskEvidencePacket, ToolEvidence
 from core.evidence.injection import injection_warning
 from core.evidence.wrapping import EXTERNAL_CONTENT_WARNING, neutralise, wrap_external
 
@@ -230,6 +230,20 @@ def _run_heading(title: str, run: RunEvidence) -> str:
     return _one_line(f"=== {title} (run {run.run_id}, session {run.session_id}{finish}) ===")
 
 
+def _verdict_line(verdict: NodeVerdict) -> str:
+    """A node verdict as the synthesis and the final validator read it (issues quoted: judge text)."""
+    facts = [verdict.status]
+    if verdict.category and verdict.category != "none":
+        facts.append(f"category {verdict.category}")
+    if verdict.score is not None:
+        facts.append(f"score {verdict.score:.2f}")
+    if verdict.retried:
+        facts.append("retried once with this feedback")
+    issues = "; ".join(_quoted(i) for i in verdict.issues)
+    run = f" of run {verdict.run_id}" if verdict.run_id else ""
+    return _one_line(f"Node verdict{run}: {', '.join(facts)}" + (f"; issues: {issues}" if issues else ""))
+
+
 def _node_section(b: _Builder, node: NodeRunResult, *, include_transcript: bool) -> None:
     where = f"team node '{node.node_id}'"
     facts = [f"status: {node.status}"]
@@ -240,6 +254,20 @@ def _node_section(b: _Builder, node: NodeRunResult, *, include_transcript: bool)
     if node.error is not None:
         facts.append(f"error: {_quoted(node.error)}")
     b.line(_one_line(f"=== Team node '{node.node_id}' ({', '.join(facts)}) ==="))
+    for verdict in node.verdicts:
+        b.line(_verdict_line(verdict))
+    for rejected in node.rejected_runs:
+        # What the rejected run found stays evidence: the retry may rest on it.
+        b.line(_one_line(f"Rejected run {rejected.run_id}, session {rejected.session_id} (retried)"))
+        _run_body(
+            b,
+            rejected,
+            where=f"{where} (rejected run)",
+            node_id=node.node_id,
+            output=rejected.output_text or None,
+            include_transcript=include_transcript,
+            output_ref=rejected.output_text_ref,
+        )
     run = node.evidence
     if node.output_text or node.output_text_ref is not None or run is None:
         output, output_ref = node.output_text, node.output_text_ref
@@ -306,6 +334,7 @@ def _build_packet(
             output_ref=main.output_text_ref if differs else None,
         )
     covered = {node.evidence.run_id for node in packet.team_node_results if node.evidence is not None}
+    covered |= {run.run_id for node in packet.team_node_results for run in node.rejected_runs}
     if main is not None:
         covered.add(main.run_id)
     for node in packet.team_node_results:

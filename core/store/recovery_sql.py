@@ -12,19 +12,20 @@ goes through; a crash mid-batch leaves every task of the batch either recovered 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, insert, select, update
 
 from core.domain.facts import FinishReason
-from core.domain.records import AttemptRecord, RunRecord, TaskRecord
+from core.domain.records import AttemptRecord, EventRecord, RunRecord, TaskRecord
 from core.domain.status import TaskStatus, ValidationOutcome
 from core.errors import StoreError
 from core.store.base import new_id
+from core.store.chunks import ContentPolicy, offload_tree
 from core.store.eventlog import EventLog, NewEvent, PendingAppend, insert_events
-from core.store.models import AttemptRow, RunRow, SessionRow, TaskRow, utcnow
+from core.store.models import AttemptRow, EventRow, RunRow, SessionRow, TaskRow, utcnow
 
 # Columns of an attempt that judging an interruption reads: everything but the evidence packet,
 # which can be megabytes per attempt and decides nothing here.
@@ -90,6 +91,26 @@ class RecoveryRepository(EventLog):
                 runs[run.task_id or ""].append(RunRecord.model_validate(run))
         return attempts, runs
 
+    async def attempt_run_events(self, attempt_ids: Sequence[str]) -> dict[str, list[EventRecord]]:
+        """Every event of the runs each attempt started, in log order, big contents left as references.
+
+        One query for a batch of attempts: what an attempt that never wrote its packet recorded.
+        """
+        found: dict[str, list[EventRecord]] = {a: [] for a in attempt_ids}
+        if not attempt_ids:
+            return found
+        q = (
+            select(EventRow, RunRow.attempt_id)
+            .join(RunRow, (RunRow.id == EventRow.run_id) & (RunRow.session_id == EventRow.session_id))
+            .where(RunRow.attempt_id.in_(list(attempt_ids)))
+            .order_by(EventRow.id)
+        )
+        await self.flush()
+        async with self._read() as s:
+            for event, attempt_id in (await s.execute(q)).all():
+                found[str(attempt_id)].append(EventRecord.model_validate(event))
+        return found
+
     async def recover_tasks(self, recoveries: Sequence[TaskRecovery]) -> list[TaskRecord]:
         """Apply ``recoveries`` in one transaction; returns the tasks that moved, in the given order.
 
@@ -113,10 +134,13 @@ class RecoveryRepository(EventLog):
             # The versions are read first, and a read alone would not take the write lock that
             # makes them hold until the commit: another process could move a task in between.
             work = list(recoveries)
-            return await self._write_sync(lambda conn: _recover(conn, work, now), lock_first=True)
+            policy = self.content_policy
+            return await self._write_sync(lambda conn: _recover(conn, work, now, policy), lock_first=True)
 
 
-def _recover(conn: Connection, recoveries: list[TaskRecovery], now: datetime) -> list[TaskRecord]:
+def _recover(
+    conn: Connection, recoveries: list[TaskRecovery], now: datetime, policy: ContentPolicy
+) -> list[TaskRecord]:
     """Lock the tasks, keep those still at their expected version, move them; their new records."""
     current = conn.execute(
         select(TaskRow.id, TaskRow.version)
@@ -127,13 +151,13 @@ def _recover(conn: Connection, recoveries: list[TaskRecovery], now: datetime) ->
     moving = [r for r in recoveries if versions.get(r.task_id) == r.expected_version]
     if not moving:
         return []
-    _write_moves(conn, moving, now)
+    _write_moves(conn, moving, now, policy)
     rows = conn.execute(select(TaskRow).where(TaskRow.id.in_([r.task_id for r in moving])))
     records = {row.id: TaskRecord.model_validate(row) for row in rows}
     return [records[r.task_id] for r in moving]
 
 
-def _write_moves(conn: Connection, moving: list[TaskRecovery], now: datetime) -> None:
+def _write_moves(conn: Connection, moving: list[TaskRecovery], now: datetime, policy: ContentPolicy) -> None:
     """Every statement of a batch, each run as one executemany: sessions, tasks, attempts, runs, events."""
     sessions = {r.task_id: r.session_id or new_id() for r in moving}
     missing = [r.task_id for r in moving if r.session_id is None]
@@ -177,7 +201,7 @@ def _write_moves(conn: Connection, moving: list[TaskRecovery], now: datetime) ->
     )
     if _miscounted(moved.rowcount, len(moving)):  # versions were checked under lock: a broken invariant
         raise StoreError(f"crash recovery moved {moved.rowcount} of {len(moving)} locked tasks")
-    _end_attempts(conn, [r for r in moving if r.ending is not None])
+    _end_attempts(conn, [_offloaded(conn, r, policy) for r in moving if r.ending is not None])
     runs = [run for r in moving for run in r.runs]
     if runs:
         conn.execute(
@@ -198,6 +222,16 @@ def _write_moves(conn: Connection, moving: list[TaskRecovery], now: datetime) ->
             appends.append(PendingAppend(run.session_id, [run.event], run_id=run.run_id, task_id=r.task_id))
         appends.append(PendingAppend(sessions[r.task_id], [r.event], task_id=r.task_id))
     insert_events(conn, appends, now)
+
+
+def _offloaded(conn: Connection, recovery: TaskRecovery, policy: ContentPolicy) -> TaskRecovery:
+    """A crashed attempt's packet as ``update_attempt`` stores one: big texts as chunk references."""
+    assert recovery.ending is not None
+    attempt_id, fields = recovery.ending
+    if fields.get("packet") is None:
+        return recovery
+    packet = offload_tree(conn, fields["packet"], recovery.task_id, policy)
+    return replace(recovery, ending=(attempt_id, {**fields, "packet": packet}))
 
 
 def _end_attempts(conn: Connection, ending: list[TaskRecovery]) -> None:

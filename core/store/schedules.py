@@ -7,12 +7,14 @@ schedule due fire it once, whoever moves the time forward first.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select, update
 
-from core.domain.records import _Record
+from core.domain.records import TaskRecord, _Record
+from core.errors import RefusedAction
 from core.store.base import StoreBase, new_id
-from core.store.models import ScheduleRow, utcnow
+from core.store.models import ScheduleRow, TaskRow, utcnow
 
 
 class ScheduleRecord(_Record):
@@ -69,6 +71,11 @@ class ScheduleRepository:
         async with self.store._read() as s:
             return [str(i) for i in (await s.scalars(q)).all()]
 
+    async def owned_task_ids(self) -> set[str]:
+        """The tasks schedules own now: only a firing runs them (with the heartbeat's settings)."""
+        async with self.store._read() as s:
+            return {str(i) for i in (await s.scalars(select(ScheduleRow.task_id))).all()}
+
     async def claim(self, schedule_id: str, seen_next: datetime, new_next: datetime) -> bool:
         """Move the next firing forward if nobody did since ``seen_next`` was read; True: fire it."""
         async with self.store._write() as s:
@@ -79,6 +86,31 @@ class ScheduleRepository:
                 .execution_options(synchronize_session=False)
             )
             return bool(result.rowcount == 1)  # type: ignore[attr-defined]
+
+    async def continue_series(
+        self, schedule_id: str, previous_task_id: str, task_id: str, series: dict[str, Any]
+    ) -> TaskRecord:
+        """Hand the schedule from ``previous_task_id`` to ``task_id`` and write the series on the new
+        task (its ``task_metadata``), in one transaction; returns the new task."""
+        async with self.store._write() as s:
+            moved = await s.execute(
+                update(ScheduleRow)
+                .where(ScheduleRow.id == schedule_id, ScheduleRow.task_id == previous_task_id)
+                .values(task_id=task_id)
+                .execution_options(synchronize_session=False)
+            )
+            if moved.rowcount != 1:  # type: ignore[attr-defined]
+                raise RefusedAction(f"schedule {schedule_id[:8]} no longer owns task {previous_task_id[:8]}")
+            await s.execute(
+                update(TaskRow)
+                .where(TaskRow.id == task_id)
+                .values(task_metadata=series)
+                .execution_options(synchronize_session=False)
+            )
+            row = await s.get(TaskRow, task_id)
+            assert row is not None
+            await s.refresh(row)
+            return TaskRecord.model_validate(row)
 
     async def record_verdict(self, schedule_id: str, verdict: str) -> None:
         async with self.store._write() as s:

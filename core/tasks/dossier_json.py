@@ -30,6 +30,17 @@ def task_json(t: TaskRecord) -> dict[str, Any]:
     }
 
 
+def status_flags_json(t: TaskRecord) -> dict[str, Any]:
+    """What the task's status lets happen, read from the one flag table and the transition table:
+    ``flags`` (``core.domain.status.STATUS_FLAGS``, with ``requires_user_action`` for who asked a
+    revision) and the analyst's ``allowed_actions`` (what the desk enables)."""
+    from core.tasks.policy import requires_user_action
+    from core.tasks.review import allowed_actions
+
+    flags = t.status.flags._asdict() | {"requires_user_action": requires_user_action(t)}
+    return {"flags": flags, "allowed_actions": sorted(a.value for a in allowed_actions(t))}
+
+
 async def task_dossier(store: Store, task_id: str, *, resolve: bool = True) -> dict[str, Any]:
     """Everything stored about a task, as plain JSON-ready data (``show`` and audits).
 
@@ -46,6 +57,7 @@ async def task_dossier(store: Store, task_id: str, *, resolve: bool = True) -> d
         "team": d.task.team_spec,
         "output_schema": d.task.output_schema,
         "origin": d.task.origin,
+        **status_flags_json(d.task),
     }
     data["usage"] = d.usage().model_dump()
     data["analyst_verdicts"] = [v.model_dump(mode="json") for v in dossier_overrides(d).values()]

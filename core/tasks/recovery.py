@@ -3,7 +3,8 @@
 A task is only taken over when its runner is provably gone: same host and the process no longer
 exists, or another host whose heartbeat is older than ``STALE_AFTER``. The attempt it was on is
 ended as ``interrupted`` with the outcome the task is delivered with, in the same transaction as
-the task's move; its evidence stays, and an event says what happened.
+the task's move; its evidence stays (an attempt that never wrote its packet is closed with the
+packet its recorded events make, ``core.tasks.attempt_evidence``), and an event says what happened.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import socket
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from core.domain.event_payloads import RunInterruption, TaskInterruption
 from core.domain.facts import AttemptState
@@ -18,6 +20,7 @@ from core.domain.records import AttemptRecord, RunRecord, TaskRecord
 from core.domain.status import TaskStatus
 from core.events import TasksChanged
 from core.store import InterruptedRun, TaskRecovery, new_event
+from core.tasks.attempt_evidence import unpacked_packets
 from core.tasks.dispatch import tasks_owned_by_jobs
 from core.tasks.policy import attempt_ending, interruption, is_writable, revision_fallback
 from core.tasks.state_machine import Trigger, next_status
@@ -71,14 +74,23 @@ async def recover_interrupted(workspace: Workspace, *, batch: int = RECOVERY_BAT
     for start in range(0, len(orphans), batch):
         tasks = orphans[start : start + batch]
         attempts, runs = await store.recovery_facts([t.id for t in tasks])
-        moves = [_recovery(t, attempts[t.id], runs[t.id]) for t in tasks]
+        # Each crashed attempt is closed with the packet its events make, in the move's own
+        # transaction, so every later attempt's validator sees it under the ids it keeps (seed 002).
+        current = [(t.id, a) for t in tasks if (a := current_attempt(t, attempts[t.id])) is not None]
+        packets = await unpacked_packets(store, current)
+        moves = [_recovery(t, attempts[t.id], runs[t.id], packets) for t in tasks]
         recovered.extend(await store.recover_tasks(moves))
     if recovered:  # one notice for the whole recovery: a desk refreshes once, not once per task
         workspace.bus.publish(TasksChanged(task_ids=tuple(t.id for t in recovered)))
     return recovered
 
 
-def _recovery(task: TaskRecord, attempts: list[AttemptRecord], running: list[RunRecord]) -> TaskRecovery:
+def _recovery(
+    task: TaskRecord,
+    attempts: list[AttemptRecord],
+    running: list[RunRecord],
+    packets: dict[str, dict[str, Any]] | None = None,
+) -> TaskRecovery:
     """Where ``task`` goes and what is written with it: the decision, taken from its facts alone."""
     # The attempt the task claimed, by index: a crash between the claim and the attempt's
     # record leaves none, and an earlier attempt's answer must not stand in for it.
@@ -109,9 +121,20 @@ def _recovery(task: TaskRecord, attempts: list[AttemptRecord], running: list[Run
         event=event,
         ending=None
         if attempt is None
-        else (attempt.id, attempt_ending(attempt, AttemptState.INTERRUPTED, outcome)),
+        else (
+            attempt.id,
+            _with_packet(attempt_ending(attempt, AttemptState.INTERRUPTED, outcome), attempt, packets),
+        ),
         runs=[InterruptedRun(run_id=r.id, session_id=r.session_id, event=run_event) for r in running],
     )
+
+
+def _with_packet(
+    ending: dict[str, Any], attempt: AttemptRecord, packets: dict[str, dict[str, Any]] | None
+) -> dict[str, Any]:
+    """The attempt's ending, with the packet its events make when it never wrote one."""
+    packet = (packets or {}).get(attempt.id)
+    return ending if packet is None else {**ending, "packet": packet}
 
 
 def current_attempt(task: TaskRecord, attempts: list[AttemptRecord]) -> AttemptRecord | None:

@@ -33,7 +33,9 @@ from core.llm.structured import SchemaFailure, complete_structured
 from core.profiles import ModelRole, roles_for_task
 from core.store import AttemptRecord, TaskRecord, new_event
 from core.store.reachability import is_connection_lost
+from core.tasks.attempt_evidence import record_unpacked_evidence
 from core.tasks.dispatch import defer_if_workers
+from core.tasks.node_checks import verify_team_nodes
 from core.tasks.policy import (
     attempt_ending,
     decide,
@@ -255,8 +257,9 @@ class TaskService:
         (abandon does, in the same transaction; after a shutdown, recovery does)."""
         if attempt is None:
             return
-        latest = await self.store.get_attempt(attempt.id)
+        latest = await self.store.get_attempt(attempt.id, resolve=False)
         if latest.state is AttemptState.RUNNING:
+            await record_unpacked_evidence(self.store, [(latest.task_id, latest)])
             await self.store.update_attempt(
                 latest.id, **attempt_ending(latest, AttemptState.CANCELLED, latest.validation_outcome)
             )
@@ -268,7 +271,9 @@ class TaskService:
         log.error("task %s: run failed: %s", task_id, exc, exc_info=exc)
         try:
             task = await self.store.get_task(task_id)
-            latest = await self.store.get_attempt(attempt.id) if attempt is not None else None
+            latest = await self.store.get_attempt(attempt.id, resolve=False) if attempt is not None else None
+            if latest is not None:  # what its runs recorded stays its evidence for later attempts
+                await record_unpacked_evidence(self.store, [(task_id, latest)])
             if not task.status.is_execution_active:  # the task already moved on; its attempt may not have
                 if latest is not None and latest.state is AttemptState.RUNNING:
                     ending = attempt_ending(latest, AttemptState.FAILED, latest.validation_outcome)
@@ -445,6 +450,20 @@ class TaskService:
         team = await scheduler.run(
             plan, task_text=prompt_text, task_id=task.id, attempt_id=attempt_id, parent_session_id=session_id
         )
+        if self.settings.verify_team_nodes:  # each node judged on its own evidence before the synthesis
+            self._publish_progress(task.id, attempt=index, phase="verifying nodes", iteration=0)
+            team = await verify_team_nodes(
+                self.validation,
+                scheduler,
+                plan,
+                team,
+                task_text=prompt_text,
+                task_id=task.id,
+                attempt_id=attempt_id,
+                attempt_index=index,
+                agent_model=self.settings.agent_model,
+                max_parallel=self.settings.max_parallel_team_nodes,
+            )
         history_with_system = [*history, *new_messages[:-1]]
         outcome = await scheduler.synthesize(
             plan=plan,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,7 +22,7 @@ from core.agent.loop import AgentLoop
 from core.agent.outcome import RunOutcome, RunStep
 from core.domain.evidence import NodeRunResult, RunEvidence, TeamRunResult
 from core.domain.facts import EventKind, FinishReason, NodeStatus
-from core.evidence.builder import build_run_evidence
+from core.evidence.builder import build_run_evidence, session_messages
 from core.evidence.packet import earlier_packets
 from core.evidence.render import next_evidence_number, render_run
 from core.evidence.wrapping import EXTERNAL_CONTENT_WARNING, neutralise
@@ -37,6 +38,8 @@ __all__ = [
     "build_synthesis_message",
     "node_status",
 ]
+
+log = logging.getLogger(__name__)
 
 NODE_SYSTEM_TEMPLATE = """\
 {role}
@@ -224,6 +227,62 @@ class TeamScheduler:
                 error=f"{type(exc).__name__}: {exc}",
                 evidence=partial,
             )
+
+    async def retry_node(
+        self,
+        plan: TeamPlan,
+        previous: NodeRunResult,
+        *,
+        feedback: str,
+        task_id: str,
+        attempt_id: str,
+        semaphore: asyncio.Semaphore | None = None,
+    ) -> NodeRunResult:
+        """Run a node once more in its own session, the verifier's feedback as the next message.
+
+        Bounded like its first run: the node's tools and tool budget, and the team's parallel limit
+        (``semaphore``, else a fresh one of ``max_parallel_team_nodes``). The rejected run stays the
+        node's evidence (``rejected_runs``). Fail-open: if the retry itself breaks, ``previous``
+        is returned as it was, and the synthesis reads it with its verdict.
+        """
+        if previous.evidence is None:
+            return previous
+        node = plan.node(previous.node_id)
+        session_id = previous.evidence.session_id
+        try:
+            async with semaphore or asyncio.Semaphore(self.settings.max_parallel_team_nodes):
+                loop = AgentLoop(
+                    self.ctx.with_tools(self.tools.subset(node.tools)), on_progress=self.on_progress
+                )
+                outcome = await loop.run(
+                    session_id=session_id,
+                    history=await session_messages(self.store, session_id),
+                    new_messages=[{"role": "user", "content": feedback}],
+                    model=self.settings.agent_model,
+                    task_id=task_id,
+                    attempt_id=attempt_id,
+                    run_kind="node",
+                    node_id=node.id,
+                    max_tool_iterations=node.max_tool_iterations,
+                    include_tools=bool(node.tools),
+                )
+            evidence = await build_run_evidence(self.store, outcome.session_id, outcome.run_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.warning("team node %s: the retry after its rejection failed", node.id, exc_info=True)
+            return previous
+        return NodeRunResult(
+            node_id=node.id,
+            role=node.role,
+            status=node_status(outcome),
+            finish_reason=outcome.finish_reason,
+            output_text=outcome.output_text,
+            error=outcome.error,
+            evidence=evidence,
+            verdicts=list(previous.verdicts),
+            rejected_runs=[*previous.rejected_runs, previous.evidence],
+        )
 
     async def _evidence_of_session(self, session_id: str | None) -> RunEvidence | None:
         """Evidence of the node's run when it never returned an outcome (it raised or was cancelled)."""

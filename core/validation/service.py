@@ -189,6 +189,7 @@ class ValidationService:
         pending_tool_calls: bool = False,
         truncated: str | None = None,
         earlier: list[TaskEvidencePacket] | None = None,
+        node_id: str | None = None,
     ) -> ValidationReport:
         """Judge ``packet``'s answer against the evidence of every attempt so far, and record the
         verdict on the task (its snapshot event, and its validation row unless skipped).
@@ -196,6 +197,7 @@ class ValidationService:
         ``earlier`` are the task's earlier packets, already indexed (``earlier_packets``): an
         answer may rest on a fact an earlier attempt found, so the validator sees their items
         under the ids they always had. ``truncated`` says how the answer was cut off, when it was.
+        A team node's verdict (``node_id``) is a snapshot, no row.
         """
         case = CaseInput(
             packet=packet,
@@ -209,20 +211,13 @@ class ValidationService:
             pending_tool_calls=pending_tool_calls,
             truncated=truncated,
             earlier=earlier or [],
+            node_id=node_id,
         )
         done = await self.assess(case)
         report, prompt = done.report, done.stored_prompt
         await self.store.append_event(session_id, *encode(done.snapshot), content=prompt, task_id=task_id)
-        if not report.skipped:
-            await self.store.add_validation(
-                task_id=task_id,
-                attempt_id=attempt_id,
-                attempt_index=attempt_index,
-                result=report.result.model_dump(mode="json"),
-                raw_response=report.result.raw_response,
-                prompt=prompt,
-                debug=ValidationDebug.model_validate(report.debug).model_dump(),
-            )
+        if not report.skipped and node_id is None:  # a team node's verdict is not the task's: no row
+            await self._add_row(task_id, attempt_id, attempt_index, report.result, prompt, report.debug)
         return report
 
     async def assess(self, case: CaseInput, *, log_session_id: str | None = None) -> Assessment:
@@ -309,11 +304,31 @@ class ValidationService:
             attempt_index=case.attempt_index,
             raw_response=result.raw_response,
             prompt_stored=store_prompt,
+            node_id=case.node_id,
         )
         report = ValidationReport(
             result=result, prompt=judgement.prompt, debug=debug, warnings=warnings, skipped=skipped
         )
         return Assessment(report, snapshot, judgement.prompt if store_prompt else None)
+
+    async def _add_row(
+        self,
+        task_id: str,
+        attempt_id: str,
+        attempt_index: int,
+        result: ValidationResult,
+        prompt: str | None,
+        debug: dict[str, Any],
+    ) -> None:
+        await self.store.add_validation(
+            task_id=task_id,
+            attempt_id=attempt_id,
+            attempt_index=attempt_index,
+            result=result.model_dump(mode="json"),
+            raw_response=result.raw_response,
+            prompt=prompt,
+            debug=ValidationDebug.model_validate(debug).model_dump(),
+        )
 
     def _gate(self, answer: str, pending_tool_calls: bool) -> tuple[Judgement | None, bool]:
         """A verdict needing no judge (no answer, an unfinished run) or a policy skip, and whether
@@ -327,7 +342,7 @@ class ValidationService:
         if pending_tool_calls:
             judgement = precheck(
                 "pre-check:pending-tool-calls",
-                "the run ended with tool calls still pending, so the answer is unfinished",
+                "the run ended still asking for tools or only announcing more work, so the answer is unfinished",
                 FailureCategory.INCOMPLETE,
             )
             return judgement, False
@@ -738,6 +753,7 @@ class CaseInput:
     pending_tool_calls: bool = False
     truncated: str | None = None  # how the answer was cut off, when it was
     earlier: list[TaskEvidencePacket] = field(default_factory=list)
+    node_id: str | None = None  # a team node's output (verify_team_nodes), judged apart from the task's
 
 
 def _request(evidence_text: str, has_evidence: bool, common: dict[str, Any]) -> list[dict[str, Any]]:

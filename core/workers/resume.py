@@ -6,6 +6,7 @@ that stopped sending heartbeats. So the attempt and its runs end exactly as reco
 (``run_interrupted`` events, the attempt ``interrupted`` with recovery's outcome, in the same
 transaction as the task's move), but the task moves to ``needs_revision`` carrying the
 interrupted attempt's prompt, and the retried job starts the next attempt in the same session.
+The attempt keeps the evidence packet its events make (``core.tasks.attempt_evidence``).
 Event sequences stay contiguous because every write goes through the one event log.
 """
 
@@ -19,6 +20,7 @@ from core.domain.facts import AttemptState, FinishReason, RevisionRequester
 from core.domain.records import TaskRecord
 from core.errors import VersionConflict
 from core.store import new_event
+from core.tasks.attempt_evidence import unpacked_packets
 from core.tasks.policy import attempt_ending, interruption, is_writable
 from core.tasks.recovery import current_attempt
 from core.tasks.state_machine import Trigger, next_status
@@ -32,6 +34,9 @@ async def resume_interrupted(ws: Workspace, task: TaskRecord, *, why: str) -> Ta
         return None
     attempt = current_attempt(task, await store.list_attempts(task.id, resolve=False))
     _, outcome = interruption(attempt)
+    # The dead runner's attempt is closed with the packet its events make, in the move's own
+    # transaction (as crash recovery does), so the next attempt's validator sees its evidence.
+    packets = await unpacked_packets(store, [(task.id, attempt)]) if attempt is not None else {}
     for run in await store.list_runs(task_id=task.id):
         if run.state == "running":
             await store.append_event(
@@ -71,6 +76,8 @@ async def resume_interrupted(ws: Workspace, task: TaskRecord, *, why: str) -> Ta
         if attempt is None:
             return await store.update_task(task.id, **fields)
         ending = attempt_ending(attempt, AttemptState.INTERRUPTED, outcome)
+        if attempt.id in packets:
+            ending = {**ending, "packet": packets[attempt.id]}
         return await store.update_task(task.id, ending=(attempt.id, ending), **fields)
     except VersionConflict:
         return None

@@ -1,8 +1,11 @@
 """Scheduled and heartbeat tasks (seed 004): a task that recurs, each firing a new attempt.
 
-A schedule owns one task. Each firing asks that task for another attempt in its own session, with
-the checklist (seed 004's ``HEARTBEAT.md``) read afresh, so the transcript and evidence of every
-heartbeat stay together and the validator sees what earlier firings found.
+A schedule owns one task at a time. A firing runs it (its first run, or a revision queued for
+it) with the checklist (seed 004's ``HEARTBEAT.md``) read afresh, in its own session. Once the
+task's answer waits for the analyst (``awaiting_feedback``, ``needs_review``, ``failed``), no
+firing touches it again (seed 002: schedulers never continue work that waits for review): the
+next firing starts a new task of the schedule's series, which the schedule owns from then on,
+and the waiting answer stays for review. A closed or abandoned task stops the schedule.
 
 Validation of heartbeat answers follows seed 004: skipped unless ``verify_heartbeat`` is on (in
 the settings or on the schedule), and then every answer is validated whatever the trigger
@@ -16,16 +19,22 @@ compare-and-set on the schedule's next run time, so it happens once.
 from __future__ import annotations
 
 import asyncio
+import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.config import ValidationMode
-from core.domain import FeedbackAction, TaskStatus
+from core.domain import TaskStatus
 from core.domain.cadence import check_cron, next_run
+from core.domain.records import TaskRecord
 from core.errors import ConfigurationError, RefusedAction
 from core.inputs import read_input_text
 from core.store.schedules import ScheduleRecord, ScheduleRepository
 from core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from core.tasks.service import TaskService
 
 LAZY_REPLY = "HEARTBEAT_OK"
 
@@ -99,8 +108,8 @@ def heartbeat_workspace(ws: Workspace, schedule: ScheduleRecord) -> Workspace:
 
 
 async def fire(ws: Workspace, schedule_id: str, *, claim: bool = True) -> str:
-    """One firing: claim it, ask the task for another attempt, run it, record the verdict."""
-    from core.tasks.review import ReviewService
+    """One firing: claim it, ask the task for another attempt (or start the series' next task), run
+    it, record the verdict."""
     from core.tasks.service import TaskService
 
     repo = ScheduleRepository(ws.store)
@@ -109,8 +118,7 @@ async def fire(ws: Workspace, schedule_id: str, *, claim: bool = True) -> str:
         upcoming = next_run(schedule.cron, schedule.interval_s, max(schedule.next_run_at, datetime.now(UTC)))
         if not await repo.claim(schedule.id, schedule.next_run_at, upcoming):
             return "fired elsewhere"
-    hws = heartbeat_workspace(ws, schedule)
-    service = TaskService(hws)
+    service = TaskService(heartbeat_workspace(ws, schedule))
     task = await ws.store.get_task(schedule.task_id)
     if task.status.is_execution_active:
         verdict = "skipped: the previous firing is still running"
@@ -120,19 +128,49 @@ async def fire(ws: Workspace, schedule_id: str, *, claim: bool = True) -> str:
         verdict = f"stopped: the task is {task.status.value}"
         await repo.record_verdict(schedule.id, verdict)
         return verdict
-    if task.status in (TaskStatus.AWAITING_FEEDBACK, TaskStatus.NEEDS_REVIEW):
-        instructions = "Run the heartbeat checklist again."
-        prompt = await asyncio.to_thread(heartbeat_prompt, schedule.checklist, instructions)
-        try:
-            task = await ReviewService(service).feedback(
-                task.id, FeedbackAction.REVISE, expected_version=task.version, prompt=prompt, note="heartbeat"
-            )
-        except RefusedAction as exc:  # an analyst acted at the same moment: their word stands
-            return f"skipped: {exc}"
-    task = await service.run(task.id)
-    verdict = _verdict(task.status, task.latest_validation_status, task.latest_category)
+    note = ""
+    if task.status.requires_user_action:
+        # Seed 002: a scheduler never continues work that waits for the analyst (awaiting_feedback,
+        # needs_review, failed). That answer stays as it is, for review; this firing is the next
+        # task of the schedule's series, and the schedule follows it from now on.
+        waiting = task
+        task = await _next_in_series(ws, service, schedule, waiting)
+        note = f" (new task; {waiting.id[:8]} {waiting.status.value})"
+    try:
+        task = await service.run(task.id)
+    except RefusedAction as exc:  # an analyst or another runner acted at the same moment: theirs stands
+        verdict = f"skipped: {exc}"
+        await repo.record_verdict(schedule.id, verdict)
+        return verdict
+    verdict = _verdict(task.status, task.latest_validation_status, task.latest_category) + note
     await repo.record_verdict(schedule.id, verdict)
     return verdict
+
+
+async def _next_in_series(
+    ws: Workspace, service: TaskService, schedule: ScheduleRecord, waiting: TaskRecord
+) -> TaskRecord:
+    """A new task for this firing, with the checklist read afresh, that the schedule now owns.
+
+    The series is written on the new task (``task_metadata``: the schedule and the task before
+    it), so every task of a schedule can be found and ordered; the one waiting keeps its answer.
+    """
+    instructions = standing_instructions(waiting.text)
+    text = await asyncio.to_thread(heartbeat_prompt, schedule.checklist, instructions)
+    task = await service.create(text, title=waiting.title)
+    series = {"schedule_id": schedule.id, "follows_task": waiting.id, "follows_status": waiting.status.value}
+    return await ScheduleRepository(ws.store).continue_series(schedule.id, waiting.id, task.id, series)
+
+
+def standing_instructions(text: str) -> str:
+    """The schedule's own instructions, read back from a firing's text (``heartbeat_prompt`` wrote it)."""
+    found = _INSTRUCTIONS.match(text)
+    return found.group(1).strip() if found and found.group(1).strip() else "Run the heartbeat checklist."
+
+
+_INSTRUCTIONS = re.compile(
+    r"Heartbeat at [^.]*?UTC\. (.*?)(?:\n\nThe checklist \(|\n\nDo every item )", re.DOTALL
+)
 
 
 def _verdict(status: TaskStatus, validation: str | None, category: str | None) -> str:

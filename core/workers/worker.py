@@ -260,13 +260,15 @@ async def queued_task_ids(ws: Workspace) -> list[str]:
     tasks = await ws.store.list_tasks(statuses=[*waiting, *active])
     # A schedule's task runs only when the schedule fires (when due, with its own validation
     # settings); as a plain queued task it ran at the first worker's start, before its due time.
-    scheduled = {sc.task_id for sc in await ScheduleRepository(ws.store).all()}
+    scheduled = await ScheduleRepository(ws.store).owned_task_ids()  # only their firings start them
     return [
         t.id
         for t in tasks
         if is_writable(t)
-        and (t.id not in scheduled or t.status.is_execution_active)
-        and (_queued(t.status, t.revision_requested_by) or (t.status.is_execution_active and runner_gone(t)))
+        and (
+            (_queued(t.status, t.revision_requested_by) and t.id not in scheduled)
+            or (t.status.is_execution_active and runner_gone(t))
+        )
     ]
 
 

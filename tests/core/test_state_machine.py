@@ -22,7 +22,7 @@ from core.tasks.state_machine import undo_trigger
 S = TaskStatus
 T = Trigger
 
-TERMINAL = {S.FAILED, S.CLOSED, S.ABANDONED}
+TERMINAL = {S.CLOSED, S.ABANDONED}  # failed is open: it accepts a revision (issue 32)
 REVIEW = {S.NEEDS_REVIEW, S.AWAITING_FEEDBACK}
 FEEDBACK = {T.FEEDBACK_SATISFIED, T.FEEDBACK_REVISE, T.FEEDBACK_ABANDON}
 REOPEN = {T.REOPEN, T.REOPEN_UNUSABLE, T.REOPEN_UNRUN}
@@ -233,7 +233,7 @@ def test_illegal_message_lists_allowed_triggers() -> None:
     )
 
 
-# ---- the architecture's flag table (ARCHITECTURE.md section 4), pinned exactly -------------------
+# ---- the flag table (core/domain/status.py STATUS_FLAGS, README "Statuses"), pinned exactly ------
 
 #            status                 is_open is_execution_active requires_user_action terminal
 FLAG_TABLE = [
@@ -244,7 +244,9 @@ FLAG_TABLE = [
     (S.NEEDS_REVIEW, True, False, True, False),
     # "yes when the analyst asked" lives on the task row; the enum answers for the automatic retry.
     (S.NEEDS_REVISION, True, False, False, False),
-    (S.FAILED, False, False, False, True),
+    # Differs from ARCHITECTURE.md and seed 002 on purpose (issue 32): a failed task accepts a
+    # revision or an abandon, so it is open and waits for the analyst; README says why.
+    (S.FAILED, True, False, True, False),
     (S.CLOSED, False, False, False, True),
     (S.ABANDONED, False, False, False, True),
 ]
@@ -339,9 +341,9 @@ def test_interrupted_runs(src: TaskStatus) -> None:
     assert next_status(src, T.INTERRUPTED_UNUSABLE) is S.FAILED
 
 
-def test_abandon_is_possible_from_every_open_status_and_failed() -> None:
+def test_abandon_is_possible_from_every_open_status() -> None:
     for s in TaskStatus:
-        assert can(s, T.FEEDBACK_ABANDON) == (s.is_open or s is S.FAILED), s
+        assert can(s, T.FEEDBACK_ABANDON) == s.is_open, s
         if s.is_open:
             assert next_status(s, T.FEEDBACK_ABANDON) is S.ABANDONED
 
@@ -370,7 +372,7 @@ def test_verdicts_only_while_validating() -> None:
 def test_transition_table_size_is_pinned() -> None:
     """A new edge must come with a test above; this count makes forgetting one fail loudly."""
     decisions_and_failures = 19 + len([s for s in TaskStatus if s.is_open])
-    no_dead_ends = 2 + 4 + 5  # failed: revise/abandon; revision failed x2 x2; reopen x5
+    no_dead_ends = 1 + 4 + 5  # failed: revise (abandon: an open status); revision failed x2 x2; reopen x5
     undos = 15  # the inverse of every decision edge between resting statuses
     assert len(TRANSITIONS) == decisions_and_failures + no_dead_ends + undos
 

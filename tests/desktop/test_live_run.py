@@ -149,8 +149,9 @@ def test_a_cancelled_task_shows_the_evidence_it_recorded(
             what="the cancelled attempt's dossier",
         )
         dossier = desk.detail.dossier
-        assert dossier is not None and dossier.attempts[-1].packet is None  # no packet was assembled...
-        assert desk.detail.evidence_view.current_evidence_id() == "E1"  # ...yet its evidence shows
+        # The cancel closed the attempt with the packet its events make (issue 32): its evidence shows.
+        assert dossier is not None and dossier.attempts[-1].packet is not None
+        assert desk.detail.evidence_view.current_evidence_id() == "E1"
         assert "tides.md" in _evidence_text(desk)
         assert "No evidence packet" not in _evidence_text(desk)
         for note in (WORKING_NOTE, GATHERING_NOTE):

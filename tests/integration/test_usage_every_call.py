@@ -151,14 +151,15 @@ def test_the_planner_s_call_counts_in_the_attempt(
         "score": 0.9,
         "citations": CITED,
     }
-    validator.push(Reply.structured(verdict))
+    # The node's own verdict (verify_team_nodes, issue 32), then the task's: both are calls it counts.
+    validator.push(Reply.structured(verdict), Reply.structured(verdict))
     db = tmp_path / "ws.sqlite3"
     servers = {ModelRole.AGENT: agent, ModelRole.PLANNER: planner, ModelRole.VALIDATOR: validator}
     settings = _settings(db, _corpus(tmp_path), servers)  # no price set: these models have none
     task, outcome = asyncio.run(_run(settings, team="auto"))
     assert task.status is TaskStatus.AWAITING_FEEDBACK
     answered = _answered(agent, planner, validator)
-    assert answered == 5
+    assert answered == 6
     assert outcome["calls"] == answered and outcome["tokens"]["total"] == answered * PER_CALL
     assert outcome["cost_usd"] is None  # no call had a known price: unknown, not free
     shown = _cli_json(capsys, db, "show", task.id)

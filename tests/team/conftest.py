@@ -30,6 +30,14 @@ VERDICT_OK = json.dumps(
         "citations": [],
     }
 )
+# A verdict on a resumed task: the killed attempt's packet (its search's result, E1) is evidence
+# the validator is shown (issue 32), and an acceptance citing none of it is not an endorsement.
+VERDICT_CITING_E1 = json.dumps(
+    {
+        **json.loads(VERDICT_OK),
+        "citations": [{"claim": "tides", "evidence_id": "E1", "quote": "tides", "verdict": "supported"}],
+    }
+)
 
 
 def write_script(path: Path, *, agent_delay: float = 0.0, answer: str = "The answer is done.") -> Path:

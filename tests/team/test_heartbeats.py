@@ -87,16 +87,29 @@ async def test_without_verify_heartbeat_a_heartbeat_answer_is_not_validated(
 ) -> None:
     schedule = await add_schedule(ws, "Work through HEARTBEAT.md", cron="*/30 * * * *", checklist=checklist)
     first = await fire(ws, schedule.id)
-    second = await fire(ws, schedule.id)  # the next firing: another attempt in the same session
     task = await ws.store.get_task(schedule.task_id)
     attempts = await ws.store.list_attempts(task.id)
     # a skipped validation confirms nothing: the answer waits for an analyst, unvalidated
-    assert first == second == "needs_review (not validated)"
+    assert first == "needs_review (not validated)"
     assert task.status is TaskStatus.NEEDS_REVIEW
-    assert [a.validation_status for a in attempts] == [None, None]
+    assert [a.validation_status for a in attempts] == [None]
     runs = await ws.store.list_runs(task_id=task.id)
-    assert len(runs) == 2 and {r.session_id for r in runs} == {task.main_session_id}
-    assert "Run the heartbeat checklist again" in attempts[1].prompt
+    assert len(runs) == 1 and {r.session_id for r in runs} == {task.main_session_id}
+
+
+async def test_a_firing_never_reruns_a_task_waiting_for_review(ws: Workspace, checklist: Path) -> None:
+    """Seed 002: the next firing is a new task of the series; the waiting answer is left alone."""
+    schedule = await add_schedule(ws, "Work through HEARTBEAT.md", cron="*/30 * * * *", checklist=checklist)
+    await fire(ws, schedule.id)
+    waiting = await ws.store.get_task(schedule.task_id)
+    second = await fire(ws, schedule.id)
+    assert second == f"needs_review (not validated) (new task; {waiting.id[:8]} needs_review)"
+    moved = await ScheduleRepository(ws.store).get(schedule.id)
+    assert moved.task_id != waiting.id
+    assert await ws.store.get_task(waiting.id) == waiting  # not a write: same version, same answer
+    new = await ws.store.get_task(moved.task_id)
+    assert new.title == waiting.title and new.attempt_count == 1
+    assert "Work through HEARTBEAT.md" in new.text and "Re-run last night's failed export" in new.text
 
 
 async def test_a_firing_is_claimed_once(ws: Workspace, checklist: Path) -> None:
@@ -184,5 +197,7 @@ def test_on_postgresql_a_workers_periodic_task_fires_due_schedules(
     _, err = worker.communicate(timeout=120)
     assert worker.returncode == 0, err.decode()
     attempts = sync_rows(pg_url, f"select count(*) from attempts where task_id = '{added['task_id']}'")
-    assert attempts[0][0] >= 1  # each firing an attempt of the schedule's own task
-    assert sync_rows(pg_url, "select count(*) from tasks") == [(1,)]
+    assert attempts[0][0] >= 1  # the first firing ran the schedule's own task
+    # Later firings (if any came before SIGTERM) started the series' next tasks: the schedule's only.
+    others = sync_rows(pg_url, f"select task_metadata from tasks where id != '{added['task_id']}'")
+    assert all(added["id"] in str(meta) for (meta,) in others)

@@ -15,7 +15,12 @@ from pathlib import Path
 import pytest
 
 from core.cli.main import main as cli_main
-from tests.team.conftest import VERDICT_OK, assert_event_sequences_contiguous, sync_rows, worker_process
+from tests.team.conftest import (
+    VERDICT_CITING_E1,
+    assert_event_sequences_contiguous,
+    sync_rows,
+    worker_process,
+)
 from tests.team.test_reconnect import _batch
 from tests.team.test_workers import _wait_for
 
@@ -35,7 +40,7 @@ def test_a_command_started_after_a_worker_died_does_not_steal_its_task(
             "model": "agent",
             "turns": [{"tool_calls": [search], **turn}, {"content": "Tides: the Moon.", **turn}],
         },
-        {"model": "validator", "turns": [{"content": VERDICT_OK}]},
+        {"model": "validator", "turns": [{"content": VERDICT_CITING_E1}]},
     ]
     script.write_text(json.dumps({"conversations": conversations}), encoding="utf-8")
     (task_id,) = _batch(pg_url, 1, tmp_path, script, capsys)

@@ -20,7 +20,7 @@ from sqlalchemy.exc import ProgrammingError
 
 from core.cli.main import main as cli_main
 from tests.team.conftest import (
-    VERDICT_OK,
+    VERDICT_CITING_E1,
     assert_event_sequences_contiguous,
     sync_rows,
     worker_process,
@@ -100,7 +100,7 @@ def test_a_worker_killed_mid_task_loses_nothing(
             "model": "agent",
             "turns": [{"tool_calls": [search], **turn}, {"content": "Tides: the Moon.", **turn}],
         },
-        {"model": "validator", "turns": [{"content": VERDICT_OK}]},
+        {"model": "validator", "turns": [{"content": VERDICT_CITING_E1}]},
     ]
     script.write_text(json.dumps({"conversations": conversations}), encoding="utf-8")
     fast = ("--heartbeat", "0.5", "--stalled-after", "3", "--poll", "0.5")
@@ -140,6 +140,12 @@ def test_a_worker_killed_mid_task_loses_nothing(
         pg_url, f"select index, state from attempts where task_id = '{task_id}' order by index"
     )
     assert attempts == [(1, "interrupted"), (2, "finished")]
+    # the killed attempt keeps the packet its events make (issue 32): the next attempt's validator
+    # reads its evidence (the search's result, when the kill came after it) under the ids it keeps
+    packets = sync_rows(
+        pg_url, f"select index, packet from attempts where task_id = '{task_id}' order by index"
+    )
+    assert packets[0][1] is not None and packets[0][1]["attempt_index"] == 1, packets[0]
     assert sync_rows(pg_url, "select count(*) from runs where state = 'running'") == [(0,)]
     assert sync_rows(pg_url, "select count(*) from events where kind = 'run_interrupted'") == [(1,)]
     assert sync_rows(pg_url, "select count(*) from tasks where status in ('running', 'validating')") == [(0,)]
