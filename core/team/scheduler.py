@@ -176,20 +176,13 @@ class TeamScheduler:
                     task_id=task_id, kind="node", label=node.id, parent_session_id=parent_session_id
                 )
                 session_id = session.id
-                loop = AgentLoop(
-                    self.ctx.with_tools(self.tools.subset(node.tools)), on_progress=self.on_progress
-                )
-                outcome = await loop.run(
-                    session_id=session.id,
-                    history=[],
-                    new_messages=build_node_messages(node, task_text=task_text, upstream=upstream),
-                    model=self.settings.agent_model,
+                outcome = await self._node_turns(
+                    node,
+                    session.id,
+                    [],
+                    build_node_messages(node, task_text=task_text, upstream=upstream),
                     task_id=task_id,
                     attempt_id=attempt_id,
-                    run_kind="node",
-                    node_id=node.id,
-                    max_tool_iterations=node.max_tool_iterations,
-                    include_tools=bool(node.tools),
                 )
             evidence = await build_run_evidence(self.store, outcome.session_id, outcome.run_id)
             return NodeRunResult(
@@ -228,6 +221,32 @@ class TeamScheduler:
                 evidence=partial,
             )
 
+    async def _node_turns(
+        self,
+        node: TeamNode,
+        session_id: str,
+        history: list[dict[str, Any]],
+        new_messages: list[dict[str, Any]],
+        *,
+        task_id: str,
+        attempt_id: str | None,
+    ) -> RunOutcome:
+        """One agent run of ``node`` in its session: its first run and its retry after a rejection
+        are bounded alike (the node's own tools and tool budget)."""
+        loop = AgentLoop(self.ctx.with_tools(self.tools.subset(node.tools)), on_progress=self.on_progress)
+        return await loop.run(
+            session_id=session_id,
+            history=history,
+            new_messages=new_messages,
+            model=self.settings.agent_model,
+            task_id=task_id,
+            attempt_id=attempt_id,
+            run_kind="node",
+            node_id=node.id,
+            max_tool_iterations=node.max_tool_iterations,
+            include_tools=bool(node.tools),
+        )
+
     async def retry_node(
         self,
         plan: TeamPlan,
@@ -251,20 +270,14 @@ class TeamScheduler:
         session_id = previous.evidence.session_id
         try:
             async with semaphore or asyncio.Semaphore(self.settings.max_parallel_team_nodes):
-                loop = AgentLoop(
-                    self.ctx.with_tools(self.tools.subset(node.tools)), on_progress=self.on_progress
-                )
-                outcome = await loop.run(
-                    session_id=session_id,
-                    history=await session_messages(self.store, session_id),
-                    new_messages=[{"role": "user", "content": feedback}],
-                    model=self.settings.agent_model,
+                history = await session_messages(self.store, session_id)
+                outcome = await self._node_turns(
+                    node,
+                    session_id,
+                    history,
+                    [{"role": "user", "content": feedback}],
                     task_id=task_id,
                     attempt_id=attempt_id,
-                    run_kind="node",
-                    node_id=node.id,
-                    max_tool_iterations=node.max_tool_iterations,
-                    include_tools=bool(node.tools),
                 )
             evidence = await build_run_evidence(self.store, outcome.session_id, outcome.run_id)
         except asyncio.CancelledError:
