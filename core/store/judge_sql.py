@@ -18,7 +18,8 @@ from sqlalchemy import select
 from core.domain.event_codec import payload_key
 from core.domain.event_payloads import AnalystVerdictRecord, TokenUsage, ValidationDebug
 from core.domain.facts import EventKind
-from core.domain.status import FeedbackAction
+from core.domain.standing import DECIDING, REOPEN, UNDO
+from core.domain.standing import standing as standing_row
 from core.store.base import StoreBase
 from core.store.models import AttemptRow, EventRow, FeedbackRow, SessionRow, TaskRow, ValidationRow
 
@@ -77,7 +78,7 @@ async def decided_attempts(
     overridden: set[str] = set()
     fb = select(
         FeedbackRow.task_id, FeedbackRow.attempt_id, FeedbackRow.action, FeedbackRow.created_at
-    ).where(FeedbackRow.action.in_([a.value for a in FeedbackAction]), FeedbackRow.attempt_id.is_not(None))
+    ).where(FeedbackRow.action.in_([*DECIDING, UNDO, REOPEN]), FeedbackRow.attempt_id.is_not(None))
     attempt = EventRow.payload[_OVERRIDE_ATTEMPT].as_string()
     ov = select(
         EventRow.task_id, attempt, EventRow.payload[_OVERRIDE_STATUS].as_string(), EventRow.created_at
@@ -87,12 +88,17 @@ async def decided_attempts(
         for task_id, attempt_id, status, at in await s.execute(ov.order_by(EventRow.id)):
             standing[str(attempt_id)] = (at, str(task_id), "overridden", str(status) if status else None)
             overridden.add(str(attempt_id))
+        # the decision that stands, as calibration counts it: an undone or reopened one does not
+        histories: dict[str, list[tuple[str, tuple[datetime, str, str, str | None]]]] = {}
         for task_id, attempt_id, action, at in await s.execute(fb.order_by(FeedbackRow.created_at)):
-            if attempt_id is None or attempt_id in overridden:
-                continue
-            prev = standing.get(attempt_id)
-            if prev is None or at >= prev[0]:
-                standing[attempt_id] = (at, str(task_id), str(action), None)
+            if attempt_id not in overridden:
+                histories.setdefault(str(attempt_id), []).append(
+                    (str(action), (at, str(task_id), str(action), None))
+                )
+        for attempt_id, history in histories.items():
+            last = standing_row(history)
+            if last is not None:
+                standing[attempt_id] = last
         wanted = set(task_ids) if task_ids is not None else None
         ids = sorted(a for a, v in standing.items() if wanted is None or v[1] in wanted)
         facts: dict[str, tuple[int, str, str | None]] = {}

@@ -57,3 +57,30 @@ async def test_compare_reads_live_and_shadow_verdicts(store: Store) -> None:
     assert await replay_names(store) == ["live", "strict@0123456789ab"]
     with pytest.raises(InvalidRequest, match="no verdicts for 'nobody'"):
         await compare_validators(store, settings, "live", "nobody")
+
+
+async def test_an_undone_decision_is_not_compared(store: Store) -> None:
+    """compare-validators counts the decisions that stand, as calibration does: an undone decision
+    (``core.domain.standing``) leaves its case out of the pairing."""
+    shadow = await store.create_session(task_id=None, kind="shadow", label="strict@0123456789ab")
+    for i, actions in enumerate((["satisfied"], ["satisfied", "undo"])):
+        task = await store.create_task(f"case {i}")
+        attempt = await store.create_attempt(task.id, 1, trigger="initial", prompt="p")
+        await store.add_validation(
+            task_id=task.id, attempt_id=attempt.id, attempt_index=1,
+            result={"status": "accepted", "score": 0.9, "category": "none", "issues": []},
+            raw_response="{}", prompt=None, debug={"validator_version": "aaaaaaaaaaaa"},
+        )  # fmt: skip
+        for action in actions:
+            await store.add_feedback(
+                task_id=task.id, attempt_id=attempt.id, action=action, prompt=None, note=None, reviewer="ana",
+                from_status=TaskStatus.AWAITING_FEEDBACK, to_status=TaskStatus.CLOSED,
+            )  # fmt: skip
+        result = ValidationResult(status="accepted", score=0.9, issues=[])
+        verdict = ShadowVerdict(
+            result=result, status=result.status, attempt_index=1, attempt_id=attempt.id, latency_s=0.25,
+            candidate="strict", task_id=task.id, validator_version="0123456789ab",
+        )  # fmt: skip
+        await store.append_event(shadow.id, *encode(verdict))
+    c = await compare_validators(store, load_settings(), "live", "strict@0123456789ab")
+    assert c.paired == 1
