@@ -25,6 +25,7 @@ from PySide6.QtGui import QAction, QDesktopServices
 from PySide6.QtWidgets import QMenu
 
 from core.config import user_log_dir
+from core.logfile import rotating_log
 
 __all__ = ["CRASH_NAME", "LOG_NAME", "DeskLog", "add_open_log_action", "install_desk_log"]
 
@@ -33,31 +34,6 @@ CRASH_NAME = "desk-crash.log"
 MAX_BYTES = 1_000_000
 BACKUPS = 3
 log = logging.getLogger("desktop")
-
-
-class _Redacting(logging.Filter):
-    """Masks secrets (known shapes, keys in the environment) in every record before it is written.
-
-    The redactor is built at the first record, not at start-up: warnings are rare and its rules cost
-    an import the first paint should not wait for. The keyring is not read (blocking, and a log line
-    is no place to learn a stored key's value)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._redactor: Any = None
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        """logging.Filter.filter: the message (and traceback text) masked in place; always kept."""
-        if self._redactor is None:
-            from core.bundle.redact import Redactor
-
-            self._redactor = Redactor.build(keyring=False)
-        record.msg = self._redactor.text(record.getMessage(), "log")
-        record.args = None
-        if record.exc_info:
-            record.exc_text = self._redactor.text(logging.Formatter().formatException(record.exc_info), "log")
-            record.exc_info = None
-        return True
 
 
 @dataclass
@@ -92,10 +68,12 @@ def install_desk_log(folder: Path | None = None) -> DeskLog:
     """Send warnings and uncaught exceptions to ``folder`` (default: the user log directory)."""
     where = folder if folder is not None else user_log_dir()
     where.mkdir(parents=True, exist_ok=True)
-    handler = RotatingFileHandler(where / LOG_NAME, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8")
-    handler.setLevel(logging.WARNING)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    handler.addFilter(_Redacting())
+    handler = rotating_log(
+        where / LOG_NAME,
+        max_bytes=MAX_BYTES,
+        backups=BACKUPS,
+        fmt="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     root = logging.getLogger()
     previous_level = root.level
     if root.level == logging.NOTSET or root.level > logging.WARNING:

@@ -112,17 +112,19 @@ def _log_in_one_line() -> None:
 
 def _log_file() -> logging.Handler | None:
     """``cli.log`` in the user log folder, bounded (1 MB, two old copies); None when unwritable."""
-    from logging.handlers import RotatingFileHandler
+    from core.logfile import rotating_log
 
     try:
         folder = user_log_dir()
         folder.mkdir(parents=True, exist_ok=True)
-        handler = RotatingFileHandler(folder / "cli.log", maxBytes=1 << 20, backupCount=2, encoding="utf-8")
+        return rotating_log(
+            folder / "cli.log",
+            max_bytes=1 << 20,
+            backups=2,
+            fmt="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s",
+        )
     except OSError:
         return None
-    handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"))
-    handler.setLevel(logging.WARNING)
-    return handler
 
 
 def _check_config_file() -> None:

@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("team",),
     ("validation",),
     ("tasks",),
-    ("workers", "bundle", "exports", "calibration", "calibration_html", "demo", "judge"),
+    ("workers", "bundle", "logfile", "exports", "calibration", "calibration_html", "demo", "judge"),
     ("cli",),
 )
 LAYER_OF: dict[str, int] = {room: n for n, rooms in enumerate(LAYERS) for room in rooms}
