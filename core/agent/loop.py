@@ -452,6 +452,10 @@ class AgentLoop:
             refused = unfinished_reason(response.content, bool(response.tool_calls))
             if refused is None and not (response.content or "").strip():
                 return _unfinalized("finalization returned no answer", spent_budget)
+            if refused is None and response.finish_reason == "length":
+                # The closing answer hit the output limit: a fragment, never a finished answer
+                # (the same rule as an answer cut off inside the loop).
+                return _Finish(FinishReason.TRUNCATED, response.content or "", TRUNCATED_MESSAGE)
             if refused is None:
                 return _Finish(
                     FinishReason.MAX_TOOL_ITERATIONS_FINALIZED,

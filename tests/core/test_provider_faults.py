@@ -202,6 +202,30 @@ async def test_length_on_the_final_answer_goes_to_review_marked_truncated(
         await ws.close()
 
 
+async def test_length_on_the_finalization_answer_goes_to_review_marked_truncated(
+    provider: FakeLLMServer, sqlite_url: str
+) -> None:
+    # The tool budget is spent, so the closing answer comes from the no-tools finalization call;
+    # cut off there it is a fragment, as it is inside the loop.
+    provider.push(
+        Reply.tools(("search_corpus", {"query": "Mariana Trench depth"})),
+        Reply.text("The trench is about 10,935 metres deep at the Chall", finish_reason="length"),
+        _verdict("accepted"),
+    )
+    ws, task_id = await _run(_settings(sqlite_url, max_tool_iterations=1))
+    try:
+        task = await ws.store.get_task(task_id)
+        assert task.status is TaskStatus.NEEDS_REVIEW  # never awaiting_feedback, though "accepted"
+        assert (provider.chat_requests()[1].body or {}).get("tools") is None  # the finalization call
+        attempt = (await ws.store.list_attempts(task_id))[0]
+        assert attempt.finish_reason == FinishReason.TRUNCATED
+        assert (attempt.final_output or "").endswith("at the Chall")
+        changes = await _events(ws, task_id, EventKind.TASK_STATUS_CHANGED)
+        assert "cut off" in changes[-1].payload["reason"]
+    finally:
+        await ws.close()
+
+
 def _validator_responder(window: int) -> Any:
     def respond(request: RecordedRequest) -> Reply:
         text = request.messages[-1].get("content") or ""

@@ -140,13 +140,24 @@ def _validation(tmp: Path, task_id: str) -> tuple[str, dict[str, Any], str] | No
 
 
 def _answered_calls(tmp: Path, task_id: str) -> int:
-    """Answered calls the workspace counted: agent and planner responses plus the validator's calls."""
+    """Answered calls the workspace counted, each once.
+
+    A run's kept responses, a run's answered-but-dropped replies (a turn cut at the output limit or
+    by the server, retried), the calls outside runs (planner, output-schema re-asks and repairs,
+    recorded as ``model_calls_recorded``) and the validator's calls.
+    """
     events = _rows(tmp, "SELECT kind, payload FROM events WHERE task_id = ?", task_id)
     responses = sum(1 for kind, _ in events if kind == "llm_response_received")
+    dropped = sum(
+        1
+        for k, p in events
+        if k == "llm_call_failed" and json.loads(p).get("kind") in {"truncated", "stream_cut"}
+    )
+    outside = sum(int(json.loads(p).get("calls") or 0) for k, p in events if k == "model_calls_recorded")
     judged = sum(
         int(json.loads(p).get("llm_calls") or 0) for k, p in events if k == "task_validation_snapshotted"
     )
-    return responses + judged
+    return responses + dropped + outside + judged
 
 
 def _check_task(
@@ -255,7 +266,10 @@ def test_output_schema_task(llama: LlamaServer, workdir: Path) -> None:
     summary, _done, elapsed = _run(
         workdir, config, "--output-schema", str(schema), "Which city is the capital of Italy? Reply as JSON."
     )
-    _check_task(workdir, llama, "output schema", summary, elapsed, _served(llama, before))
+    served = _served(llama, before)
+    _check_task(workdir, llama, "output schema", summary, elapsed, served)
+    # The agent's turns, the schema's re-asks or repair, and the judge's calls: each counted once.
+    assert _answered_calls(workdir, summary["id"]) == served
     failures = _rows(
         workdir,
         "SELECT COUNT(*) FROM events WHERE task_id = ? AND kind = 'output_schema_validation_failed'",
