@@ -273,7 +273,7 @@ class AgentLoop:
             failure = LlmCallFailure(
                 iteration=state.iteration,
                 kind="stream_cut",
-                error="the reply stream ended without a finish reason (cut by the server); retrying the turn once",
+                error="the reply stream ended before the server said it was finished (no finish reason, or no end-of-stream marker); retrying the turn once",
                 usage=response.usage.model_dump(),
             )
         else:

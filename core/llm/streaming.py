@@ -105,10 +105,11 @@ async def stream_completion(litellm: Any, kwargs: dict[str, Any], on_delta: Delt
 
     ``include_usage`` asks OpenAI-compatible servers for the token counts they would otherwise
     leave out of a stream; the builder estimates them when a server ignores it. A stream the server
-    cut (no finish reason, or the connection closed after the answer began) comes back with
-    ``finish_reason`` ``stream_cut`` and the part that arrived.
+    cut (no finish reason, no ``[DONE]`` on the OpenAI protocol, or the connection closed after the
+    answer began) comes back with ``finish_reason`` ``stream_cut`` and the part that arrived.
     """
     stream = await litellm.acompletion(**kwargs, stream=True, stream_options={"include_usage": True})
+    terminator = _TerminatorWatch(stream)
     chunks: list[Any] = []
     assembly = _Assembly()
     dropped = False
@@ -142,10 +143,47 @@ async def stream_completion(litellm: Any, kwargs: dict[str, Any], on_delta: Delt
                 # The builder joins zero text pieces into ""; an unstreamed reply says null, and the
                 # stored event must not depend on which way the answer came.
                 message.content = None
-    if dropped or not _server_finished(stream, assembly):
+    if dropped or terminator.missing or not _server_finished(stream, assembly):
         # Set after construction: litellm maps a finish reason it does not know to "stop".
         response.choices[0].finish_reason = STREAM_CUT
     return response
+
+
+class _TerminatorWatch:
+    """Whether an OpenAI-protocol stream ended with its ``data: [DONE]`` terminator.
+
+    A finish reason is not the end of such a stream: the usage chunk and ``[DONE]`` follow, and a
+    stream that stops after the finish reason without them (a proxy or a server closing the
+    connection, cleanly or not) may have lost its usage and whatever else was due. The OpenAI SDK
+    consumes ``[DONE]`` itself and litellm closes the stream quietly either way, so the terminator
+    is watched where the SDK decodes the server-sent events. A stream that is not the SDK's (other
+    wire protocols have no terminator) is not judged here.
+    """
+
+    __slots__ = ("applies", "seen")
+
+    def __init__(self, stream: Any) -> None:
+        self.applies = False
+        self.seen = False
+        inner = getattr(stream, "completion_stream", None)
+        decoder = getattr(inner, "_decoder", None)
+        decode = getattr(decoder, "aiter_bytes", None)
+        if type(inner).__name__ != "AsyncStream" or decode is None:
+            return
+        self.applies = True
+
+        async def watched(raw: Any) -> Any:
+            async for event in decode(raw):
+                if str(getattr(event, "data", "")).startswith("[DONE]"):
+                    self.seen = True
+                yield event
+
+        decoder.aiter_bytes = watched
+
+    @property
+    def missing(self) -> bool:
+        """The stream was the SDK's and ended without its terminator."""
+        return self.applies and not self.seen
 
 
 def _server_finished(stream: Any, assembly: _Assembly) -> bool:

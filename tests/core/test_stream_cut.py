@@ -62,7 +62,7 @@ async def _events(ws: Workspace, task_id: str, kind: EventKind) -> list[Any]:
     return [e for e in await ws.store.get_task_events(task_id) if e.kind == kind]
 
 
-@pytest.mark.parametrize("how", ["no_finish", "drop"])
+@pytest.mark.parametrize("how", ["no_finish", "drop", "finish_no_done", "finish_then_drop"])
 async def test_a_cut_stream_is_retried_once_and_the_whole_answer_is_judged(
     provider: FakeLLMServer, sqlite_url: str, how: str
 ) -> None:
@@ -76,12 +76,12 @@ async def test_a_cut_stream_is_retried_once_and_the_whole_answer_is_judged(
         assert attempt.finish_reason == FinishReason.STOP and attempt.final_output == WHOLE
         failed = await _events(ws, task_id, EventKind.LLM_CALL_FAILED)
         assert [e.payload["kind"] for e in failed] == ["stream_cut"]
-        assert "without a finish reason" in failed[0].payload["error"]
+        assert "before the server said it was finished" in failed[0].payload["error"]
     finally:
         await ws.close()
 
 
-@pytest.mark.parametrize("how", ["no_finish", "drop"])
+@pytest.mark.parametrize("how", ["no_finish", "drop", "finish_no_done", "finish_then_drop"])
 async def test_a_stream_cut_twice_is_truncated_and_goes_to_review(
     provider: FakeLLMServer, sqlite_url: str, how: str
 ) -> None:

@@ -94,7 +94,9 @@ class Reply:
     hold: bool = False  # a hung provider: the reply waits until the server stops (timeout tests)
     # A stream the server ends early: "no_finish" sends the text, then ``[DONE]`` with no finish
     # reason and no usage (llama-cpp-python's server when a second request interrupts a stream);
-    # "drop" sends the text, then closes the connection mid-body. Non-streamed requests ignore it.
+    # "drop" sends the text, then closes the connection mid-body; "finish_no_done" and
+    # "finish_then_drop" send a finish reason, then end without ``[DONE]`` (cleanly, or by closing
+    # the connection). Non-streamed requests ignore it.
     cut: str | None = None
 
     # ------------------------------------------------------------------ constructors
@@ -407,6 +409,12 @@ def _openai_cut_stream(reply: Reply, model: str, sock: Any) -> Iterator[str]:
     if reply.cut == "no_finish":
         yield "data: [DONE]\n\n"
         return
+    if reply.cut.startswith("finish_"):
+        # The finish reason arrives, then the stream ends without ``[DONE]``: closed cleanly
+        # ("finish_no_done", a proxy that drops the terminator) or mid-body ("finish_then_drop").
+        yield f"data: {json.dumps({**envelope, 'choices': [{'index': 0, 'delta': {}, 'finish_reason': 'stop'}]})}\n\n"
+        if reply.cut == "finish_no_done":
+            return
     # "drop": the body was sent in chunks; close the socket before the closing chunk, as a server
     # that dies mid-answer does, so the client sees an incomplete chunked body.
     import socket
