@@ -166,9 +166,9 @@ class _TerminatorWatch:
         self.applies = False
         self.seen = False
         inner = getattr(stream, "completion_stream", None)
-        decoder = getattr(inner, "_decoder", None)
+        decoder: Any = getattr(inner, "_decoder", None)
         decode = getattr(decoder, "aiter_bytes", None)
-        if type(inner).__name__ != "AsyncStream" or decode is None:
+        if type(inner).__name__ != "AsyncStream" or decoder is None or decode is None:
             return
         self.applies = True
 
