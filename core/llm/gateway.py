@@ -131,6 +131,11 @@ def _import_litellm() -> Any:
         litellm.telemetry = False
         litellm.suppress_debug_info = True
         litellm.set_verbose = False
+        # litellm's own success logging of a stream (a cost calculation and a success handler per
+        # streamed call, scheduled on threads) feeds callbacks this product never registers: usage
+        # and cost come from the assembled reply (core.llm.streaming, core.llm.cost). It was most
+        # of what a streamed turn cost over an unstreamed one.
+        litellm.disable_streaming_logging = True
         # Debug logs can carry request headers; keep litellm's loggers at WARNING whatever the root says.
         for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
             logging.getLogger(name).setLevel(logging.WARNING)
