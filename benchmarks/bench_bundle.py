@@ -2,17 +2,24 @@
 
 The baselines write (and read back) exactly the same entry bytes with plain ``zipfile`` and the same
 compression in the same run, so the difference is what bundles add: reading the store, canonical
-JSON, redaction scanning, hashing every entry and every event, and checking the chains.
+JSON, masking (secret shapes and known credentials, format 2), hashing every entry and every event,
+checking the chains, and the export's own verify before it renames the file into place.
+
+``python benchmarks/bench_bundle.py [RUNS]``: each run exports, verifies and writes and reads the
+plain baseline; the spread (min / median / max) of each figure and ratio is printed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import random
+import statistics
 import sys
 import time
 import zipfile
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -23,6 +30,7 @@ from core.store import NewEvent, Store
 
 EVIDENCE_MB = 50
 ITEM_MB = 2
+RUNS = 5
 MB = 1024 * 1024
 
 
@@ -123,53 +131,82 @@ def plain_read(path: Path) -> int:
         return sum(len(zf.read(n)) for n in zf.namelist())
 
 
+def _clock() -> tuple[float, float]:
+    """Wall time and this process's CPU time (every thread: export works in threads and SQLite's)."""
+    return time.perf_counter(), time.process_time()
+
+
+def _since(start: tuple[float, float]) -> tuple[float, float]:
+    wall, cpu = _clock()
+    return wall - start[0], cpu - start[1]
+
+
+def _spread(values: list[float]) -> str:
+    return f"min {min(values):5.2f}  median {statistics.median(values):5.2f}  max {max(values):5.2f}"
+
+
+async def _one_run(store: Store, task_id: str, folder: Path, n: int) -> dict[str, tuple[float, float]]:
+    """One export, verify, plain write and plain read of the same bytes; (wall, cpu) of each."""
+    bundle = folder / f"case{n}.zip"
+    start = _clock()
+    summary = await export_bundle(store, [task_id], bundle)
+    export = _since(start)
+    start = _clock()
+    report = verify_bundle(bundle)
+    verify = _since(start)
+    assert report.ok, report.failures
+    with zipfile.ZipFile(bundle) as zf:
+        entries = {name: zf.read(name) for name in zf.namelist()}
+    start = _clock()
+    plain_zip(entries, folder / f"plain{n}.zip")
+    write = _since(start)
+    start = _clock()
+    plain_read(folder / f"plain{n}.zip")
+    read = _since(start)
+    (folder / f"plain{n}.zip").unlink()
+    _SUMMARY.append(summary)
+    return {"export": export, "verify": verify, "write": write, "read": read}
+
+
+_SUMMARY: list[Any] = []
+
+
 async def main() -> None:
+    """Several runs in one process; ratios of each run against its own baseline, then their spread.
+
+    The machine may be shared: CPU time (all threads) is the steadier figure, wall time is what a
+    user waits; both are printed with the load average before and after."""
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else RUNS
     folder = scratch_dir()
+    load_before = os.getloadavg()
     store = await Store.open(f"sqlite+aiosqlite:///{folder / 'ws.sqlite3'}")
     try:
         task_id = await build_case(store)
-        bundle = folder / "case.zip"
-        t0 = time.perf_counter()
-        summary = await export_bundle(store, [task_id], bundle)
-        t_export = time.perf_counter() - t0
+        results = [await _one_run(store, task_id, folder, n) for n in range(runs)]
     finally:
         await store.close()
-
-    t0 = time.perf_counter()
-    report = verify_bundle(bundle)
-    t_verify = time.perf_counter() - t0
-    assert report.ok, report.failures
-
-    with zipfile.ZipFile(bundle) as zf:
-        entries = {n: zf.read(n) for n in zf.namelist()}
-    t0 = time.perf_counter()
-    plain_zip(entries, folder / "plain.zip")
-    t_plain_write = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    plain_read(folder / "plain.zip")
-    t_plain_read = time.perf_counter() - t0
-
+    load_after = os.getloadavg()
+    summary = _SUMMARY[-1]
     total = summary.uncompressed_bytes / MB
     print(
         f"evidence: {EVIDENCE_MB} MB in {summary.events} events; bundle holds {total:.1f} MB uncompressed "
-        f"(events + evidence packet), {summary.file_bytes / MB:.1f} MB on disk"
+        f"(events + evidence packet), {summary.file_bytes / MB:.1f} MB on disk; {runs} runs; "
+        f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after ({os.cpu_count()} cores)"
     )
-    print(
-        f"export (store read + JSON + redaction scan + hashing + zip): {t_export:6.2f} s  "
-        f"{total / t_export:7.1f} MB/s"
-    )
-    print(
-        f"plain zipfile write, same bytes:                            {t_plain_write:6.2f} s  "
-        f"{total / t_plain_write:7.1f} MB/s  (export = {t_export / t_plain_write:.2f}x)"
-    )
-    print(
-        f"verify (inflate + sha256 + chain check):                    {t_verify:6.2f} s  "
-        f"{total / t_verify:7.1f} MB/s"
-    )
-    print(
-        f"plain zipfile read, same bytes:                             {t_plain_read:6.2f} s  "
-        f"{total / t_plain_read:7.1f} MB/s  (verify = {t_verify / t_plain_read:.2f}x)"
-    )
+    rows = [
+        ("export (store read + JSON + masking + hashing + zip + own verify)", "export"),
+        ("plain zipfile write, same bytes and compression level", "write"),
+        ("verify (inflate + sha256 + chain check)", "verify"),
+        ("plain zipfile read, same bytes", "read"),
+    ]
+    for label, key in rows:
+        wall = [r[key][0] for r in results]
+        cpu = [r[key][1] for r in results]
+        print(f"{label}\n    wall s  {_spread(wall)}\n    cpu s   {_spread(cpu)}")
+    for what, base in (("export", "write"), ("verify", "read")):
+        for i, kind in ((0, "wall"), (1, "cpu")):
+            ratios = [r[what][i] / r[base][i] for r in results]
+            print(f"{what} / plain {base}, {kind:4}: {_spread(ratios)}  (x)")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,7 @@ import platformdirs
 
 from core.config import APP_NAME, Settings
 from core.domain.facts import VerdictWarning, WarningCode
+from core.errors import StoreError
 from core.events import EventBus
 from core.store import Store
 
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
     from core.store.watch import ChangeWatcher
     from core.tools.corpus import Corpus
     from core.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
 
 
 def corpus_index_path(folder: Path) -> Path:
@@ -128,6 +132,11 @@ class Workspace:
             # A broken script is a configuration error at start, before anything is written.
             load_script(settings.script)
         store = await Store.open(settings.db_url)
+        try:
+            # The texts of an import whose process was killed go at the next start (one log line).
+            await store.release_dead_imports()
+        except StoreError:  # never a reason not to open: the next import sweeps again
+            log.warning("could not release the content of an interrupted import", exc_info=True)
         return cls(
             settings=settings,
             store=store,

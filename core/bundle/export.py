@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import tempfile
 import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from core.bundle.stream import LeftoverScan
 from core.bundle.verify import verify_bundle
 from core.bundle.writer import BundleWriter
 from core.domain.content import OFFLOADED_KEYS, REF_SUFFIX, ContentRef
+from core.leftovers import new_part_file
 from core.store import Store
 from core.version import app_version
 
@@ -203,9 +203,7 @@ def _finish(
 def _part_file(out: Path) -> Path:
     """Write beside the target and rename, so a failed export never leaves a half bundle behind."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent)
-    os.close(fd)
-    return Path(tmp_name)
+    return new_part_file(out)
 
 
 def _verify_own(tmp: Path, out: Path) -> None:

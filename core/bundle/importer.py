@@ -3,7 +3,8 @@
 Rows keep their original ids, so importing the same bundle twice finds the tasks already present
 and skips them instead of duplicating them. The store writes everything in one transaction
 (``Store.import_records``), so a failure midway leaves nothing behind: the texts, stored first,
-are released again (``Store.release_content``).
+are released again (``Store.release_content``); a process killed midway leaves them under its
+own owner, and the next import releases them (``Store.release_dead_imports``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from core.bundle.format import BundleError, bundle_ref_of
 from core.bundle.opened import OpenedBundle, parse_bundle
 from core.bundle.verify import load_bundle
 from core.errors import StoreError
+from core.leftovers import import_finished, import_owner
 from core.store import Store, TaskImport
 from core.store.bundle_sql import put_content_stream
 
@@ -63,26 +65,31 @@ def _swap(value: Any, stored: dict[str, dict[str, Any]]) -> Any:
     return out
 
 
-async def _store_contents(store: Store, opened: OpenedBundle) -> dict[str, dict[str, Any]]:
-    """Each content member streamed into the chunk store (one chunk in memory); sha -> store ref."""
+async def _store_contents(
+    store: Store, opened: OpenedBundle, owner: str
+) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+    """Each content member streamed into the chunk store (one chunk in memory) under the import's
+    own ``owner``: sha -> store ref, and task id -> the shas it uses (what it adopts on commit)."""
     stored: dict[str, dict[str, Any]] = {}
+    uses: dict[str, list[str]] = {}
     for t in opened.tasks:
         found: dict[str, dict[str, Any]] = {}
         _bundle_refs([a.packet for a in t.attempts], found)
         _bundle_refs([e.payload for evs in t.events.values() for e in evs], found)
+        uses[t.task.id] = list(found)
         for sha in found:
             if sha in stored:
                 continue
-            ref = await put_content_stream(store, opened.iter_content(sha), owner=t.task.id)
+            ref = await put_content_stream(store, opened.iter_content(sha), owner=owner)
             if ref.sha256 != sha:
                 raise BundleError(f"content {sha[:12]} changed while it was imported; nothing was imported")
             stored[sha] = ref.model_dump()
-    return stored
+    return stored, uses
 
 
-async def _release(store: Store, opened: OpenedBundle) -> None:
+async def _release(store: Store, owner: str) -> None:
     try:
-        await store.release_content([t.task.id for t in opened.tasks])
+        await store.release_content([owner])
     except StoreError:  # the import's own error is the one to report; a sweep can retry later
         log.warning("could not release the content of a failed import", exc_info=True)
 
@@ -144,18 +151,24 @@ async def import_bundle(
         raise BundleError(
             f"refusing to import {path.name}: {'; '.join(opened.load_problems[:5])}. Nothing was imported."
         )
+    # Texts an earlier import left when its process was killed go first (one log line if any).
+    await store.release_dead_imports()
+    owner = import_owner()
     try:
-        stored = await _store_contents(store, opened)
-        result = await store.import_records(_records(opened, stored))
+        stored, uses = await _store_contents(store, opened, owner)
+        result = await store.import_records(_records(opened, stored), adopt=uses, from_owner=owner)
     except BaseException as exc:
         # The texts were stored before the rows (streamed, outside the rows' transaction): a
-        # failure (or a cancel) takes them back out, so "nothing was imported" holds for content too.
-        await asyncio.shield(_release(store, opened))
+        # failure (or a cancel) takes them back out, so "nothing was imported" holds for content too;
+        # a kill, which runs nothing here, leaves them to the next import's sweep.
+        await asyncio.shield(_release(store, owner))
         if isinstance(exc, StoreError):
             raise BundleError(
                 f"cannot import {path.name} into {store.display_name}: {exc}. Nothing was imported."
             ) from None
         raise
+    finally:
+        import_finished(owner)
     return ImportSummary(
         bundle_id=opened.bundle_id,
         imported_task_ids=result.imported_task_ids,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,6 +30,7 @@ from core.domain.records import AttemptRecord, FeedbackRecord, TaskRecord, Valid
 from core.domain.usage import USAGE_EVENT_KINDS, UsageTotals
 from core.evidence.content import ContentReader, item_length, item_range
 from core.evidence.render import render_packet
+from core.leftovers import new_part_file
 from core.store import Store
 from core.tasks.dossier import TaskDossier, load_dossier
 from core.tasks.override import AnalystVerdict, dossier_overrides
@@ -178,9 +178,9 @@ def render_report(data: ReportData) -> str:
 
 def _write_text(out: Path, html: str) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent)
+    tmp = new_part_file(out)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(html)
         os.replace(tmp, out)
     except BaseException:

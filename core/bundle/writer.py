@@ -78,7 +78,10 @@ class ContentSink:
         # Closed by ``finish`` (its ``finally``) or ``abort``.
         self._spool = tempfile.TemporaryFile(dir=w.spool_dir)  # noqa: SIM115
 
-    _changed_before: bool = True
+    # Nothing came before the first round: its text, if the masker left it unchanged, was scanned
+    # whole by every rule already (a match reaching past the hold moves the hold back), so only a
+    # change, this round or the one before, makes the leftover scan worth its pass.
+    _changed_before: bool = False
 
     def _emit(self, text: str) -> None:
         assert self._spool is not None and self._leftover is not None and self._masker is not None

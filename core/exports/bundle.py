@@ -8,7 +8,6 @@ the analyst has not cancelled, so a cancelled export leaves nothing behind.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from core.bundle import export_bundle
 from core.bundle.export import ExportSummary
 from core.bundle.paths import MachineScrub
 from core.exports.progress import Cancellation, ProgressSink, Step, check
+from core.leftovers import new_part_file
 from core.store import Store
 
 
@@ -40,9 +40,7 @@ async def export_selection(
     check(cancel, "bundle export", 0, total)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
+    tmp = new_part_file(out)
     try:
         summary = await export_bundle(
             store, task_ids, tmp, redact=redact, signing_key=signing_key, scrub=scrub

@@ -9,7 +9,6 @@ as it was (absent, or the previous complete file).
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import IO
 
 from core.errors import EvidenceDeskError
+from core.leftovers import new_part_file
 from core.tasks.bulk import Cancellation
 
 
@@ -51,11 +51,11 @@ def replacing(out: Path, *, mode: str = "w", newline: str | None = None) -> Iter
     out = Path(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent)
+        tmp = new_part_file(out)
     except OSError as exc:
         raise EvidenceDeskError(f"cannot write {out}: {exc.strerror or exc}") from None
     try:
-        with os.fdopen(fd, mode, encoding="utf-8", newline=newline) as fh:
+        with open(tmp, mode, encoding="utf-8", newline=newline) as fh:
             yield fh
         os.replace(tmp, out)
     except OSError as exc:

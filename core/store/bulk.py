@@ -7,13 +7,14 @@ failure midway leaves nothing behind.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 
 from core.domain.content import ContentPolicy
@@ -34,6 +35,7 @@ from core.store.eventlog import CONTENT_REF
 from core.store.models import (
     AttemptRow,
     Base,
+    ContentOwnerRow,
     EventRow,
     FeedbackRow,
     RunRow,
@@ -117,6 +119,14 @@ def _offload_rows(
             event["content"] = None
 
 
+def _adopt(conn: Connection, adopt: Mapping[str, Collection[str]], from_owner: str) -> None:
+    owned = [{"owner": task_id, "content_sha": sha} for task_id, shas in adopt.items() for sha in shas]
+    if owned:
+        dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+        conn.execute(dialect.insert(ContentOwnerRow).on_conflict_do_nothing(), owned)
+    conn.execute(delete(ContentOwnerRow).where(ContentOwnerRow.owner == from_owner))
+
+
 def _check(tasks: Sequence[TaskImport]) -> None:
     for t in tasks:
         listed = {s.id for s in t.sessions}
@@ -130,11 +140,21 @@ def _check(tasks: Sequence[TaskImport]) -> None:
 class BulkImport(StoreBase):
     """A mixin of ``Store``."""
 
-    async def import_records(self, tasks: Sequence[TaskImport]) -> ImportResult:
+    async def import_records(
+        self,
+        tasks: Sequence[TaskImport],
+        *,
+        adopt: Mapping[str, Collection[str]] | None = None,
+        from_owner: str | None = None,
+    ) -> ImportResult:
         """Add tasks with all their records, keeping ids; tasks already present are skipped whole.
 
         One transaction: on any database error (say a session id already used by another task)
-        nothing is written and ``StoreError`` names the database's reason.
+        nothing is written and ``StoreError`` names the database's reason. ``adopt`` maps a task id
+        to the content it uses, stored beforehand under ``from_owner`` (the import's own owner):
+        the task takes those texts over and ``from_owner`` lets go of them in the same transaction,
+        so no moment exists when a kill leaves the tasks' texts without an owner, or an orphan
+        under a task id no task has.
         """
         _check(tasks)
         ids = [t.task.id for t in tasks]
@@ -149,6 +169,8 @@ class BulkImport(StoreBase):
                     if batch:
                         await conn.execute(insert(model), batch)
                 await index_tasks(conn, [t.task.id for t in fresh])
+                if from_owner is not None:
+                    await conn.run_sync(_adopt, adopt or {}, from_owner)
         except SQLAlchemyError as exc:
             raise StoreError(f"the database refused the import ({db_message(exc)})") from None
         return ImportResult(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import os
 import zlib
 from collections.abc import AsyncIterator, Callable, Collection, Iterator
@@ -35,6 +36,7 @@ from core.domain.content import (
     is_ref,
 )
 from core.errors import StoreError
+from core.leftovers import IMPORT_OWNER_PREFIX, is_dead_import_owner
 from core.store.base import StoreBase
 from core.store.models import (
     ContentChunkRow,
@@ -58,6 +60,8 @@ __all__ = [
     "put_content",
 ]
 
+
+log = logging.getLogger(__name__)
 
 # Chunks tokenised at once by ``chunk_token_counts``: one per core, at least two, at most four.
 COUNT_BATCH = max(2, min(4, os.cpu_count() or 2))
@@ -416,6 +420,37 @@ class ChunkRepository(StoreBase):
                         )
                     )
                     gone += int(getattr(result, "rowcount", 0) or 0)
+        return gone
+
+    async def release_dead_imports(self) -> int:
+        """Release the texts of imports whose process died before their rows committed (a SIGKILL).
+
+        An import stores its texts under its own owner (``core.leftovers.import_owner``) and hands
+        them to its tasks in the rows' transaction; an owner of that shape still here belongs to an
+        import in flight or to one that was killed. Only those of dead processes of this host go,
+        so an import running beside this one (another process, a shared workspace) is never
+        touched. Returns the chunks deleted; says so in one log line.
+        """
+        async with self._read() as s:
+            owners = (
+                await s.scalars(
+                    select(ContentOwnerRow.owner)
+                    # A key range rather than LIKE: the owner index answers it on both engines.
+                    .where(
+                        ContentOwnerRow.owner >= IMPORT_OWNER_PREFIX,
+                        ContentOwnerRow.owner
+                        < IMPORT_OWNER_PREFIX[:-1] + chr(ord(IMPORT_OWNER_PREFIX[-1]) + 1),
+                    )
+                    .distinct()
+                )
+            ).all()
+        dead = [str(o) for o in owners if is_dead_import_owner(str(o))]
+        if not dead:
+            return 0
+        gone = await self.release_content(dead)
+        log.warning(
+            "removed the content of %d interrupted import(s) (%d chunk(s) no task holds)", len(dead), gone
+        )
         return gone
 
     async def sweep_content(self) -> int:
