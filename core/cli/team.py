@@ -95,8 +95,7 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_batch(args: argparse.Namespace, settings: Settings) -> int:
-    from core.store.batches import BatchRepository
-    from core.tasks.dispatch import defer_tasks
+    from core.tasks.batch_jobs import queue_batch
     from core.workers.batchfile import read_batch_file
 
     path = Path(args.file)
@@ -112,12 +111,11 @@ async def cmd_batch(args: argparse.Namespace, settings: Settings) -> int:
     async def body(ws: Workspace) -> int:
         bar = _bar(len(items), quiet=args.json)
         try:
-            result = await BatchRepository(ws.store).queue(
-                batch_id, str(path), items, team_spec=team, output_schema=schema, on_progress=bar
+            result, deferred = await queue_batch(
+                ws.store, batch_id, str(path), items, team_spec=team, output_schema=schema, on_progress=bar
             )
         finally:
             bar.close()
-        deferred = 0 if ws.store.is_sqlite else await defer_tasks(ws.store, result.new_ids)
         if args.json:
             emit(
                 {

@@ -3,16 +3,19 @@
 A batch is named by its file's content hash and each task by (batch id, row key) under a unique
 index, so re-running the same file, even from two machines at once, queues nothing twice: the
 database refuses the duplicate, not a check that could race. Rows are written in chunks, each
-chunk one transaction with the tasks' main sessions, so a task never exists without its session.
+chunk one transaction with the tasks' main sessions, so a task never exists without its session,
+and each table's rows of a chunk one bulk insert (not an ORM object and a flush per row).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from core.domain.records import TaskRecord
@@ -21,7 +24,7 @@ from core.store.base import StoreBase, new_id
 from core.store.models import BatchRow, SessionRow, TaskRow, utcnow
 from core.store.tasks import _title_from
 
-CHUNK = 200
+CHUNK = 500  # rows per transaction: one bulk insert per table, and one batch of jobs
 
 
 @dataclass(frozen=True)
@@ -85,16 +88,38 @@ class BatchRepository:
         team_spec: str | None = None,
         output_schema: dict[str, Any] | None = None,
         on_progress: Callable[[int], None] | None = None,
+        on_chunk: Callable[[list[str]], Awaitable[object]] | None = None,
     ) -> BatchResult:
-        """Insert the rows not yet queued under ``batch_id``; report each row's task id."""
+        """Insert the rows not yet queued under ``batch_id``; report each row's task id.
+
+        ``on_chunk`` is handed each chunk's new task ids once they are committed (the batch
+        command queues their jobs with it); it runs while the next chunk is inserted, one at a
+        time, and every call has finished when this returns.
+        """
         result = BatchResult(batch_id=batch_id)
         await self._ensure_batch(batch_id, source, len(items))
-        for start in range(0, len(items), CHUNK):
-            chunk = items[start : start + CHUNK]
-            ids = await self._queue_chunk(batch_id, chunk, team_spec, output_schema, result)
-            result.task_ids.extend(ids)
-            if on_progress is not None:
-                on_progress(len(chunk))
+        known = await self._existing(batch_id)  # once: a new batch has none, a re-run has them all
+        pending: asyncio.Task[object] | None = None
+        try:
+            for start in range(0, len(items), CHUNK):
+                chunk = items[start : start + CHUNK]
+                before = len(result.new_ids)
+                ids = await self._queue_chunk(batch_id, chunk, known, (team_spec, output_schema), result)
+                result.task_ids.extend(ids)
+                if pending is not None:  # one chunk's jobs in flight at a time; its error surfaces here
+                    done, pending = pending, None
+                    await done
+                if on_chunk is not None and len(result.new_ids) > before:
+                    pending = asyncio.ensure_future(on_chunk(result.new_ids[before:]))
+                if on_progress is not None:
+                    on_progress(len(chunk))
+            if pending is not None:
+                done, pending = pending, None
+                await done
+        finally:
+            if pending is not None:  # an insert failed: the chunk committed before still gets its jobs
+                with contextlib.suppress(Exception):  # the insert's error is the one to report
+                    await pending
         return result
 
     async def _ensure_batch(self, batch_id: str, source: str, rows: int) -> None:
@@ -103,44 +128,44 @@ class BatchRepository:
                 s.add(BatchRow(id=batch_id, source=source[:500], row_count=rows, created_at=utcnow()))
         # A concurrent first run may have added it meanwhile; the unique id makes that harmless.
 
-    async def _existing(self, batch_id: str, keys: list[str]) -> dict[str, str]:
+    async def _existing(self, batch_id: str) -> dict[str, str]:
+        """Row key -> task id of the rows already queued under ``batch_id``.
+
+        The whole batch in one query, not the chunk's keys in an ``IN`` list per chunk: on
+        PostgreSQL a thousand-key ``IN`` is a thousand parameters parsed and planned each time.
+        """
         async with self.store._read() as s:
-            rows = await s.execute(
-                select(TaskRow.batch_key, TaskRow.id).where(
-                    TaskRow.batch_id == batch_id, TaskRow.batch_key.in_(keys)
-                )
-            )
+            rows = await s.execute(select(TaskRow.batch_key, TaskRow.id).where(TaskRow.batch_id == batch_id))
             return {str(k): str(i) for k, i in rows.all()}
 
     async def _queue_chunk(
         self,
         batch_id: str,
         chunk: Sequence[BatchItem],
-        team_spec: str | None,
-        output_schema: dict[str, Any] | None,
+        known: dict[str, str],
+        spec: tuple[str | None, dict[str, Any] | None],
         result: BatchResult,
     ) -> list[str]:
+        """Insert the chunk's rows not in ``known`` (updated with what this finds and adds)."""
+        team_spec, output_schema = spec
         for _ in range(3):  # a concurrent run of the same file can win a row between read and write
-            known = await self._existing(batch_id, [i.key for i in chunk])
             fresh = [i for i in chunk if i.key not in known]
             now = utcnow()
-            new_ids: dict[str, str] = {}
+            tasks = [_task_row(item, batch_id, team_spec, output_schema, now) for item in fresh]
+            new_ids = {item.key: task["id"] for item, task in zip(fresh, tasks, strict=True)}
             try:
                 async with self.store._write() as s:
-                    sessions = []
-                    for item in fresh:
-                        row = _task_row(item, batch_id, team_spec, output_schema, now)
-                        new_ids[item.key] = row.id
-                        sessions.append(_session_row(row, now))
-                        s.add(row)
-                    await s.flush()  # the sessions' foreign key needs the tasks first
-                    s.add_all(sessions)
+                    if tasks:  # ORM bulk inserts: one executemany each, no unit of work
+                        await s.execute(insert(TaskRow), tasks)
+                        await s.execute(insert(SessionRow), [_session_row(t, now) for t in tasks])
             except IntegrityError:
+                known.update(await self._existing(batch_id))  # what the concurrent run queued
                 continue
+            known.update(new_ids)
             result.created += len(fresh)
             result.new_ids.extend(new_ids[i.key] for i in fresh)
             result.existing += len(chunk) - len(fresh)
-            return [known.get(i.key) or new_ids[i.key] for i in chunk]
+            return [known[i.key] for i in chunk]
         raise RuntimeError(f"batch {batch_id[:12]}: rows kept colliding with a concurrent run")
 
     async def progress(self, batch_id: str | None = None) -> list[BatchProgress]:
@@ -192,28 +217,34 @@ def _task_row(
     team_spec: str | None,
     output_schema: dict[str, Any] | None,
     now: Any,
-) -> TaskRow:
-    tid = new_id()
-    return TaskRow(
-        id=tid,
-        title=(item.title or _title_from(item.text))[:300],
-        text=item.text,
-        status=TaskStatus.OPEN.value,
-        team_spec=team_spec,
-        output_schema=output_schema,
-        attempt_count=0,
-        read_only=False,
-        version=1,
-        created_at=now,
-        updated_at=now,
-        batch_id=batch_id,
-        batch_key=item.key,
-        task_metadata=item.metadata,
-        given_answer=item.answer,
-    )
+) -> dict[str, Any]:
+    """A new task's columns; its main session's id is chosen here so both go in without a flush."""
+    return {
+        "id": new_id(),
+        "title": (item.title or _title_from(item.text))[:300],
+        "text": item.text,
+        "status": TaskStatus.OPEN.value,
+        "team_spec": team_spec,
+        "output_schema": output_schema,
+        "main_session_id": new_id(),
+        "attempt_count": 0,
+        "read_only": False,
+        "version": 1,
+        "created_at": now,
+        "updated_at": now,
+        "batch_id": batch_id,
+        "batch_key": item.key,
+        "task_metadata": item.metadata,
+        "given_answer": item.answer,
+    }
 
 
-def _session_row(task: TaskRow, now: Any) -> SessionRow:
-    session = SessionRow(id=new_id(), task_id=task.id, kind="main", label="main", next_seq=1, created_at=now)
-    task.main_session_id = session.id
-    return session
+def _session_row(task: dict[str, Any], now: Any) -> dict[str, Any]:
+    return {
+        "id": task["main_session_id"],
+        "task_id": task["id"],
+        "kind": "main",
+        "label": "main",
+        "next_seq": 1,
+        "created_at": now,
+    }

@@ -16,6 +16,10 @@ the same typed notices (``TaskChanged``) the desk already turns into one-row ref
   ``WorkspaceConnection(online=False)``, reconnects with capped backoff and jitter, ``LISTEN``s
   again and announces ``online=True``: the desk then reloads its queue and task once, since the
   notices sent meanwhile were lost. One log line per state change.
+- **SQLite on a share that disappears:** an open connection keeps reading a file whose folder was
+  unmounted or moved (the descriptor stays valid), so each look also checks the path. When the
+  file cannot be reached or read, the watcher announces ``online=False`` the same way, and
+  ``online=True`` once the file opens and reads again (never creating an empty one in its place).
 
 Claims and presence (who holds or looks at a task) change without touching the task row, so they
 are announced apart, as ``ReviewersChanged``: on PostgreSQL from the ``evidence_desk_team``
@@ -32,10 +36,12 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import sqlite3
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from core.domain.status import TaskStatus
@@ -151,13 +157,18 @@ class ChangeWatcher:
             while True:
                 await asyncio.sleep(self._interval)
                 try:
-                    now = await loop.run_in_executor(executor, _data_version, conn)
+                    now = await loop.run_in_executor(executor, _data_version, conn, path)
                     if now == version:
                         continue
                     rows, new_mark = await loop.run_in_executor(executor, _sqlite_changed, conn, mark)
                     new_holders = await loop.run_in_executor(executor, _sqlite_holders, conn)
-                except sqlite3.Error as exc:  # a locked or vanished file: try again next tick
-                    log.warning("workspace watch: %s", exc)
+                except (sqlite3.Error, OSError) as exc:
+                    if not _sqlite_gone(exc):  # a locked database: try again next tick
+                        log.warning("workspace watch: %s", exc)
+                        continue
+                    executor.submit(conn.close)
+                    conn = None
+                    conn, version, mark, holders = await self._reopen_sqlite(path, executor)
                     continue
                 version, mark = now, new_mark or mark
                 self._announce(rows)
@@ -169,6 +180,28 @@ class ChangeWatcher:
             if conn is not None:
                 executor.submit(conn.close)
             executor.shutdown(wait=False)
+
+    async def _reopen_sqlite(
+        self, path: str, executor: ThreadPoolExecutor
+    ) -> tuple[sqlite3.Connection, int, str, set[Holder]]:
+        """The workspace file went away (a network share that disappeared, a folder moved): say so,
+        wait for it with capped backoff and jitter, and announce it back once it reads again."""
+        loop = asyncio.get_running_loop()
+        self.online = False
+        log.warning("workspace offline, reconnecting")
+        self._bus.publish(WorkspaceConnection(online=False))
+        self._backoff.reset()
+        while True:
+            await asyncio.sleep(self._backoff.next_delay())
+            try:
+                found = await loop.run_in_executor(executor, _reopen_existing, path, self._store.busy_timeout)
+                break
+            except (sqlite3.Error, OSError) as exc:
+                log.debug("workspace watch: still offline: %s", exc)
+        self.online = True
+        log.warning("workspace reconnected")
+        self._bus.publish(WorkspaceConnection(online=True))
+        return found
 
     # ------------------------------------------------------------------ PostgreSQL
     async def _listen_pg(self) -> None:
@@ -293,8 +326,39 @@ def _open_sqlite(path: str, busy_timeout: float) -> sqlite3.Connection:
     return sqlite3.connect(path, timeout=busy_timeout, check_same_thread=False, isolation_level=None)
 
 
-def _data_version(conn: sqlite3.Connection) -> int:
+def _reopen_existing(path: str, busy_timeout: float) -> tuple[sqlite3.Connection, int, str, set[Holder]]:
+    """The workspace file again with the watcher's starting state, only if it is there and reads:
+    never a new empty database in its place (``mode=rw``)."""
+    uri = Path(os.path.abspath(path)).as_uri() + "?mode=rw"
+    conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout, check_same_thread=False, isolation_level=None)
+    try:
+        version, mark = _sqlite_start(conn)
+        return conn, version, mark, _sqlite_holders(conn)
+    except BaseException:
+        conn.close()
+        raise
+
+
+def _data_version(conn: sqlite3.Connection, path: str | None = None) -> int:
+    """The database's change counter; with ``path``, first check the file is still reachable there.
+
+    An open connection keeps reading a file whose folder was moved or unmounted under it (Linux
+    keeps the open descriptor), so only a look at the path tells the workspace has gone away.
+    """
+    if path is not None:
+        os.stat(path)
     return int(conn.execute("PRAGMA data_version").fetchone()[0])
+
+
+# sqlite3's primary result codes that mean "the file is not there or not readable", not "busy".
+_SQLITE_GONE = {10, 14, 26}  # SQLITE_IOERR, SQLITE_CANTOPEN, SQLITE_NOTADB
+
+
+def _sqlite_gone(exc: BaseException) -> bool:
+    if isinstance(exc, OSError):
+        return True
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and (code & 0xFF) in _SQLITE_GONE
 
 
 def _sqlite_start(conn: sqlite3.Connection) -> tuple[int, str]:

@@ -16,7 +16,8 @@ and ``queueing_lock`` (a task is queued at most once); a second defer is a no-op
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
@@ -37,6 +38,7 @@ RUN_TASK = "evidence_desk.run_task"
 FIRE_SCHEDULE = "evidence_desk.fire_schedule"
 # A worker counts as alive while its procrastinate heartbeat (every 10 s by default) is this fresh.
 ALIVE_WITHIN_S = 60.0
+DEFER_CHUNK = 500  # jobs per batch-defer statement
 
 
 def libpq_conninfo(url: str) -> str:
@@ -131,25 +133,78 @@ async def should_defer(ws: Workspace) -> bool:
     return await worker_alive(ws.store)
 
 
-async def defer_tasks(store: Store, task_ids: Iterable[str]) -> int:
-    """Queue a run job per task (one job per task at most); returns how many were new."""
-    from procrastinate import exceptions
+async def defer_tasks(
+    store: Store, task_ids: Iterable[str], *, on_progress: Callable[[int], None] | None = None
+) -> int:
+    """Queue a run job per task (one job per task at most); returns how many were new.
 
+    ``on_progress`` hears each chunk's size once it is queued.
+    """
     ids = list(task_ids)
     if not ids:
         return 0
+    async with job_deferrer(store) as defer:
+        queued = 0
+        for start in range(0, len(ids), DEFER_CHUNK):
+            chunk = ids[start : start + DEFER_CHUNK]
+            queued += await defer(chunk)
+            if on_progress is not None:
+                on_progress(len(chunk))
+        return queued
+
+
+@asynccontextmanager
+async def job_deferrer(store: Store) -> AsyncIterator[Callable[[Sequence[str]], Awaitable[int]]]:
+    """A function that queues the run jobs of tasks, ``DEFER_CHUNK`` in one statement
+    (procrastinate's batch defer), over one connection pool held for the block.
+
+    One round trip per job made a 100k-row batch take seven times longer on PostgreSQL than on
+    SQLite. The function returns how many of the jobs were new.
+    """
     await ensure_queue_schema(store)
     app = make_app(store.url, min_size=1, max_size=2)
-    queued = 0
     async with app.open_async():
-        for task_id in ids:
-            deferrer = app.configure_task(RUN_TASK, queue=QUEUE, lock=task_id, queueing_lock=task_id)
-            try:
-                await deferrer.defer_async(task_id=task_id)
-                queued += 1
-            except exceptions.AlreadyEnqueued:
-                pass
+
+        async def defer(task_ids: Sequence[str]) -> int:
+            ids = list(task_ids)
+            return sum(
+                [await _defer_chunk(app, ids[i : i + DEFER_CHUNK]) for i in range(0, len(ids), DEFER_CHUNK)]
+            )
+
+        yield defer
+
+
+async def _defer_chunk(app: App, task_ids: list[str]) -> int:
+    """All of ``task_ids`` in one statement; one by one if any of them is queued already.
+
+    The batch insert is one statement, so a single task already queued (a worker's start-up sweep
+    deferring the same open tasks at this moment) fails it whole and inserts nothing; the chunk is
+    then deferred job by job, each duplicate refused by its queueing lock as before.
+    """
+    from procrastinate import exceptions
+
+    unique = list(dict.fromkeys(task_ids))  # one statement cannot hold the same queueing lock twice
+    # Each job its own locks, so not a deferrer's batch_defer_async (one lock for all its jobs).
+    jobs = [_deferrer(app, t).make_new_job(task_id=t) for t in unique]
+    try:
+        await app.job_manager.batch_defer_jobs_async(jobs=jobs)
+    except exceptions.AlreadyEnqueued:
+        pass
+    else:
+        return len(unique)
+    queued = 0
+    for task_id in unique:
+        try:
+            await _deferrer(app, task_id).defer_async(task_id=task_id)
+            queued += 1
+        except exceptions.AlreadyEnqueued:
+            pass
     return queued
+
+
+def _deferrer(app: App, task_id: str) -> Any:
+    """The run job of ``task_id``: its lock (never two runs at once) and queueing lock (queued once)."""
+    return app.configure_task(RUN_TASK, queue=QUEUE, lock=task_id, queueing_lock=task_id)
 
 
 async def defer_if_workers(ws: Workspace, task_id: str) -> bool:

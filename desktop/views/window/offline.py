@@ -1,7 +1,7 @@
 """While the team workspace's database is away: say so, and hold back what would need it.
 
-Core's watcher announces ``WorkspaceConnection`` (offline when its LISTEN connection ends,
-online once it listens again). Offline, the status bar says "workspace offline — reconnecting"
+Core's watcher announces ``WorkspaceConnection`` (offline when its LISTEN connection ends, or
+when a SQLite workspace's file can no longer be reached; online once it listens or reads again). Offline, the status bar says "workspace offline — reconnecting"
 and the actions that write to the workspace are disabled with that reason in their tool tip, so
 a click cannot fail half-way. Online again, the queue and the task on screen are reloaded once:
 the notices of other desks' and workers' writes made meanwhile never arrived.
