@@ -18,8 +18,8 @@ from core.store import batches as batch_store
 from core.tasks.dispatch import defer_tasks
 from tests.team.conftest import sync_rows, write_jsonl, write_script
 
-ROWS = 200
-CHUNK = 48  # five chunks: their jobs are queued while the next chunk's tasks are inserted
+ROWS = 100
+CHUNK = 24  # five chunks: their jobs are queued while the next chunk's tasks are inserted
 
 
 @pytest.mark.slow
