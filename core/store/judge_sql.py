@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import select
 
 from core.domain.event_codec import payload_key
-from core.domain.event_payloads import AnalystVerdictRecord, TokenUsage, ValidationDebug
+from core.domain.event_payloads import AnalystVerdictRecord, ShadowVerdict, TokenUsage, ValidationDebug
 from core.domain.facts import EventKind
 from core.domain.standing import DECIDING, REOPEN, UNDO
 from core.domain.standing import standing as standing_row
@@ -178,6 +178,26 @@ __all__ = [
     "SessionFacts",
     "VerdictFacts",
     "decided_attempts",
+    "has_shadow_verdict",
     "live_verdicts",
     "sessions_of_kind",
 ]
+
+
+_SHADOW_ATTEMPT = payload_key(ShadowVerdict, "attempt_id")
+
+
+async def has_shadow_verdict(store: StoreBase, session_id: str, attempt_id: str) -> bool:
+    """The shadow session already holds a verdict on the attempt (read with a fresh snapshot, so a
+    verdict another worker committed a moment ago counts)."""
+    q = (
+        select(EventRow.id)
+        .where(
+            EventRow.session_id == session_id,
+            EventRow.kind == EventKind.SHADOW_VERDICT_RECORDED.value,
+            EventRow.payload[_SHADOW_ATTEMPT].as_string() == attempt_id,
+        )
+        .limit(1)
+    )
+    async with store.read_session() as s:
+        return (await s.execute(q)).first() is not None
