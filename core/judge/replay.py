@@ -45,6 +45,7 @@ from core.store.judge_sql import (
     has_shadow_verdict,
     sessions_of_kind,
 )
+from core.validation.context import previous_feedback
 from core.validation.service import INCOMPLETE_ANSWER, CaseInput, ValidationService
 from core.validation.warnings import read_warnings
 from core.workspace import Workspace
@@ -160,7 +161,10 @@ class Replayer:
         check is made again just before writing, under a lock every process takes: a job retried
         while its first body still ran judges twice at worst, but stores one verdict.
         """
-        if await has_shadow_verdict(self.store, self.session_id, attempt_id):
+        # On SQLite one process replays, and it chose only attempts with no verdict; on PostgreSQL
+        # workers take jobs, and a retried job finds its verdict stored by its first run.
+        shared = not self.store.is_sqlite
+        if shared and await has_shadow_verdict(self.store, self.session_id, attempt_id):
             return ALREADY_JUDGED, ""
         case, why = await case_from_store(
             self.store, self.service.settings.agent_model, task_id, attempt_id, attempt_index
@@ -172,7 +176,7 @@ class Replayer:
             **done.snapshot.model_dump(by_alias=True), candidate=self.candidate.name, task_id=task_id
         )
         async with self._only_writer(attempt_id):
-            if await has_shadow_verdict(self.store, self.session_id, attempt_id):
+            if shared and await has_shadow_verdict(self.store, self.session_id, attempt_id):
                 return ALREADY_JUDGED, ""
             # No task on the row: the task's log, spend and verdict never see a shadow.
             await self.store.append_event(self.session_id, *encode(verdict), content=done.stored_prompt)
@@ -273,7 +277,8 @@ async def case_from_store(
         packet = TaskEvidencePacket.model_validate(attempt.packet)
     except ValidationError as exc:
         return None, f"unreadable evidence packet: {exc.error_count()} error(s)"
-    live = [v for v in await store.list_validations(task.id) if v.attempt_id == attempt.id]
+    validations = await store.list_validations(task.id)
+    live = [v for v in validations if v.attempt_id == attempt.id]
     debug = live[-1].debug if live else {}
     history = await _history_before_verdict(store, task.main_session_id, attempt.index)
     case = CaseInput(
@@ -288,6 +293,12 @@ async def case_from_store(
         pending_tool_calls=debug.get("strategy") == "pre-check:pending-tool-calls",
         truncated=_truncation(attempt, debug),
         earlier=await _earlier(store, attempts, attempt.index),
+        feedback_text=previous_feedback(
+            validations,
+            await store.list_feedback(task.id),
+            attempt_index=attempt.index,
+            attempt_ids={a.id: a.index for a in attempts},
+        ),
     )
     return case, ""
 
