@@ -134,8 +134,9 @@ class Replayer:
     validation service and its shadow session. A worker keeps one per candidate version, so a job
     pays for none of it."""
 
-    def __init__(self, ws: Workspace, candidate: Candidate, session_id: str) -> None:
+    def __init__(self, ws: Workspace, candidate: Candidate, session_id: str, *, shared: bool) -> None:
         self.store = ws.store
+        self.shared = shared  # other processes may judge the same attempts (workers' jobs)
         self.candidate = candidate
         self.session_id = session_id
         ctx = dataclasses.replace(
@@ -145,9 +146,13 @@ class Replayer:
         self._writing: dict[str, asyncio.Lock] = {}  # this process's writers, by attempt
 
     @classmethod
-    async def open(cls, ws: Workspace, candidate: Candidate) -> Replayer:
-        """Ready to judge: a missing key or script is refused here, before anything is judged."""
-        self = cls(ws, candidate, "")
+    async def open(cls, ws: Workspace, candidate: Candidate, *, shared: bool | None = None) -> Replayer:
+        """Ready to judge: a missing key or script is refused here, before anything is judged.
+
+        ``shared`` (default: on PostgreSQL) checks for a stored verdict before judging and again
+        before writing; one process replaying alone chose only attempts with none.
+        """
+        self = cls(ws, candidate, "", shared=not ws.store.is_sqlite if shared is None else shared)
         await self.service.gateway.check_ready([ModelRole.VALIDATOR])
         session_id = await shadow_session(ws.store, candidate, create=True)
         assert session_id is not None
@@ -161,9 +166,7 @@ class Replayer:
         check is made again just before writing, under a lock every process takes: a job retried
         while its first body still ran judges twice at worst, but stores one verdict.
         """
-        # On SQLite one process replays, and it chose only attempts with no verdict; on PostgreSQL
-        # workers take jobs, and a retried job finds its verdict stored by its first run.
-        shared = not self.store.is_sqlite
+        shared = self.shared
         if shared and await has_shadow_verdict(self.store, self.session_id, attempt_id):
             return ALREADY_JUDGED, ""
         case, why = await case_from_store(

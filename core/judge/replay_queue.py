@@ -148,7 +148,7 @@ async def run_shadow_job(
                 f"for {validator_version}: start the worker with the settings (and templates) "
                 "`revalidate` was run with"
             )
-        replayer = replayers[key] = await Replayer.open(ws, loaded)
+        replayer = replayers[key] = await Replayer.open(ws, loaded, shared=True)
     status, why = await replayer.judge(task_id, attempt_id, attempt_index)
     return f"{status}: {why}" if status == SKIPPED else status
 
