@@ -41,6 +41,7 @@ from core.store import AttemptRecord, Store
 from core.store.judge_sql import (
     SHADOW_SESSION_KIND,
     DecidedAttempt,
+    case_rows,
     decided_attempts,
     has_shadow_verdict,
     sessions_of_kind,
@@ -271,8 +272,8 @@ async def case_from_store(
     """The case the live validator judged, rebuilt from the store: packet, earlier packets, the task,
     and the conversation as the log replays it up to that attempt's verdict. None (and why) when
     the attempt has nothing to judge."""
-    task = await store.get_task(task_id)
-    attempts = await store.list_attempts(task.id, resolve=False)
+    rows = await case_rows(store, task_id)
+    task, attempts = rows.task, rows.attempts
     attempt = next((a for a in attempts if a.id == attempt_id and a.index == attempt_index), None)
     if attempt is None or not attempt.packet or task.main_session_id is None:
         return None, "the attempt recorded no evidence packet"
@@ -280,7 +281,7 @@ async def case_from_store(
         packet = TaskEvidencePacket.model_validate(attempt.packet)
     except ValidationError as exc:
         return None, f"unreadable evidence packet: {exc.error_count()} error(s)"
-    validations = await store.list_validations(task.id)
+    validations = rows.validations
     live = [v for v in validations if v.attempt_id == attempt.id]
     debug = live[-1].debug if live else {}
     history = await _history_before_verdict(store, task.main_session_id, attempt.index)
@@ -298,7 +299,7 @@ async def case_from_store(
         earlier=await _earlier(store, attempts, attempt.index),
         feedback_text=previous_feedback(
             validations,
-            await store.list_feedback(task.id),
+            rows.feedback,
             attempt_index=attempt.index,
             attempt_ids={a.id: a.index for a in attempts},
         ),
