@@ -144,7 +144,6 @@ class Replayer:
             ws.context, settings=candidate.settings, gateway=LLMGateway(candidate.settings)
         )
         self.service = ValidationService(ctx, templates=candidate.templates)
-        self._writing: dict[str, asyncio.Lock] = {}  # this process's writers, by attempt
 
     @classmethod
     async def open(cls, ws: Workspace, candidate: Candidate, *, shared: bool | None = None) -> Replayer:
@@ -188,21 +187,20 @@ class Replayer:
 
     @contextlib.asynccontextmanager
     async def _only_writer(self, attempt_id: str) -> AsyncIterator[None]:
-        """One writer of the attempt's verdict at a time: in this process an asyncio lock; on
-        PostgreSQL also an advisory lock, held on its own connection until the verdict is committed."""
-        local = self._writing.setdefault(attempt_id, asyncio.Lock())
-        async with local:
-            if self.store.is_sqlite:
+        """One writer of the attempt's verdict at a time, on PostgreSQL: an advisory lock held on a
+        connection of its own until the verdict is committed. It is a connection's lock, so it
+        keeps out a coroutine of this process as well as another worker. SQLite has no workers:
+        one process replays, and its attempts are distinct."""
+        if self.store.is_sqlite:
+            yield
+            return
+        key = _lock_key(f"shadow:{self.session_id}:{attempt_id}")
+        async with self.store.engine.connect() as conn:
+            await conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
+            try:
                 yield
-                return
-            key = _lock_key(f"shadow:{self.session_id}:{attempt_id}")
-            async with self.store.engine.connect() as conn:
-                await conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
-                try:
-                    yield
-                finally:
-                    await conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
-        self._writing.pop(attempt_id, None)
+            finally:
+                await conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
 
 
 def _lock_key(name: str) -> int:
