@@ -14,12 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.cli.common import EXIT_OK, Handler, Subparsers, emit, parse_day, with_workspace
+from core.cli.common import EXIT_FAILURE, EXIT_OK, Handler, Subparsers, emit, parse_day, with_workspace
 from core.config import Settings
 from core.errors import InvalidRequest
 
 if TYPE_CHECKING:
-    from core.judge.replay import ReplayProgress
+    from core.judge.candidates import Candidate
+    from core.judge.replay import ReplayProgress, ReplaySelection
+    from core.judge.replay_queue import ReplayState
     from core.workspace import Workspace
 
 
@@ -39,6 +41,11 @@ def register(sub: Subparsers, common: argparse.ArgumentParser) -> dict[str, Hand
         "--limit", type=int, metavar="N", help="at most N decided attempts (oldest decisions first)"
     )
     p.add_argument("--concurrency", type=int, default=4, metavar="N", help="verdicts at once (default 4)")
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="queued for the workers (PostgreSQL): follow the replay until no job of it is left",
+    )
     p = sub.add_parser(
         "compare-validators",
         parents=[common],
@@ -132,6 +139,7 @@ def _progress_printer(json_out: bool) -> Callable[[ReplayProgress], None]:
 async def cmd_revalidate(args: argparse.Namespace, settings: Settings) -> int:
     from core.judge.candidates import load_candidate
     from core.judge.replay import ReplaySelection, revalidate
+    from core.tasks.dispatch import should_defer
 
     if args.limit is not None and args.limit < 1:
         raise InvalidRequest("--limit must be at least 1")
@@ -144,6 +152,8 @@ async def cmd_revalidate(args: argparse.Namespace, settings: Settings) -> int:
 
         candidate = load_candidate(settings, args.candidate, await workspace_templates(ws.store))
         selection = ReplaySelection(await _task_ids(ws, args.tasks), since, args.batch, args.limit)
+        if await should_defer(ws):
+            return await _revalidate_on_workers(ws, candidate, selection, args)
         summary = await revalidate(
             ws, candidate, selection, concurrency=args.concurrency, on_progress=_progress_printer(args.json)
         )
@@ -164,6 +174,44 @@ async def cmd_revalidate(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_OK
 
     return await with_workspace(settings, body)
+
+
+async def _revalidate_on_workers(
+    ws: Workspace, candidate: Candidate, selection: ReplaySelection, args: argparse.Namespace
+) -> int:
+    """Queue one job per attempt left to judge; with --wait, follow them (failed jobs: exit 1)."""
+    from core.judge.replay_queue import queue_replay, wait_for_replay
+
+    queued = await queue_replay(ws, candidate, selection)
+    if queued.not_decided and not args.json:
+        print(
+            f"revalidate: not decided, nothing to compare with: {', '.join(queued.not_decided)}",
+            file=sys.stderr,
+        )
+    if not args.wait:
+        if args.json:
+            emit(queued.as_json())
+        else:
+            print(
+                f"candidate {queued.candidate} (validator {queued.validator_version}): {queued.queued} verdict "
+                f"job(s) queued for the team's workers ({queued.already_queued} queued before, "
+                f"{queued.already_done} judged before, of {queued.selected} decided attempts); "
+                "add --wait to follow them"
+            )
+        return EXIT_OK
+
+    def show(state: ReplayState) -> None:
+        print(state.line(), file=sys.stderr)
+
+    state = await wait_for_replay(ws.store, queued, show)
+    if args.json:
+        emit({**queued.as_json(), "judged": state.judged, "failed": state.failed})
+    else:
+        print(
+            f"candidate {queued.candidate} (validator {queued.validator_version}): {state.judged} of "
+            f"{queued.selected} decided attempts judged on the workers, {state.failed} failed"
+        )
+    return EXIT_FAILURE if state.failed else EXIT_OK
 
 
 async def cmd_compare(args: argparse.Namespace, settings: Settings) -> int:

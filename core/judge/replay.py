@@ -15,15 +15,18 @@ provider fault becomes a ``validator_error`` shadow verdict exactly as it would 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import hashlib
 import logging
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
+from sqlalchemy import text
 
 from core.domain.event_codec import decode_as, encode
 from core.domain.event_payloads import ShadowVerdict
@@ -35,22 +38,36 @@ from core.judge.candidates import Candidate
 from core.llm import LLMGateway
 from core.profiles import ModelRole
 from core.store import AttemptRecord, Store
-from core.store.judge_sql import SHADOW_SESSION_KIND, DecidedAttempt, decided_attempts, sessions_of_kind
+from core.store.judge_sql import (
+    SHADOW_SESSION_KIND,
+    DecidedAttempt,
+    case_rows,
+    decided_attempts,
+    has_shadow_verdict,
+    sessions_of_kind,
+)
+from core.validation.context import previous_feedback
 from core.validation.service import INCOMPLETE_ANSWER, CaseInput, ValidationService
 from core.validation.warnings import read_warnings
 from core.workspace import Workspace
 
 __all__ = [
+    "ALREADY_JUDGED",
+    "SKIPPED",
     "ReplayProgress",
     "ReplaySelection",
     "ReplaySummary",
+    "Replayer",
     "revalidate",
+    "select_todo",
     "shadow_session",
     "shadow_verdicts",
 ]
 
 log = logging.getLogger(__name__)
 MAX_CONCURRENCY = 64
+SKIPPED = "skipped"  # the attempt has nothing to judge
+ALREADY_JUDGED = "already judged"  # the session holds its verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +130,100 @@ async def shadow_verdicts(store: Store, session_id: str) -> dict[str, ShadowVerd
     return out
 
 
+class Replayer:
+    """What one replay builds once and judges many attempts with: the candidate's gateway and
+    validation service and its shadow session. A worker keeps one per candidate version, so a job
+    pays for none of it."""
+
+    def __init__(self, ws: Workspace, candidate: Candidate, session_id: str, *, shared: bool) -> None:
+        self.store = ws.store
+        self.shared = shared  # other processes may judge the same attempts (workers' jobs)
+        self.candidate = candidate
+        self.session_id = session_id
+        ctx = dataclasses.replace(
+            ws.context, settings=candidate.settings, gateway=LLMGateway(candidate.settings)
+        )
+        self.service = ValidationService(ctx, templates=candidate.templates)
+
+    @classmethod
+    async def open(cls, ws: Workspace, candidate: Candidate, *, shared: bool | None = None) -> Replayer:
+        """Ready to judge: a missing key or script is refused here, before anything is judged.
+
+        ``shared`` (default: on PostgreSQL) checks for a stored verdict before judging and again
+        before writing; one process replaying alone chose only attempts with none.
+        """
+        self = cls(ws, candidate, "", shared=not ws.store.is_sqlite if shared is None else shared)
+        await self.service.gateway.check_ready([ModelRole.VALIDATOR])
+        session_id = await shadow_session(ws.store, candidate, create=True)
+        assert session_id is not None
+        self.session_id = session_id
+        return self
+
+    async def judge(self, task_id: str, attempt_id: str, attempt_index: int) -> tuple[str, str]:
+        """Judge one attempt and record the verdict, unless the session holds one already.
+
+        Returns the verdict's status (or "skipped", "already judged") and why it was skipped. The
+        check is made again just before writing, under a lock every process takes: a job retried
+        while its first body still ran judges twice at worst, but stores one verdict.
+        """
+        shared = self.shared
+        if shared and await has_shadow_verdict(self.store, self.session_id, attempt_id):
+            return ALREADY_JUDGED, ""
+        case, why = await case_from_store(
+            self.store, self.service.settings.agent_model, task_id, attempt_id, attempt_index
+        )
+        if case is None:
+            return SKIPPED, why
+        done = await self.service.assess(case, log_session_id=self.session_id)
+        verdict = ShadowVerdict(
+            **done.snapshot.model_dump(by_alias=True), candidate=self.candidate.name, task_id=task_id
+        )
+        async with self._only_writer(attempt_id):
+            if shared and await has_shadow_verdict(self.store, self.session_id, attempt_id):
+                return ALREADY_JUDGED, ""
+            # No task on the row: the task's log, spend and verdict never see a shadow.
+            await self.store.append_event(self.session_id, *encode(verdict), content=done.stored_prompt)
+        return str(done.report.result.status), ""
+
+    @contextlib.asynccontextmanager
+    async def _only_writer(self, attempt_id: str) -> AsyncIterator[None]:
+        """One writer of the attempt's verdict at a time, on PostgreSQL: an advisory lock held on a
+        connection of its own until the verdict is committed. It is a connection's lock, so it
+        keeps out a coroutine of this process as well as another worker. SQLite has no workers:
+        one process replays, and its attempts are distinct."""
+        if self.store.is_sqlite:
+            yield
+            return
+        key = _lock_key(f"shadow:{self.session_id}:{attempt_id}")
+        async with self.store.engine.connect() as conn:
+            await conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
+            try:
+                yield
+            finally:
+                await conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+
+
+def _lock_key(name: str) -> int:
+    """A signed 64-bit advisory lock key for ``name``."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+
+
+async def select_todo(
+    store: Store, session_id: str, selection: ReplaySelection
+) -> tuple[list[DecidedAttempt], list[DecidedAttempt], list[str]]:
+    """The selected decided attempts, those of them not judged yet, and named tasks not decided."""
+    decided = await decided_attempts(
+        store, since=selection.since, batch_id=selection.batch_id, task_ids=selection.task_ids
+    )
+    decided_tasks = {d.task_id for d in decided}
+    if selection.limit is not None:
+        decided = decided[: selection.limit]
+    done = await shadow_verdicts(store, session_id)
+    todo = [d for d in decided if d.attempt_id not in done]
+    missing = sorted(set(selection.task_ids) - decided_tasks) if selection.task_ids is not None else []
+    return decided, todo, missing
+
+
 async def revalidate(
     ws: Workspace,
     candidate: Candidate,
@@ -124,32 +235,25 @@ async def revalidate(
     """Judge every selected decided attempt the candidate has not judged yet, and record each verdict."""
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise ValueError(f"concurrency must be 1..{MAX_CONCURRENCY}, not {concurrency}")
-    gateway = LLMGateway(candidate.settings)
-    await gateway.check_ready([ModelRole.VALIDATOR])  # a missing key or script is refused up front
-    store = ws.store
-    decided = await decided_attempts(
-        store, since=selection.since, batch_id=selection.batch_id, task_ids=selection.task_ids
-    )
-    decided_tasks = {d.task_id for d in decided}
-    if selection.limit is not None:
-        decided = decided[: selection.limit]
-    session_id = await shadow_session(store, candidate, create=True)
-    assert session_id is not None
-    done = await shadow_verdicts(store, session_id)
-    todo = [d for d in decided if d.attempt_id not in done]
+    replayer = await Replayer.open(ws, candidate)
+    decided, todo, missing = await select_todo(ws.store, replayer.session_id, selection)
     summary = ReplaySummary(
-        candidate.name, candidate.version, session_id, len(decided), len(decided) - len(todo)
+        candidate.name, candidate.version, replayer.session_id, len(decided), len(decided) - len(todo)
     )
-    if selection.task_ids is not None:
-        summary.not_decided = sorted(set(selection.task_ids) - decided_tasks)
-    ctx = dataclasses.replace(ws.context, settings=candidate.settings, gateway=gateway)
-    service = ValidationService(ctx, templates=candidate.templates)
+    summary.not_decided = missing
     limit = asyncio.Semaphore(concurrency)
     counter = [summary.already_done]
 
     async def one(d: DecidedAttempt) -> None:
         async with limit:
-            status = await _replay_one(store, service, candidate, d, session_id, summary)
+            status, why = await replayer.judge(d.task_id, d.attempt_id, d.attempt_index)
+        if status == SKIPPED:
+            summary.skipped.append({"task_id": d.task_id, "attempt_id": d.attempt_id, "reason": why})
+        elif status == ALREADY_JUDGED:
+            summary.already_done += 1
+        else:
+            summary.judged += 1
+            summary.statuses[status] += 1
         counter[0] += 1
         if on_progress is not None:
             on_progress(ReplayProgress(counter[0], len(decided), d.task_id, d.attempt_index, status))
@@ -160,46 +264,23 @@ async def revalidate(
     return summary
 
 
-async def _replay_one(
-    store: Store,
-    service: ValidationService,
-    candidate: Candidate,
-    decided: DecidedAttempt,
-    session_id: str,
-    summary: ReplaySummary,
-) -> str:
-    case, why = await case_from_store(store, service.settings.agent_model, decided)
-    if case is None:
-        summary.skipped.append({"task_id": decided.task_id, "attempt_id": decided.attempt_id, "reason": why})
-        return "skipped"
-    done = await service.assess(case, log_session_id=session_id)
-    verdict = ShadowVerdict(
-        **done.snapshot.model_dump(by_alias=True), candidate=candidate.name, task_id=decided.task_id
-    )
-    # No task on the row: the task's log, spend and verdict never see a shadow.
-    await store.append_event(session_id, *encode(verdict), content=done.stored_prompt)
-    status = str(done.report.result.status)
-    summary.judged += 1
-    summary.statuses[status] += 1
-    return status
-
-
 async def case_from_store(
-    store: Store, default_agent_model: str, decided: DecidedAttempt
+    store: Store, default_agent_model: str, task_id: str, attempt_id: str, attempt_index: int
 ) -> tuple[CaseInput | None, str]:
     """The case the live validator judged, rebuilt from the store: packet, earlier packets, the task,
     and the conversation as the log replays it up to that attempt's verdict. None (and why) when
     the attempt has nothing to judge."""
-    task = await store.get_task(decided.task_id)
-    attempts = await store.list_attempts(task.id, resolve=False)
-    attempt = next((a for a in attempts if a.id == decided.attempt_id), None)
+    rows = await case_rows(store, task_id)
+    task, attempts = rows.task, rows.attempts
+    attempt = next((a for a in attempts if a.id == attempt_id and a.index == attempt_index), None)
     if attempt is None or not attempt.packet or task.main_session_id is None:
         return None, "the attempt recorded no evidence packet"
     try:
         packet = TaskEvidencePacket.model_validate(attempt.packet)
     except ValidationError as exc:
         return None, f"unreadable evidence packet: {exc.error_count()} error(s)"
-    live = [v for v in await store.list_validations(task.id) if v.attempt_id == attempt.id]
+    validations = rows.validations
+    live = [v for v in validations if v.attempt_id == attempt.id]
     debug = live[-1].debug if live else {}
     history = await _history_before_verdict(store, task.main_session_id, attempt.index)
     case = CaseInput(
@@ -214,6 +295,12 @@ async def case_from_store(
         pending_tool_calls=debug.get("strategy") == "pre-check:pending-tool-calls",
         truncated=_truncation(attempt, debug),
         earlier=await _earlier(store, attempts, attempt.index),
+        feedback_text=previous_feedback(
+            validations,
+            rows.feedback,
+            attempt_index=attempt.index,
+            attempt_ids={a.id: a.index for a in attempts},
+        ),
     )
     return case, ""
 

@@ -25,11 +25,15 @@ finding out again costs at most two short refusals per process.
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 import threading
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from pydantic import BaseModel
 
 __all__ = [
     "ContractBook",
@@ -123,10 +127,22 @@ class Negotiation:
     confirmed: bool
 
 
+@functools.lru_cache(maxsize=256)
+def _schema_text(model: type[BaseModel]) -> str:
+    return json.dumps(model.model_json_schema())
+
+
+def model_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A pydantic model's JSON schema, built once per model: pydantic builds it anew on every
+    ``model_json_schema()`` (some 5 ms for a verdict, twice a call); each caller gets its own copy."""
+    schema: dict[str, Any] = json.loads(_schema_text(model))
+    return schema
+
+
 def schema_of(response_format: Any) -> tuple[str, dict[str, Any]] | None:
     """``(name, schema)`` of a caller's request for schema-shaped JSON; None for anything else."""
     if isinstance(response_format, type) and hasattr(response_format, "model_json_schema"):
-        return response_format.__name__, response_format.model_json_schema()
+        return response_format.__name__, model_schema(response_format)
     if isinstance(response_format, dict) and response_format.get("type") == "json_schema":
         spec = response_format.get("json_schema") or {}
         schema = spec.get("schema")

@@ -29,6 +29,7 @@ from core.llm.contract import (
     StructuredContract,
     contract_params,
     is_refusal,
+    model_schema,
     schema_of,
 )
 from core.llm.cost import call_price
@@ -362,7 +363,7 @@ def _response_format_param(response_format: dict[str, Any] | type[BaseModel] | N
         return response_format
     return {
         "type": "json_schema",
-        "json_schema": {"name": response_format.__name__, "schema": response_format.model_json_schema()},
+        "json_schema": {"name": response_format.__name__, "schema": model_schema(response_format)},
     }
 
 

@@ -16,10 +16,12 @@ from typing import Any
 from sqlalchemy import select
 
 from core.domain.event_codec import payload_key
-from core.domain.event_payloads import AnalystVerdictRecord, TokenUsage, ValidationDebug
+from core.domain.event_payloads import AnalystVerdictRecord, ShadowVerdict, TokenUsage, ValidationDebug
 from core.domain.facts import EventKind
+from core.domain.records import AttemptRecord, FeedbackRecord, TaskRecord, ValidationRecord
 from core.domain.standing import DECIDING, REOPEN, UNDO
 from core.domain.standing import standing as standing_row
+from core.errors import StoreError
 from core.store.base import StoreBase
 from core.store.models import AttemptRow, EventRow, FeedbackRow, SessionRow, TaskRow, ValidationRow
 
@@ -174,10 +176,66 @@ async def sessions_of_kind(store: StoreBase, kind: str, label: str | None = None
 __all__ = [
     "JUDGE_SESSION_KIND",
     "SHADOW_SESSION_KIND",
+    "CaseRows",
     "DecidedAttempt",
     "SessionFacts",
     "VerdictFacts",
+    "case_rows",
     "decided_attempts",
+    "has_shadow_verdict",
     "live_verdicts",
     "sessions_of_kind",
 ]
+
+
+_SHADOW_ATTEMPT = payload_key(ShadowVerdict, "attempt_id")
+
+
+async def has_shadow_verdict(store: StoreBase, session_id: str, attempt_id: str) -> bool:
+    """The shadow session already holds a verdict on the attempt (read with a fresh snapshot, so a
+    verdict another worker committed a moment ago counts)."""
+    q = (
+        select(EventRow.id)
+        .where(
+            EventRow.session_id == session_id,
+            EventRow.kind == EventKind.SHADOW_VERDICT_RECORDED.value,
+            EventRow.payload[_SHADOW_ATTEMPT].as_string() == attempt_id,
+        )
+        .limit(1)
+    )
+    async with store.read_session() as s:
+        return (await s.execute(q)).first() is not None
+
+
+@dataclass(frozen=True, slots=True)
+class CaseRows:
+    """A task's rows a replayed verdict is rebuilt from (its packets unresolved)."""
+
+    task: TaskRecord
+    attempts: list[AttemptRecord]
+    validations: list[ValidationRecord]
+    feedback: list[FeedbackRecord]
+
+
+async def case_rows(store: StoreBase, task_id: str) -> CaseRows:
+    """The task, its attempts, verdicts and feedback in one read (one connection, one snapshot):
+    four reads of their own cost a replay more than its verdict's own work."""
+    async with store.read_session() as s:
+        task = await s.get(TaskRow, task_id)
+        if task is None:
+            raise StoreError(f"no task with id {task_id!r}")
+        attempts = await s.scalars(
+            select(AttemptRow).where(AttemptRow.task_id == task_id).order_by(AttemptRow.index)
+        )
+        validations = await s.scalars(
+            select(ValidationRow).where(ValidationRow.task_id == task_id).order_by(ValidationRow.created_at)
+        )
+        feedback = await s.scalars(
+            select(FeedbackRow).where(FeedbackRow.task_id == task_id).order_by(FeedbackRow.created_at)
+        )
+        return CaseRows(
+            TaskRecord.model_validate(task),
+            [AttemptRecord.model_validate(r) for r in attempts.all()],
+            [ValidationRecord.model_validate(r) for r in validations.all()],
+            [FeedbackRecord.model_validate(r) for r in feedback.all()],
+        )

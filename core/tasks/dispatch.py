@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 QUEUE = "evidence-desk"
 RUN_TASK = "evidence_desk.run_task"
 FIRE_SCHEDULE = "evidence_desk.fire_schedule"
+SHADOW_VERDICT = "evidence_desk.shadow_verdict"  # one decided attempt, judged again (core.judge.replay_queue)
 # A worker counts as alive while its procrastinate heartbeat (every 10 s by default) is this fresh.
 ALIVE_WITHIN_S = 60.0
 DEFER_CHUNK = 500  # jobs per batch-defer statement

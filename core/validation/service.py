@@ -287,6 +287,7 @@ class ValidationService:
                 attempt_index=case.attempt_index,
                 warnings=warnings,
                 log_session_id=log_session_id,
+                feedback_text=case.feedback_text,
             )
             judgement = await self._judge_within_budget(judged)
         result = await self._finish_result(judgement, rendered, warnings, debug)
@@ -365,7 +366,9 @@ class ValidationService:
         judge still holds a task for a bounded time. Earlier verdicts are read before the budget
         starts: it bounds the judge, not the store.
         """
-        feedback_text = await self._previous_feedback(case.task_id, case.attempt_index)
+        feedback_text = case.feedback_text
+        if feedback_text is None:
+            feedback_text = await self._previous_feedback(case.task_id, case.attempt_index)
         with self.gateway.counting() as calls:  # every answered call, a timed-out verdict's too
             judgement = await self._judge_in_time(case, feedback_text)
         _count_calls(judgement, calls)
@@ -735,6 +738,7 @@ class _Case:
     attempt_index: int
     warnings: list[VerdictWarning]
     log_session_id: str | None = None  # where schema failures go when not the task's session
+    feedback_text: str | None = None  # read by the caller already (CaseInput.feedback_text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -754,6 +758,9 @@ class CaseInput:
     truncated: str | None = None  # how the answer was cut off, when it was
     earlier: list[TaskEvidencePacket] = field(default_factory=list)
     node_id: str | None = None  # a team node's output (verify_team_nodes), judged apart from the task's
+    # The earlier attempts' verdicts and feedback (``previous_feedback``) when the caller read the
+    # task's rows already (a replay); None: the service reads them.
+    feedback_text: str | None = None
 
 
 def _request(evidence_text: str, has_evidence: bool, common: dict[str, Any]) -> list[dict[str, Any]]:

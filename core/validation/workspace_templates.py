@@ -24,11 +24,14 @@ from core.validation.prompt import INSTALLED, TemplateSet, template_source, vali
 
 __all__ = [
     "WORKSPACE_LABEL",
+    "TemplateState",
     "TemplateVersion",
+    "diff_text",
     "judge_session",
     "save_template",
     "template_diff",
     "template_history",
+    "template_states",
     "workspace_templates",
 ]
 
@@ -159,5 +162,44 @@ async def template_diff(store: Store, name: str, a: int | None = None, b: int | 
     return "".join(
         difflib.unified_diff(
             before.splitlines(True), after.splitlines(True), fromfile=label_a, tofile=label_b
+        )
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TemplateState:
+    """One validator template as the workspace renders it, beside the installed text it overrides."""
+
+    name: str
+    text: str  # what verdicts render with now
+    installed: str
+    latest: TemplateVersion | None  # the latest saved version; None: never saved here
+
+    @property
+    def own(self) -> bool:
+        """The workspace's own text is in use (a save that went back to the installed one is not)."""
+        return self.latest is not None and not self.latest.removed
+
+
+async def template_states(store: Store) -> list[TemplateState]:
+    """Every validator template, in the installed order: one read of the history for all of them."""
+    latest = _latest(await template_history(store))
+    out = []
+    for name in validator_template_names():
+        installed = template_source(name)
+        v = latest.get(name)
+        text = v.source if v is not None and v.source is not None else installed
+        out.append(TemplateState(name, text, installed, v))
+    return out
+
+
+def diff_text(name: str, before: str, after: str) -> str:
+    """A unified diff of ``after`` against the installed ``before`` (empty when they are the same)."""
+    return "".join(
+        difflib.unified_diff(
+            before.splitlines(True),
+            after.splitlines(True),
+            fromfile=f"{name} (installed)",
+            tofile=f"{name} (workspace)",
         )
     )

@@ -323,6 +323,24 @@ def register_jobs(app: App) -> None:
         extra["progress"].done(schedule_id, f"heartbeat {verdict}")
         return verdict
 
+    @app.task(name=dispatch.SHADOW_VERDICT, queue=dispatch.QUEUE, pass_context=True, retry=lost)
+    async def shadow_verdict(
+        context: JobContext,
+        candidate: str,
+        validator_version: str,
+        task_id: str,
+        attempt_id: str,
+        attempt_index: int,
+    ) -> str:
+        from core.judge.replay_queue import run_shadow_job
+
+        extra = context.additional_context
+        status = await run_shadow_job(
+            extra["ws"], extra["replayers"], candidate, validator_version, task_id, attempt_id, attempt_index
+        )
+        extra["progress"].done(task_id, f"shadow verdict of {candidate}: {status}")
+        return status
+
     @app.periodic(cron="* * * * * */5", periodic_id="schedules")
     @app.task(
         name="evidence_desk.schedule_tick", queue=dispatch.QUEUE, pass_context=True, queueing_lock="tick"
@@ -393,7 +411,8 @@ async def _serve_round(
             name=options.name or f"evidence-desk {runner_id()}",
             concurrency=options.concurrency,
             wait=not options.once,
-            additional_context={"ws": ws, "stats": stats, "progress": progress},
+            # replayers: each candidate version's validator, built by its first shadow job, kept
+            additional_context={"ws": ws, "stats": stats, "progress": progress, "replayers": {}},
             update_heartbeat_interval=options.heartbeat_s,
             stalled_worker_timeout=options.stalled_after_s,
             fetch_job_polling_interval=options.poll_s,

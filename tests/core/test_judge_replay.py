@@ -3,11 +3,15 @@ session, no task touched, a second run judges nothing, a new candidate version a
 
 from __future__ import annotations
 
+import pytest
+
 from core.domain.evidence import TaskEvidencePacket
 from core.domain.facts import EventKind, WarningCode
 from core.domain.status import TaskStatus, ValidationStatus
+from core.errors import InvalidRequest
 from core.judge.candidates import load_candidate
-from core.judge.replay import ReplaySelection, revalidate, shadow_verdicts
+from core.judge.replay import ALREADY_JUDGED, ReplaySelection, revalidate, shadow_session, shadow_verdicts
+from core.judge.replay_queue import run_shadow_job
 from core.validation.warnings import read_warnings
 from core.workspace import Workspace
 from tests.core.conftest import ScriptFactory
@@ -104,5 +108,34 @@ async def test_a_shadow_verdict_is_held_to_coherence_and_the_verdict_budget(
         assert WarningCode.INCOHERENT_VERDICT in [w.code for w in read_warnings(weak.model_dump())]
         assert hung.status == ValidationStatus.VALIDATOR_ERROR
         assert "validator_budget_s" in (hung.error or "") and "budget of 1 s" in (hung.error or "")
+    finally:
+        await ws.close()
+
+
+async def test_a_shadow_job_stores_its_verdict_once_and_refuses_another_version(
+    make_settings: ScriptFactory, db_url: str
+) -> None:
+    # A worker's job (core.judge.replay_queue): run again (procrastinate's retry of a killed
+    # worker's job, or a second worker) it finds the verdict stored and stores none; a worker
+    # whose settings make another version of the candidate refuses to judge for it.
+    conversations = [{"model": "candidate", "turns": [{"content": verdict("accepted")}]}]
+    settings = make_settings(
+        conversations, db_url=db_url, validator_candidates={"strict": {"model": "scripted/candidate"}}
+    )
+    ws = await Workspace.open(settings)
+    try:
+        (task_id,) = await _decided(ws, 1)
+        (attempt,) = await ws.store.list_attempts(task_id, resolve=False)
+        strict = load_candidate(settings, "strict")
+        job = ("strict", strict.version, task_id, attempt.id, 1)
+        assert await run_shadow_job(ws, {}, *job) == "accepted"
+        assert await run_shadow_job(ws, {}, *job) == ALREADY_JUDGED
+        session_id = await shadow_session(ws.store, strict, create=False)
+        assert session_id is not None
+        assert list(await shadow_verdicts(ws.store, session_id)) == [attempt.id]
+        events = await ws.store.get_session_events(session_id, kinds=[EventKind.SHADOW_VERDICT_RECORDED])
+        assert len(events) == 1
+        with pytest.raises(InvalidRequest, match="queued for 0123456789ab"):
+            await run_shadow_job(ws, {}, "strict", "0123456789ab", task_id, attempt.id, 1)
     finally:
         await ws.close()

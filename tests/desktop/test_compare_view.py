@@ -97,6 +97,7 @@ def test_compare_view_shows_both_sides_and_the_differing_cases(
 
     opened: list[str] = []
     view.sig_case_activated.connect(opened.append)
+    view.tabs.setCurrentIndex(1)  # the case clicked is on show (the screenshot pairs it with its verdicts)
     table = view.tabs.widget(1)
     qtbot.mouseClick(
         table.viewport(), qtbot_button(), pos=table.visualRect(table.model().index(0, 2)).center()

@@ -34,6 +34,7 @@ from desktop.models.queue_model import TaskQueueModel
 from desktop.services import DeskServices
 from desktop.views.insight.calibration import CalibrationMenuEntry
 from desktop.views.insight.compare import CompareMenuEntry
+from desktop.views.insight.templates import TemplatesMenuEntry
 from desktop.views.queue.claims import ClaimKeeper
 from desktop.views.queue.view import QueueView
 from desktop.views.queue.watching import LiveWorkspace
@@ -193,6 +194,7 @@ class MainWindow(QMainWindow):
         self.review_moves = ReviewMoves(self, self.acts.review_menu, decisions)  # undo, reopen, notes
         self.calibration = CalibrationMenuEntry(self)  # Review → Calibration…
         self.compare_validators = CompareMenuEntry(self)  # Review → Compare validators…
+        self.validator_templates = TemplatesMenuEntry(self)  # Review → Validator templates…
         self.act_override = add_override_action(self)  # Review → Record my verdict…
         self.nav_actions = add_navigation_actions(self, self.detail)  # [ ] N P Alt+1..3
         self.act_open_log = add_open_log_action(self.acts.help_menu)  # Help → Open log folder
