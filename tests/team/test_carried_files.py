@@ -6,8 +6,12 @@ The file is deleted after queuing in every test: the worker's machine does not h
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import signal
 import subprocess
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -21,6 +25,7 @@ from core.tasks.service import TaskService
 from core.workers.schedules import add_schedule, fire
 from core.workspace import Workspace
 from tests.team.conftest import VERDICT_OK, sync_rows, worker_process, write_jsonl
+from tests.team.old_rows import schedule_with_a_lost_checklist
 
 TEAM = {"mode": "parallel", "nodes": [{"id": "tides", "role": "Researcher", "task": "Research the tides"}]}
 CHECKLIST = "# HEARTBEAT.md\n- Re-run last night's failed export and report its bundle id.\n"
@@ -53,31 +58,60 @@ async def ws(db_url: str, tmp_path: Path) -> AsyncIterator[Workspace]:
 
 
 @pytest.mark.slow
-def test_a_worker_runs_a_team_whose_template_file_was_deleted_after_queuing(
+def test_on_postgresql_a_worker_runs_queued_work_whose_files_are_not_on_its_machine(
     pg_url: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     processes: list[subprocess.Popen[bytes]],
 ) -> None:
+    """A real worker process: the batch's team template, deleted after queuing, runs from the
+    stored content; a schedule an older version added (its checklist only a path, absent here)
+    fails its firing job with the reason stored and counted, where it used to count nothing."""
+    older = tmp_path / "older"
+    older.mkdir()
+    schedule_id, _ = asyncio.run(schedule_with_a_lost_checklist(pg_url, older))
     script = _team_script(tmp_path / "script.json")
     team = _team_file(tmp_path)
     rows = write_jsonl(tmp_path / "rows.jsonl", 2, prefix="Tides")
-    base = ["--db", pg_url, "--script", str(script)]
     capsys.readouterr()
-    assert cli_main(["batch", str(rows), "--team", str(team), "--json", *base]) == 0
+    assert (
+        cli_main(["batch", str(rows), "--team", str(team), "--json", "--db", pg_url, "--script", str(script)])
+        == 0
+    )
     ids = json.loads(capsys.readouterr().out)["task_ids"]
     team.unlink()  # absent on the worker's machine
-    # a real worker process, elsewhere: another working directory, the template nowhere on its disk
-    worker = worker_process(pg_url, script, "--once", "--json", EVIDENCE_DESK_COHERENCE_MIN_CITATIONS="0")
+    worker = worker_process(
+        pg_url, script, "--poll", "0.5", "--heartbeat", "0.5", EVIDENCE_DESK_COHERENCE_MIN_CITATIONS="0"
+    )
     processes.append(worker)
-    _, err = worker.communicate(timeout=300)
+    firing = f"select last_status, last_reason from schedules where id = '{schedule_id}'"
+    batch = "select id, status, team_spec from tasks where batch_id is not null order by id"
+    deadline = time.monotonic() + 300
+    # until the firing failed (the periodic tick defers it within 5 s) and both rows rest
+    while sync_rows(pg_url, firing)[0][0] != "failed" or {r[1] for r in sync_rows(pg_url, batch)} & {
+        "open",
+        "running",
+        "validating",
+    }:
+        assert time.monotonic() < deadline, "not done within five minutes"
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            worker.wait(timeout=0.2)
+        assert worker.returncode is None, worker.stderr.read().decode() if worker.stderr else ""
+    worker.send_signal(signal.SIGTERM)
+    _, err = worker.communicate(timeout=120)
     assert worker.returncode == 0, err.decode()
-    rows_now = sync_rows(pg_url, "select id, status, team_spec from tasks order by id")
-    assert sorted(r[0] for r in rows_now) == sorted(ids)
-    assert {r[1] for r in rows_now} == {"awaiting_feedback"}, err.decode()
-    assert all(parse_carried(r[2]) is not None for r in rows_now)  # a stored reference, not a path
+    done = sync_rows(pg_url, batch)
+    assert sorted(r[0] for r in done) == sorted(ids)
+    assert {r[1] for r in done} == {"awaiting_feedback"}, err.decode()
+    assert all(parse_carried(r[2]) is not None for r in done)  # a stored reference, not a path
     nodes = sync_rows(pg_url, "select task_id, label from sessions where kind = 'node' order by task_id")
     assert nodes == [(i, "tides") for i in sorted(ids)]  # the team ran, from the stored template
+    assert "HEARTBEAT.md" in sync_rows(pg_url, firing)[0][1]
+    lines = err.decode().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("worker stopped"))
+    assert "2 task(s) run (2 awaiting_feedback)" in lines[start]
+    assert "1 heartbeat firing(s), 1 failed" in lines[start], err.decode()
+    assert lines[start + 1].split()[:3] == [schedule_id[:12], "firing", "failed:"]
 
 
 async def test_a_task_carries_its_team_template_into_the_workspace(ws: Workspace, tmp_path: Path) -> None:

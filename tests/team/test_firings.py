@@ -19,36 +19,21 @@ from core.cli.main import main as cli_main
 from core.config import load_settings
 from core.domain.cadence import next_due
 from core.store.schedules import FiringStatus, ScheduleRepository
-from core.workers.schedules import Firing, add_schedule, fire
+from core.workers.schedules import add_schedule, fire
 from core.workspace import Workspace
-from tests.team.conftest import VERDICT_OK, sync_rows
+from tests.team.conftest import sync_rows
+from tests.team.old_rows import heartbeat_script, schedule_with_a_lost_checklist, write_checklist
 
-CHECKLIST = "# HEARTBEAT.md\n- Re-run last night's failed export and report its bundle id.\n"
 T0 = datetime(2026, 11, 26, 9, 0, 0, tzinfo=UTC)
-
-
-def _script(path: Path, *, agent: list[dict[str, object]] | None = None) -> Path:
-    conversations = [
-        {"model": "agent", "turns": agent or [{"content": "HEARTBEAT_OK"}]},
-        {"model": "validator", "turns": [{"content": VERDICT_OK}]},
-    ]
-    path.write_text(json.dumps({"conversations": conversations}), encoding="utf-8")
-    return path
 
 
 @pytest.fixture
 async def ws(sqlite_url: str, tmp_path: Path) -> AsyncIterator[Workspace]:
     workspace = await Workspace.open(
-        load_settings(db_url=sqlite_url, script=str(_script(tmp_path / "s.json")))
+        load_settings(db_url=sqlite_url, script=str(heartbeat_script(tmp_path / "s.json")))
     )
     yield workspace
     await workspace.close()
-
-
-def _checklist(tmp_path: Path) -> Path:
-    path = tmp_path / "HEARTBEAT.md"
-    path.write_text(CHECKLIST, encoding="utf-8")
-    return path
 
 
 # ---------------------------------------------------------------------- next due time, no drift
@@ -68,7 +53,7 @@ async def test_a_firing_moves_the_schedule_on_by_its_interval_from_its_due_time(
 ) -> None:
     repo = ScheduleRepository(ws.store)
     schedule = await add_schedule(
-        ws, "Work through HEARTBEAT.md", interval_s=15, checklist=_checklist(tmp_path)
+        ws, "Work through HEARTBEAT.md", interval_s=15, checklist=write_checklist(tmp_path)
     )
     due = schedule.next_run_at
     firing = await fire(ws, schedule.id, now=due + timedelta(seconds=4.5))  # the tick came 4.5 s late
@@ -77,40 +62,10 @@ async def test_a_firing_moves_the_schedule_on_by_its_interval_from_its_due_time(
 
 
 # ---------------------------------------------------------------------- failed firings
-async def _schedule_with_a_lost_checklist(
-    db_url: str, tmp_path: Path, *, fire_it: bool = False
-) -> tuple[str, Firing | None]:
-    """A schedule added by an older version, which kept only its checklist's path, and that path is
-    not on this machine; its first firing ran, so the next one must read the checklist."""
-    from sqlalchemy import update
-
-    from core.store.models import ScheduleRow
-
-    workspace = await Workspace.open(load_settings(db_url=db_url, script=str(_script(tmp_path / "s.json"))))
-    try:
-        schedule = await add_schedule(
-            workspace, "Work through HEARTBEAT.md", interval_s=3600, checklist=_checklist(tmp_path)
-        )
-        first = await fire(workspace, schedule.id)
-        assert first.status is FiringStatus.RAN, first
-        async with workspace.store._write() as s:
-            await s.execute(
-                update(ScheduleRow)
-                .where(ScheduleRow.id == schedule.id)
-                .values(
-                    checklist=str(tmp_path / "gone" / "HEARTBEAT.md"),
-                    next_run_at=datetime.now(UTC) - timedelta(seconds=1),
-                )
-            )
-        return schedule.id, (await fire(workspace, schedule.id) if fire_it else None)
-    finally:
-        await workspace.close()
-
-
 def test_a_failed_firing_stores_its_reason_and_schedule_list_shows_it(
     sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    schedule_id, firing = asyncio.run(_schedule_with_a_lost_checklist(sqlite_url, tmp_path, fire_it=True))
+    schedule_id, firing = asyncio.run(schedule_with_a_lost_checklist(sqlite_url, tmp_path, fire_it=True))
     assert firing is not None and firing.status is FiringStatus.FAILED
     status, reason = sync_rows(
         sqlite_url, f"select last_status, last_reason from schedules where id = '{schedule_id}'"
@@ -130,7 +85,7 @@ def test_a_failed_firing_stores_its_reason_and_schedule_list_shows_it(
 async def test_a_firing_whose_task_ends_failed_is_a_failed_firing_with_the_tasks_reason(
     sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    script = _script(tmp_path / "s.json", agent=[{"error": "bad_request"}])
+    script = heartbeat_script(tmp_path / "s.json", agent=[{"error": "bad_request"}])
     monkeypatch.setenv("EVIDENCE_DESK_LLM_NUM_RETRIES", "0")
     workspace = await Workspace.open(load_settings(db_url=sqlite_url, script=str(script)))
     try:
@@ -146,7 +101,7 @@ async def test_a_firing_whose_task_ends_failed_is_a_failed_firing_with_the_tasks
 def test_the_worker_summary_counts_firings_and_failures(
     sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    schedule_id, _ = asyncio.run(_schedule_with_a_lost_checklist(sqlite_url, tmp_path))
+    schedule_id, _ = asyncio.run(schedule_with_a_lost_checklist(sqlite_url, tmp_path))
     base = ["--db", sqlite_url, "--script", str(tmp_path / "s.json")]
     capsys.readouterr()
     assert cli_main(["worker", "--once", "--json", *base]) == 0
@@ -195,7 +150,7 @@ def test_a_schedules_task_resumed_by_a_worker_keeps_the_schedules_validation_set
 ) -> None:
     """A firing's runner died mid-run; the worker that resumes the task runs it as a heartbeat
     (verify_heartbeat off: not validated), never as a plain task (the settings' validate-always)."""
-    script = _script(tmp_path / "s.json")
+    script = heartbeat_script(tmp_path / "s.json")
     base = ["--db", sqlite_url, "--script", str(script)]
     assert cli_main(["schedule", "add", "Work through it", "--every", "3600", "--json", *base]) == 0
     added = json.loads(capsys.readouterr().out)
