@@ -86,22 +86,30 @@ def read_input_text(path: Path, *, what: str, max_bytes: int = MAX_INPUT_BYTES) 
 
 def load_json_file(path: Path, *, what: str, max_bytes: int = MAX_INPUT_BYTES) -> Any:
     """A JSON file through every limit; errors name the file, the line and the column."""
-    text = read_input_text(path, what=what, max_bytes=max_bytes)
+    return parse_json_text(read_input_text(path, what=what, max_bytes=max_bytes), what=what, source=path)
+
+
+def parse_json_text(text: str, *, what: str, source: object) -> Any:
+    """A file's JSON text already read (or stored in the workspace): errors as ``load_json_file``'s."""
     if not text.strip():
-        raise InputError(f"{what} {path} is empty")
+        raise InputError(f"{what} {source} is empty")
     try:
         return loads_json(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"{what} {path} is not valid JSON: {_json_error(exc)}") from None
+        raise InputError(f"{what} {source} is not valid JSON: {_json_error(exc)}") from None
 
 
 def load_toml_file(path: Path, *, what: str, max_bytes: int = MAX_INPUT_BYTES) -> dict[str, Any]:
     """A TOML file through every limit."""
-    text = read_input_text(path, what=what, max_bytes=max_bytes)
+    return parse_toml_text(read_input_text(path, what=what, max_bytes=max_bytes), what=what, source=path)
+
+
+def parse_toml_text(text: str, *, what: str, source: object) -> dict[str, Any]:
+    """A file's TOML text already read (or stored in the workspace): errors as ``load_toml_file``'s."""
     try:
         return loads_toml(text)
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{what} {path} is not valid TOML: {exc}") from None
+        raise InputError(f"{what} {source} is not valid TOML: {exc}") from None
 
 
 class _Refused(json.JSONDecodeError):

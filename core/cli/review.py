@@ -246,7 +246,7 @@ async def _decide(
 
 # ---------------------------------------------------------------------- claims
 async def cmd_claim(args: argparse.Namespace, settings: Settings) -> int:
-    from core.tasks.claims import Claims
+    from core.tasks.claims import ClaimHeld, Claims
 
     async def body(ws: Workspace) -> int:
         claims = Claims(ws.store)
@@ -254,7 +254,13 @@ async def cmd_claim(args: argparse.Namespace, settings: Settings) -> int:
         if args.take_over:
             claim = await claims.take_over(args.task_id, who, confirm=True)
         else:
-            claim = await claims.claim(args.task_id, who)
+            try:
+                claim = await claims.claim(args.task_id, who)
+            except ClaimHeld as exc:  # one line that names the way through
+                raise RefusedAction(
+                    f"task {exc.claim.task_id[:8]} is {exc.claim.describe()}; "
+                    "pass --take-over to take it over (recorded)"
+                ) from None
         if args.json:
             emit(claim_json(claim))
         else:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +17,7 @@ from core.config import Settings
 from core.errors import InvalidRequest
 
 if TYPE_CHECKING:
+    from core.store.schedules import ScheduleRecord
     from core.workspace import Workspace
 
 
@@ -102,17 +102,31 @@ async def cmd_batch(args: argparse.Namespace, settings: Settings) -> int:
     batch_id, items = await asyncio.to_thread(read_batch_file, path)
     schema = read_schema(Path(args.output_schema)) if args.output_schema else None
     team = args.team
-    if team is not None and team != "auto":
-        from core.team import load_team_plan
+    template: tuple[Path, str] | None = None
+    if team is not None and team != "auto":  # read and checked here; stored with the batch below
+        from core.tasks.carried_files import read_carried_source
+        from core.team import team_plan_from_text
 
-        await asyncio.to_thread(load_team_plan, Path(team))
-        team = await asyncio.to_thread(os.path.abspath, team)
+        source = await read_carried_source(Path(team), what="team template")
+        team_plan_from_text(source, Path(team).name, source=team)
+        template = (Path(team), source)
 
     async def body(ws: Workspace) -> int:
+        from core.tasks.carried_files import store_carried
+
+        team_spec = team
+        if template is not None:  # the batch holds the template: every row's worker reads it here
+            team_spec = await store_carried(ws.store, template[1], template[0], owner=batch_id)
         bar = _bar(len(items), quiet=args.json)
         try:
             result, deferred = await queue_batch(
-                ws.store, batch_id, str(path), items, team_spec=team, output_schema=schema, on_progress=bar
+                ws.store,
+                batch_id,
+                str(path),
+                items,
+                team_spec=team_spec,
+                output_schema=schema,
+                on_progress=bar,
             )
         finally:
             bar.close()
@@ -212,7 +226,7 @@ async def cmd_schedule(args: argparse.Namespace, settings: Settings) -> int:
             for s in [] if args.json else rows:
                 when = s.cron or f"every {s.interval_s}s"
                 print(
-                    f"{s.id[:12]}  {when:<16} next {s.next_run_at:%Y-%m-%d %H:%M:%S}  last {s.last_verdict or '-'}"
+                    f"{s.id[:12]}  {when:<16} next {s.next_run_at:%Y-%m-%d %H:%M:%S}  last {_last_firing(s)}"
                 )
             return EXIT_OK
         matches = [s for s in await repo.all() if s.id.startswith(args.schedule_id.lower())]
@@ -225,3 +239,12 @@ async def cmd_schedule(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_OK
 
     return await with_workspace(settings, body, recover=False)
+
+
+def _last_firing(s: ScheduleRecord) -> str:
+    """How the last firing ended and why (a failure's reason in full); ``-`` before the first."""
+    from core.store.schedules import FiringStatus
+
+    if s.last_status is FiringStatus.FAILED:
+        return f"failed: {s.last_reason or s.last_verdict}"
+    return s.last_verdict or "-"  # "accepted", "skipped: ...", "stopped: ..." say how it ended

@@ -22,6 +22,23 @@ def next_run(cron: str | None, interval_s: int | None, after: datetime) -> datet
     raise ConfigurationError("a schedule needs a cron expression or an interval")
 
 
+def next_due(cron: str | None, interval_s: int | None, due: datetime, now: datetime) -> datetime:
+    """The firing after the one due at ``due``, on the schedule's own grid, and later than ``now``.
+
+    Counted from the due time, never from when the firing was claimed or finished: ``--every 15``
+    polled every 5 s would otherwise drift to about every 20 s. A schedule that missed firings
+    (no worker ran) skips to its next point after ``now`` instead of firing once per miss.
+    """
+    if cron:
+        return next_run(cron, None, max(due, now))
+    if not interval_s:
+        raise ConfigurationError("a schedule needs a cron expression or an interval")
+    step = timedelta(seconds=interval_s)
+    if now < due + step:
+        return due + step
+    return due + ((now - due) // step + 1) * step
+
+
 def check_cron(cron: str) -> None:
     from croniter import croniter
 

@@ -39,6 +39,7 @@ from core.errors import StoreError
 from core.leftovers import IMPORT_OWNER_PREFIX, is_dead_import_owner
 from core.store.base import StoreBase
 from core.store.models import (
+    BatchRow,
     ContentChunkRow,
     ContentObjectRow,
     ContentOwnerRow,
@@ -456,14 +457,16 @@ class ChunkRepository(StoreBase):
     async def sweep_content(self) -> int:
         """Delete content no task or session holds any more; returns the chunks deleted.
 
-        Owners are task or session ids: when a task (and its sessions) is gone, its owner rows go,
-        then objects nobody owns, then chunks no object lists. A chunk shared with a live task stays.
+        Owners are task or session ids, or a batch's id (its team template, carried with the jobs):
+        when a task (and its sessions) is gone, its owner rows go, then objects nobody owns, then
+        chunks no object lists. A chunk shared with a live task stays.
         """
         async with self._write() as s:
             await s.execute(
                 delete(ContentOwnerRow).where(
                     ~exists().where(TaskRow.id == ContentOwnerRow.owner),
                     ~exists().where(SessionRow.id == ContentOwnerRow.owner),
+                    ~exists().where(BatchRow.id == ContentOwnerRow.owner),
                 )
             )
             await s.execute(

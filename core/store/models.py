@@ -213,6 +213,10 @@ class ScheduleRow(Base):
     next_run_at: Mapped[datetime] = mapped_column(index=True)
     last_run_at: Mapped[datetime | None] = mapped_column()
     last_verdict: Mapped[str | None] = mapped_column(String(64))
+    # The last firing's outcome and its reason in full (migration team_files): a failed firing
+    # says why, where ``last_verdict`` only held what a firing that ran concluded.
+    last_status: Mapped[str | None] = mapped_column(String(16))
+    last_reason: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -272,11 +276,12 @@ class ContentPartRow(Base):
 
 
 class ContentOwnerRow(Base):
-    """Who holds a content object: a task id, or a session id for work outside any task."""
+    """Who holds a content object: a task id, a session id for work outside any task, or a batch id
+    (the team template its rows carry; migration team_files widened the column for it)."""
 
     __tablename__ = "content_owners"
 
-    owner: Mapped[str] = mapped_column(String(32), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(64), primary_key=True)
     content_sha: Mapped[str] = mapped_column(String(64), primary_key=True)
 
     __table_args__ = (Index("ix_content_owners_content", "content_sha"),)

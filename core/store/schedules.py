@@ -7,6 +7,7 @@ schedule due fire it once, whoever moves the time forward first.
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import select, update
@@ -15,6 +16,15 @@ from core.domain.records import TaskRecord, _Record
 from core.errors import RefusedAction
 from core.store.base import StoreBase, new_id
 from core.store.models import ScheduleRow, TaskRow, utcnow
+
+
+class FiringStatus(StrEnum):
+    """How a schedule's last firing ended (``schedule list``, the worker's summary)."""
+
+    RAN = "ran"  # the task ran to a resting status other than failed
+    FAILED = "failed"  # the firing raised, or its task ended failed: ``last_reason`` says why
+    SKIPPED = "skipped"  # the previous firing still ran, or someone else moved the task first
+    STOPPED = "stopped"  # the schedule's task is closed or abandoned
 
 
 class ScheduleRecord(_Record):
@@ -27,6 +37,8 @@ class ScheduleRecord(_Record):
     next_run_at: datetime
     last_run_at: datetime | None
     last_verdict: str | None
+    last_status: FiringStatus | None = None
+    last_reason: str | None = None
     created_at: datetime
 
 
@@ -71,6 +83,13 @@ class ScheduleRepository:
         async with self.store._read() as s:
             return [str(i) for i in (await s.scalars(q)).all()]
 
+    async def owner_of(self, task_id: str) -> ScheduleRecord | None:
+        """The schedule that owns ``task_id`` now, if any."""
+        rows = await self.store._select(
+            ScheduleRecord, select(ScheduleRow).where(ScheduleRow.task_id == task_id)
+        )
+        return rows[0] if rows else None
+
     async def owned_task_ids(self) -> set[str]:
         """The tasks schedules own now: only a firing runs them (with the heartbeat's settings)."""
         async with self.store._read() as s:
@@ -112,10 +131,20 @@ class ScheduleRepository:
             await s.refresh(row)
             return TaskRecord.model_validate(row)
 
-    async def record_verdict(self, schedule_id: str, verdict: str) -> None:
+    async def record_verdict(
+        self,
+        schedule_id: str,
+        verdict: str,
+        *,
+        status: FiringStatus = FiringStatus.RAN,
+        reason: str | None = None,
+    ) -> None:
+        """The last firing's verdict (short, for lists), how it ended, and why in full."""
         async with self.store._write() as s:
             await s.execute(
-                update(ScheduleRow).where(ScheduleRow.id == schedule_id).values(last_verdict=verdict[:64])
+                update(ScheduleRow)
+                .where(ScheduleRow.id == schedule_id)
+                .values(last_verdict=verdict[:64], last_status=status.value, last_reason=reason)
             )
 
     async def remove(self, schedule_id: str) -> bool:

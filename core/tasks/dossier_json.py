@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from core.domain.carried import shown_name
 from core.domain.records import TaskRecord
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ async def task_dossier(store: Store, task_id: str, *, resolve: bool = True) -> d
     data["task"] = {
         **task_json(d.task),
         "text": d.task.text,
-        "team": d.task.team_spec,
+        "team": shown_name(d.task.team_spec),  # the template's file name, never a stored reference
         "output_schema": d.task.output_schema,
         "origin": d.task.origin,
         **status_flags_json(d.task),

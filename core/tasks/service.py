@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,9 +30,10 @@ from core.evidence.render import next_evidence_number
 from core.llm.gateway import UsageRecord, counted_usage
 from core.llm.structured import SchemaFailure, complete_structured
 from core.profiles import ModelRole, roles_for_task
-from core.store import AttemptRecord, TaskRecord, new_event
+from core.store import AttemptRecord, TaskRecord, new_event, new_id
 from core.store.reachability import is_connection_lost
 from core.tasks.attempt_evidence import record_unpacked_evidence
+from core.tasks.carried_files import carried_text, read_carried_source, store_carried
 from core.tasks.dispatch import defer_if_workers
 from core.tasks.node_checks import verify_team_nodes
 from core.tasks.policy import (
@@ -53,7 +53,7 @@ from core.tasks.prompts import (
 from core.tasks.recovery import runner_id
 from core.tasks.state_machine import Trigger, can, next_status
 from core.tasks.validate_only import is_supplied, supply_answer
-from core.team import TeamPlan, TeamScheduler, load_team_plan, plan_with_model
+from core.team import TeamPlan, TeamScheduler, plan_with_model, team_plan_from_text
 from core.team.packet import build_attempt_packet
 from core.validation import ValidationService
 from core.workspace import Workspace
@@ -106,17 +106,29 @@ class TaskService:
         output_schema: dict[str, Any] | None = None,
         title: str | None = None,
     ) -> TaskRecord:
-        """Create a task (and its main session); a bad team file is refused before anything is stored."""
+        """Create a task (and its main session); a bad team file is refused before anything is stored.
+
+        A team template file travels with the task: its text is stored in the workspace (owned by
+        the task) and the task names it, so any worker, on any machine, runs the same team.
+        """
+        template: tuple[Path, str] | None = None
         if team is not None and team != "auto":
-            plan = await asyncio.to_thread(load_team_plan, Path(team))
+            path = Path(team)
+            source = await read_carried_source(path, what="team template")
+            plan = team_plan_from_text(source, path.name, source=path)
             plan.validate_against(self.ws.tools.names())
-            team = await asyncio.to_thread(os.path.abspath, team)
+            template = (path, source)
         if not text.strip():
             raise ConfigurationError("a task needs some text")
         if output_schema is not None:
             check_output_schema(output_schema)
         await self.ws.gateway.check_ready(roles_for_task(self.settings, team))  # before anything is written
-        task = await self.store.create_task(text, title=title, team_spec=team, output_schema=output_schema)
+        task_id = new_id()
+        if template is not None:  # stored first: the task never names content that is not there
+            team = await store_carried(self.store, template[1], template[0], owner=task_id)
+        task = await self.store.create_task(
+            text, title=title, team_spec=team, output_schema=output_schema, task_id=task_id
+        )
         self.ws.bus.publish(
             TaskChanged(task_id=task.id, change=TaskChange.CREATED, status=task.status, version=task.version)
         )
@@ -507,7 +519,8 @@ class TaskService:
         if task.team_spec is None:
             return None, []
         if task.team_spec != "auto":
-            fixed = await asyncio.to_thread(load_team_plan, Path(task.team_spec))
+            source, name = await carried_text(self.store, task.team_spec, what="team template")
+            fixed = team_plan_from_text(source, name)
             fixed.validate_against(self.ws.tools.names())
             return fixed, []
 

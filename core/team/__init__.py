@@ -4,7 +4,15 @@ Importing this package never imports litellm; the planner imports structured out
 """
 
 from core.team.packet import build_attempt_packet
-from core.team.plan import PlanError, TeamNode, TeamPlan, load_team_plan, parse_team_plan, plan_with_model
+from core.team.plan import (
+    PlanError,
+    TeamNode,
+    TeamPlan,
+    load_team_plan,
+    parse_team_plan,
+    plan_with_model,
+    team_plan_from_text,
+)
 from core.team.scheduler import (
     SYNTHESIS_INSTRUCTIONS,
     TeamScheduler,
@@ -26,4 +34,5 @@ __all__ = [
     "node_status",
     "parse_team_plan",
     "plan_with_model",
+    "team_plan_from_text",
 ]

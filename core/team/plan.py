@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from core.errors import ConfigurationError, InputError
-from core.inputs import load_json_file, load_toml_file
+from core.inputs import parse_json_text, parse_toml_text, read_input_text
 from core.profiles import ModelRole
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ __all__ = [
     "load_team_plan",
     "parse_team_plan",
     "plan_with_model",
+    "team_plan_from_text",
 ]
 
 TeamMode = Literal["sequence", "parallel", "dag"]
@@ -209,15 +210,34 @@ def parse_team_plan(data: Any, *, source: str = "team plan") -> TeamPlan:
 def load_team_plan(path: Path) -> TeamPlan:
     """Read a team template (``.toml`` or ``.json``); every failure names the file and the problem."""
     path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in (".toml", ".json"):
-        raise PlanError(f"team template {path}: unsupported file type '{path.suffix}' (use .toml or .json)")
+    _check_suffix(path.name, path)
     try:
-        load = load_toml_file if suffix == ".toml" else load_json_file
-        data: Any = load(path, what="team template")
+        text = read_input_text(path, what="team template")
     except InputError as exc:
         raise PlanError(str(exc)) from None
-    return parse_team_plan(data, source=f"team template {path}")
+    return team_plan_from_text(text, path.name, source=path)
+
+
+def team_plan_from_text(text: str, name: str, *, source: object = None) -> TeamPlan:
+    """A team template's text, read from a file or from the workspace where a queued task keeps it
+    (``core.domain.carried``); ``name``'s suffix chooses the parser, ``source`` names it in errors."""
+    where = source if source is not None else name
+    suffix = _check_suffix(name, where)
+    try:
+        parse = parse_toml_text if suffix == ".toml" else parse_json_text
+        data: Any = parse(text, what="team template", source=where)
+    except InputError as exc:
+        raise PlanError(str(exc)) from None
+    return parse_team_plan(data, source=f"team template {where}")
+
+
+def _check_suffix(name: str, where: object) -> str:
+    suffix = Path(name).suffix.lower()
+    if suffix not in (".toml", ".json"):
+        raise PlanError(
+            f"team template {where}: unsupported file type '{Path(name).suffix}' (use .toml or .json)"
+        )
+    return suffix
 
 
 PLANNER_INSTRUCTIONS = """\

@@ -62,6 +62,8 @@ class WorkerStats:
     skipped: int = 0
     errors: int = 0
     reconnects: int = 0  # database outages and restarts waited out
+    firings: int = 0  # schedule firings this worker ran (fired elsewhere: not counted)
+    failed_firings: int = 0  # of which ended failed; each is also in ``failures`` with its reason
     running: set[str] = field(default_factory=set)  # tasks this process is running now
     cut_off: set[str] = field(default_factory=set)  # tasks whose run here the lost database ended
     # (task id, outcome, reason) of every task that ended failed or whose run raised: what the
@@ -81,6 +83,7 @@ class WorkerStats:
         lines = [
             f"worker stopped after {elapsed:.1f}s: {self.runs} task(s) run ({parts}); "
             f"{self.resumed} resumed from a dead worker, {self.skipped} skipped, {self.errors} error(s)"
+            + (f"; {self.firings} heartbeat firing(s), {self.failed_firings} failed" if self.firings else "")
             + (f"; {self.reconnects} database outage(s) waited out" if self.reconnects else "")
         ]
         for task_id, outcome, reason in self.failures[:SHOWN_FAILURES]:
@@ -98,6 +101,8 @@ class WorkerStats:
             "skipped": self.skipped,
             "errors": self.errors,
             "reconnects": self.reconnects,
+            "firings": self.firings,
+            "failed_firings": self.failed_firings,
             "failures": [{"task_id": t, "outcome": o, "reason": r} for t, o, r in self.failures],
         }
 
@@ -170,7 +175,7 @@ async def run_one(
         return f"nothing to run ({task.status.value})"
     stats.running.add(task_id)
     try:
-        final = await TaskService(ws).run(task_id)
+        final = await TaskService(await _runner_workspace(ws, task_id)).run(task_id)
     except DatabaseUnreachable:
         stats.cut_off.add(task_id)  # resumed by this process once the database is back
         raise
@@ -195,6 +200,30 @@ async def run_one(
     stats.finished[final.status.value] += 1
     progress.done(task_id, final.status.value)
     return final.status.value
+
+
+async def _runner_workspace(ws: Workspace, task_id: str) -> Workspace:
+    """A schedule's task runs with its schedule's validation settings, however it reached the queue
+    (a dead firing's runner resumed, an analyst's revise deferred), never with the plain ones."""
+    from core.store.schedules import ScheduleRepository
+    from core.workers.schedules import heartbeat_workspace
+
+    schedule = await ScheduleRepository(ws.store).owner_of(task_id)
+    return ws if schedule is None else heartbeat_workspace(ws, schedule)
+
+
+async def fire_counted(ws: Workspace, schedule_id: str, *, stats: WorkerStats, progress: Progress) -> str:
+    """The firing job's body: fire the schedule, count the firing, list a failure with its reason."""
+    from core.workers.schedules import fire
+
+    firing = await fire(ws, schedule_id)
+    if firing.status is not None:  # fired here, not elsewhere
+        stats.firings += 1
+        if firing.failed:
+            stats.failed_firings += 1
+            stats.failed(schedule_id, "firing failed", firing.reason or firing.verdict)
+    progress.done(schedule_id, f"heartbeat {firing.verdict}")
+    return firing.verdict
 
 
 OWNER_FRESH_S = (
@@ -316,12 +345,8 @@ def register_jobs(app: App) -> None:
 
     @app.task(name=dispatch.FIRE_SCHEDULE, queue=dispatch.QUEUE, pass_context=True, retry=lost)
     async def fire_schedule(context: JobContext, schedule_id: str) -> str:
-        from core.workers.schedules import fire
-
         extra = context.additional_context
-        verdict = await fire(extra["ws"], schedule_id)
-        extra["progress"].done(schedule_id, f"heartbeat {verdict}")
-        return verdict
+        return await fire_counted(extra["ws"], schedule_id, stats=extra["stats"], progress=extra["progress"])
 
     @app.task(name=dispatch.SHADOW_VERDICT, queue=dispatch.QUEUE, pass_context=True, retry=lost)
     async def shadow_verdict(
@@ -526,7 +551,7 @@ async def _rescue_stalled(app: App, options: WorkerOptions, ws: Workspace, stats
 
 # ---------------------------------------------------------------------- SQLite
 async def _run_local(ws: Workspace, options: WorkerOptions, stats: WorkerStats, progress: Progress) -> None:
-    from core.workers.schedules import due_schedule_ids, fire
+    from core.workers.schedules import due_schedule_ids
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -545,7 +570,8 @@ async def _run_local(ws: Workspace, options: WorkerOptions, stats: WorkerStats, 
         while not stop.is_set():
             for schedule_id in await due_schedule_ids(ws.store):
                 if schedule_id not in running:
-                    running[schedule_id] = asyncio.create_task(job(schedule_id, fire(ws, schedule_id)))
+                    body = fire_counted(ws, schedule_id, stats=stats, progress=progress)
+                    running[schedule_id] = asyncio.create_task(job(schedule_id, body))
             for task_id in await queued_task_ids(ws):
                 if task_id not in running:
                     body = run_one(ws, task_id, retried=False, stats=stats, progress=progress)

@@ -132,9 +132,11 @@ async def test_an_unexpected_error_never_leaves_the_task_running(
     team.write_text(json.dumps({"mode": "parallel", "nodes": [{"id": "a", "role": "r", "task": "t"}]}))
     ws = await Workspace.open(make_settings([{"model": "agent", "turns": [{"content": "x"}]}], db_url=db_url))
     service = TaskService(ws)
-    task = await service.create("Question?", team=str(team))
-    team.unlink()  # the template disappears between creation and the run
-    with pytest.raises(ConfigurationError):
+    # A row written by an older version holds the template's path, not its content; the template
+    # disappears between creation and the run (a task created now carries the content instead).
+    task = await ws.store.create_task("Question?", team_spec=str(team))
+    team.unlink()
+    with pytest.raises(ConfigurationError, match="queued by an older version, which kept only the path"):
         await service.run(task.id)
     after = await ws.store.get_task(task.id)
     assert after.status is TaskStatus.FAILED and after.runner is None

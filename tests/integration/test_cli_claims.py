@@ -43,6 +43,7 @@ def test_next_claims_in_turn_and_a_held_task_is_refused(desk: Desk, db_url: str)
 
     code, _, err = desk.cli("claim", first[:8], "--reviewer", "bob", *db)
     assert code == 3 and "claimed by ana until" in err and err.count("\n") == 1
+    assert "pass --take-over to take it over" in err  # the refusal names the way through
     taken = desk.cli_json("claim", first[:8], "--reviewer", "bob", "--take-over", *db)
     assert taken["reviewer"] == "bob"
 

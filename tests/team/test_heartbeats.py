@@ -70,7 +70,7 @@ async def test_lazy_heartbeat_ok_is_goal_missed_and_retried_with_verify_heartbea
     schedule = await add_schedule(
         ws, "Work through HEARTBEAT.md", interval_s=1800, checklist=checklist, verify_heartbeat=True
     )
-    verdict = await fire(ws, schedule.id)
+    verdict = (await fire(ws, schedule.id)).verdict
     task = await ws.store.get_task(schedule.task_id)
     attempts = await ws.store.list_attempts(task.id)
     # validated although "HEARTBEAT_OK" holds no trigger keyword; rejected, retried, rejected again
@@ -86,7 +86,7 @@ async def test_without_verify_heartbeat_a_heartbeat_answer_is_not_validated(
     ws: Workspace, checklist: Path
 ) -> None:
     schedule = await add_schedule(ws, "Work through HEARTBEAT.md", cron="*/30 * * * *", checklist=checklist)
-    first = await fire(ws, schedule.id)
+    first = (await fire(ws, schedule.id)).verdict
     task = await ws.store.get_task(schedule.task_id)
     attempts = await ws.store.list_attempts(task.id)
     # a skipped validation confirms nothing: the answer waits for an analyst, unvalidated
@@ -102,7 +102,7 @@ async def test_a_firing_never_reruns_a_task_waiting_for_review(ws: Workspace, ch
     schedule = await add_schedule(ws, "Work through HEARTBEAT.md", cron="*/30 * * * *", checklist=checklist)
     await fire(ws, schedule.id)
     waiting = await ws.store.get_task(schedule.task_id)
-    second = await fire(ws, schedule.id)
+    second = (await fire(ws, schedule.id)).verdict
     assert second == f"needs_review (not validated) (new task; {waiting.id[:8]} needs_review)"
     moved = await ScheduleRepository(ws.store).get(schedule.id)
     assert moved.task_id != waiting.id
@@ -196,6 +196,7 @@ def test_on_postgresql_a_workers_periodic_task_fires_due_schedules(
     worker.send_signal(signal.SIGTERM)
     _, err = worker.communicate(timeout=120)
     assert worker.returncode == 0, err.decode()
+    assert "heartbeat firing(s), 0 failed" in err.decode()  # the summary counts the firings
     attempts = sync_rows(pg_url, f"select count(*) from attempts where task_id = '{added['task_id']}'")
     assert attempts[0][0] >= 1  # the first firing ran the schedule's own task
     # Later firings (if any came before SIGTERM) started the series' next tasks: the schedule's only.
