@@ -205,6 +205,8 @@ async def _judge(args: argparse.Namespace, settings: Settings, phase: str) -> in
 
 async def cmd_citation(args: argparse.Namespace, settings: Settings) -> int:
     """A mark that leaves the task as it is: no claim is needed, and nothing moves."""
+    from core.domain.event_codec import decode_as
+    from core.domain.event_payloads import CitationMark
     from core.tasks.citation_marks import mark_citation
 
     if args.number < 1:
@@ -212,9 +214,12 @@ async def cmd_citation(args: argparse.Namespace, settings: Settings) -> int:
 
     async def body(ws: Workspace) -> int:
         task = await ws.store.get_task(args.task_id)
-        m = await mark_citation(
-            ws.store, task.id, args.number - 1, args.mark, reviewer=reviewer(args, settings),
-            attempt_index=args.attempt,
+        m = decode_as(
+            await mark_citation(
+                ws.store, task.id, args.number - 1, args.mark, reviewer=reviewer(args, settings),
+                attempt_index=args.attempt,
+            ),
+            CitationMark,
         )  # fmt: skip
         if args.json:
             emit({"task_id": task.id, **m.model_dump(mode="json")})

@@ -57,9 +57,10 @@ async def mark_citation(
     *,
     reviewer: str,
     attempt_index: int | None = None,
-) -> CitationMark:
+) -> EventRecord:
     """Append a mark on citation ``citation`` (from 0) of the attempt's verdict (default: the last
-    attempt's). Refused, with nothing written, when the task or the citation cannot be marked."""
+    attempt's) and return its event (a view adds it to the events it shows). Refused, with nothing
+    written, when the task or the citation cannot be marked."""
     if mark not in MARKS:
         raise InvalidRequest(f"unknown mark {mark!r}; use right or wrong")
     task = await store.get_task(task_id)
@@ -91,8 +92,7 @@ async def mark_citation(
         validator_model=debug.validator_model if debug is not None else None,
         validator_version=debug.validator_version if debug is not None else None,
     )  # fmt: skip
-    await store.append_event(task.main_session_id, *encode(payload), task_id=task.id)
-    return payload
+    return await store.append_event(task.main_session_id, *encode(payload), task_id=task.id)
 
 
 __all__ = ["MARKABLE", "MARKS", "mark_citation", "standing_marks"]

@@ -28,6 +28,7 @@ from core.domain.facts import WarningCode
 from core.domain.records import AttemptRecord, ValidationRecord
 from core.domain.status import ValidationOutcome
 from core.domain.validation import CitationCheck
+from core.tasks.citation_marks import standing_marks
 from core.tasks.dossier import TaskDossier
 from core.validation.warnings import read_warnings
 from desktop.presentation import NOT_ENDORSED_COLOUR, STATUS_LABELS, label, outcome_text
@@ -413,6 +414,8 @@ class TaskDetailView(QWidget):
             self.evidence_view.viewer.set_text(GATHERING_NOTE)
         self._show_usage(dossier, attempt)
         self.validator_view.set_validation(validation)
+        if validation is not None:  # the analyst's marks on its citations (``citation_marks.py``)
+            self.validator_view.citations.set_marks(standing_marks(dossier.events, validation.id))
         self.analyst_verdict_label.show_for(dossier, self._attempt_index)
         self._set_badges(warning_badges(dossier, attempt, validation, packet) if attempt is not None else [])
         self._show_disagreements(packet)

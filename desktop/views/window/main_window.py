@@ -38,6 +38,7 @@ from desktop.views.queue.claims import ClaimKeeper
 from desktop.views.queue.view import QueueView
 from desktop.views.queue.watching import LiveWorkspace
 from desktop.views.task.blind import BlindReview
+from desktop.views.task.citation_marks import CitationMarks
 from desktop.views.task.detail import TaskDetailView
 from desktop.views.task.evidence_paging import install_evidence_paging
 from desktop.views.task.live_feed import connect_live
@@ -194,6 +195,7 @@ class MainWindow(QMainWindow):
         self.calibration = CalibrationMenuEntry(self)  # Review → Calibration…
         self.compare_validators = CompareMenuEntry(self)  # Review → Compare validators…
         self.act_override = add_override_action(self)  # Review → Record my verdict…
+        self.citation_marks = CitationMarks(self)  # + / − mark the current citation right or wrong
         self.nav_actions = add_navigation_actions(self, self.detail)  # [ ] N P Alt+1..3
         self.act_open_log = add_open_log_action(self.acts.help_menu)  # Help → Open log folder
         return decisions
