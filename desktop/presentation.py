@@ -10,7 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.domain.labels import NO_OUTCOME, OUTCOME_LABELS, outcome_label
-from core.domain.queue import BLIND_QUEUE_GROUPS, QUEUE_GROUPS, OutcomeFilter, QueueGroup
+from core.domain.queue import (
+    BLIND_QUEUE_GROUPS,
+    QUEUE_GROUPS,
+    SECOND_REVIEW_QUEUE_GROUPS,
+    OutcomeFilter,
+    QueueGroup,
+)
 from core.domain.status import TaskStatus, ValidationOutcome, ValidationStatus
 
 S = TaskStatus
@@ -87,6 +93,7 @@ _GROUP_WORDS: dict[str, tuple[str, str]] = {
         "To judge",
         "awaiting your decision (blind review: the verdict shows after your first judgement)",
     ),
+    "second_review": ("Second reviews due", "decided by someone else: decide independently"),
     "needs_revision": ("Needs revision", "a new attempt is due"),
     "active": ("Running and validating", "work in flight"),
     "open": ("Open", "not started"),
@@ -96,6 +103,9 @@ _GROUP_WORDS: dict[str, tuple[str, str]] = {
 }
 GROUPS: tuple[GroupLook, ...] = tuple(GroupLook(g, *_GROUP_WORDS[g.key]) for g in QUEUE_GROUPS)
 BLIND_GROUPS: tuple[GroupLook, ...] = tuple(GroupLook(g, *_GROUP_WORDS[g.key]) for g in BLIND_QUEUE_GROUPS)
+SECOND_REVIEW_GROUPS: tuple[GroupLook, ...] = tuple(
+    GroupLook(g, *_GROUP_WORDS[g.key]) for g in SECOND_REVIEW_QUEUE_GROUPS
+)
 
 # Amber band for "Needs review": readable on both light and dark palettes.
 NEEDS_REVIEW_BAND = "#f0b429"
@@ -162,6 +172,7 @@ __all__ = [
     "OUTCOME_FILTER_LABELS",
     "OUTCOME_FULL",
     "OUTCOME_SHORT",
+    "SECOND_REVIEW_GROUPS",
     "STATUS_COLOURS",
     "STATUS_LABELS",
     "VERDICT_COLOURS",

@@ -54,6 +54,11 @@ BLIND_QUEUE_GROUPS: tuple[QueueGroup, ...] = (
 )
 
 
+# A second reviewer's list: one band whatever the status, which would tell the first decision
+# (closed: satisfied, abandoned: abandon).
+SECOND_REVIEW_QUEUE_GROUPS: tuple[QueueGroup, ...] = (QueueGroup("second_review", tuple(TaskStatus)),)
+
+
 def group_of_status(groups: Sequence[QueueGroup]) -> dict[TaskStatus, str]:
     """Each status's group key among ``groups``."""
     return {s: g.key for g in groups for s in g.statuses}
@@ -205,6 +210,7 @@ __all__ = [
     "BLIND_QUEUE_GROUPS",
     "GROUP_OF_STATUS",
     "QUEUE_GROUPS",
+    "SECOND_REVIEW_QUEUE_GROUPS",
     "OutcomeFilter",
     "PageCursor",
     "QueueFilter",

@@ -172,7 +172,7 @@ def test_blind_review_bands_tasks_awaiting_a_decision_without_telling_the_verdic
         rejected = (await add_task(workspace, "When is low tide?", TaskStatus.NEEDS_REVIEW)).id
         await started(desk)
         model = desk.model
-        assert [g.key for g in model.looks][0] == "to_judge"
+        assert model.looks[0].key == "to_judge"
         assert set(model.group_task_ids("to_judge")) == {accepted, rejected}
         assert model.group_task_ids("needs_review") == model.group_task_ids("awaiting_feedback") == []
         queue = reachable_texts(desk.queue)

@@ -44,6 +44,7 @@ from desktop.views.task.evidence_paging import install_evidence_paging
 from desktop.views.task.live_feed import connect_live
 from desktop.views.task.navigation import add_navigation_actions
 from desktop.views.task.override_action import add_override_action
+from desktop.views.task.second_review import SecondReview
 from desktop.views.window.actions import ActionSlots, build_actions, icon
 from desktop.views.window.chrome import EmptyState, MessageBar, RunProgressStrip
 from desktop.views.window.dialogs import WindowDialogs
@@ -111,6 +112,7 @@ class MainWindow(QMainWindow):
         self.claims = ClaimKeeper(self)  # the task on screen is claimed, renewed and released
         self.reviewing = ReviewActions(self, self.claims, decisions)  # S / R / A
         self.reviewing.blind = BlindReview(self)  # blind review: the verdict hidden until a first judgement
+        self.reviewing.second = SecondReview(self, self.calibration.cases)  # 2, Ctrl+2: second reviews
         self.evidence_reader = install_evidence_paging(
             self
         )  # big evidence paged, found in core (not deferred: a selection needs it)
@@ -364,6 +366,8 @@ class MainWindow(QMainWindow):
 
     def _update_actions(self) -> None:
         allowed = allowed_actions(self._current) if self._current is not None else set()
+        if self.reviewing.second is not None and self.reviewing.second.pending():
+            allowed = set(FeedbackAction)  # S / R / A give the second review
         self.acts.satisfied.setEnabled(FeedbackAction.SATISFIED in allowed)
         self.acts.revise.setEnabled(FeedbackAction.REVISE in allowed)
         self.acts.abandon.setEnabled(FeedbackAction.ABANDON in allowed)
