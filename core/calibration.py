@@ -479,12 +479,11 @@ async def _change_points(store: Store, flt: CalibrationFilter) -> list[dict[str,
 async def _citations(store: Store, flt: CalibrationFilter) -> Citations | None:
     """Citation precision from the standing marks; the reason filter (a decision's) does not apply."""
     counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
-    for g in await mark_groups(store, flt.since, flt.until, flt.batch_id):
+    for g in await mark_groups(store, flt.since, flt.until, flt.batch_id, category=flt.category):
         model, version = g.model or "unknown", g.version or UNVERSIONED
         if not (
             (flt.validator_model is None or model == flt.validator_model)
             and (flt.validator_version is None or version.startswith(flt.validator_version))
-            and (flt.category is None or g.category == flt.category)
             and (flt.reviewer is None or g.reviewer == flt.reviewer)
         ):
             continue

@@ -1,9 +1,10 @@
 """The standing citation marks, counted by the database for calibration's citation precision.
 
 A ``citation_marked`` event marks one citation of one verdict right or wrong; the latest mark on a
-citation stands (``core.tasks.citation_marks``). One statement picks each citation's latest mark
-(the highest event id per verdict and place), joins its verdict for the category, and counts per
-validator model, version, category, reviewer and mark, so no event crosses into Python.
+citation stands (``core.tasks.citation_marks``). One statement numbers each citation's marks
+newest first (a window over verdict and place: one pass over the marks), keeps the first and
+counts per validator model, version, reviewer and mark, so no event crosses into Python. The
+verdict is joined (for its category) only when a category is asked for.
 """
 
 from __future__ import annotations
@@ -44,38 +45,50 @@ async def mark_groups(
     since: datetime | None = None,
     until: datetime | None = None,
     batch_id: str | None = None,
+    *,
+    category: str | None = None,
 ) -> list[MarkGroup]:
-    """Each citation's latest mark, counted per (model, version, category, reviewer, mark).
+    """Each citation's latest mark, counted per (model, version, reviewer, mark); with ``category``
+    only marks on verdicts of that category (the groups then carry it).
 
     The period and the batch narrow the standing marks (a mark made before ``since`` and replaced
     after it counts as the replacement), never which mark stands.
     """
     p = EventRow.payload
-    latest = (
-        select(func.max(EventRow.id))
+    newest = func.row_number().over(
+        partition_by=(p[_VALIDATION].as_string(), p[_PLACE].as_integer()), order_by=EventRow.id.desc()
+    )
+    marks = (
+        select(
+            p[_MODEL].as_string().label("model"),
+            p[_VERSION].as_string().label("version"),
+            p[_REVIEWER].as_string().label("reviewer"),
+            p[_MARK].as_string().label("mark"),
+            p[_VALIDATION].as_string().label("validation"),
+            EventRow.created_at.label("at"),
+            EventRow.task_id.label("task"),
+            newest.label("newest"),
+        )
         .where(EventRow.kind == EventKind.CITATION_MARKED.value)
-        .group_by(p[_VALIDATION].as_string(), p[_PLACE].as_integer())
+        .subquery()
     )
-    keys = (
-        p[_MODEL].as_string(), p[_VERSION].as_string(), ValidationRow.category,
-        p[_REVIEWER].as_string(), p[_MARK].as_string(),
-    )  # fmt: skip
-    q = (
-        select(*keys, func.count())
-        .select_from(EventRow)
-        .outerjoin(ValidationRow, ValidationRow.id == p[_VALIDATION].as_string())
-        .where(EventRow.id.in_(latest))
-        .group_by(*keys)
-    )
+    keys = (marks.c.model, marks.c.version, marks.c.reviewer, marks.c.mark)
+    q = select(*keys, func.count()).where(marks.c.newest == 1).group_by(*keys)
+    if category is not None:
+        q = q.join(ValidationRow, ValidationRow.id == marks.c.validation).where(
+            ValidationRow.category == category
+        )
     if since is not None:
-        q = q.where(EventRow.created_at >= since)
+        q = q.where(marks.c.at >= since)
     if until is not None:
-        q = q.where(EventRow.created_at < until)
+        q = q.where(marks.c.at < until)
     if batch_id is not None:
-        q = q.where(EventRow.task_id.in_(select(TaskRow.id).where(TaskRow.batch_id == batch_id)))
+        q = q.where(marks.c.task.in_(select(TaskRow.id).where(TaskRow.batch_id == batch_id)))
     async with store.read_session() as s:
         rows = await s.execute(q)
-        return [MarkGroup(r[0] or None, r[1] or None, r[2], str(r[3]), str(r[4]), int(r[5])) for r in rows]
+        return [
+            MarkGroup(r[0] or None, r[1] or None, category, str(r[2]), str(r[3]), int(r[4])) for r in rows
+        ]
 
 
 __all__ = ["MarkGroup", "mark_groups"]

@@ -142,6 +142,8 @@ def test_marks_stand_latest_first_and_give_citation_precision_per_model_and_vers
     assert [v["validator_model"] for v in narrowed["by_validator"]] == ["judge-2"]
     assert json.loads(ok("calibration", "--json", "--reviewer", "ana"))["citations"]["marked"] == 5
     assert json.loads(ok("calibration", "--json", "--validator-model", "judge-9"))["citations"] is None
+    assert json.loads(ok("calibration", "--json", "--category", "none"))["citations"]["marked"] == 7
+    assert json.loads(ok("calibration", "--json", "--category", "goal_missed"))["citations"] is None
 
     page = tmp_path / "cal.html"
     text = ok("calibration", "--html", str(page))
