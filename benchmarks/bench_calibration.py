@@ -72,7 +72,7 @@ def one_task(i: int, now: datetime) -> TaskImport:
     verdict = ValidationRecord(
         id=uuid.uuid4().hex, task_id=tid, attempt_id=aid, attempt_index=1, status=status, score=0.5,
         category=CATEGORIES[i % len(CATEGORIES)], result={"status": status}, raw_response="{}", prompt=None,
-        debug={"validator_model": f"judge-{i % 3}", "validator_version": f"v{i % 2}",
+        debug={"validator_model": f"judge-{i % 3}", "validator_version": f"v{i // 4 % 2}",
                "warnings": WARNING if i % 5 == 0 else []}, created_at=at,
     )  # fmt: skip
     decision = FeedbackRecord(
@@ -118,7 +118,7 @@ def one_task(i: int, now: datetime) -> TaskImport:
             payload = {
                 "attempt_index": 1, "attempt_id": aid, "validation_id": verdict.id, "citation": place,
                 "evidence_id": f"E{place + 1}", "mark": mark, "reviewer": "ana",
-                "validator_model": f"judge-{i % 3}", "validator_version": f"v{i % 2}",
+                "validator_model": f"judge-{i % 3}", "validator_version": f"v{i // 4 % 2}",
             }  # fmt: skip
             events.append(
                 EventRecord(

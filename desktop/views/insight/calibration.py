@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     from desktop.views.host import DeskHost
 
 Source = Callable[[CalibrationFilter], Coroutine[Any, Any, Calibration]]
+WINDOW_SIZE = (
+    1120,
+    820,
+)  # the size it opens with: every table (versions, citations too) without a scroll bar
 Batches = Callable[[], Coroutine[Any, Any, list[tuple[str, str]]]]
 
 
@@ -174,7 +178,7 @@ class CalibrationView(QWidget):
             explained=["the validator version (unversioned: verdicts from before versions)", *by_version[1:]],
         )  # fmt: skip
         self.citations = RowsModel(
-            ["citations of", "version", "right", "wrong", "precision [95%]"],
+            ["citations by model", "version", "right", "wrong", "precision [95%]"],
             text_cell,
             self,
             explained=[
@@ -416,7 +420,7 @@ class CalibrationMenuEntry:
             )
             view.setWindowFlag(Qt.WindowType.Window)
             view.setParent(self.host.widget, Qt.WindowType.Window)
-            view.resize(1000, 680)
+            view.resize(*WINDOW_SIZE)
             view.sig_cases.connect(lambda words, ids: self.cases.show(words, ids))
             self.view = view
         view.show()
@@ -425,4 +429,4 @@ class CalibrationMenuEntry:
         return view
 
 
-__all__ = ["CalibrationMenuEntry", "CalibrationView", "Sparkline"]
+__all__ = ["WINDOW_SIZE", "CalibrationMenuEntry", "CalibrationView", "Sparkline"]
