@@ -430,6 +430,7 @@ async def calibrate(
         if _keep(key, flt):
             fold.add(key, n, ids.get(key, []))
     total = _agreement(fold.total)
+    cases_by_cell = await _sorted_cases(fold.cases) if fold.cases is not None else None
 
     def table(name: str) -> dict[str, Agreement]:
         return {k: _agreement(v) for k, v in sorted(fold.tables[name].items())}
@@ -454,9 +455,19 @@ async def calibrate(
         drift=drift,
         change_points=change_points,
         citations=citations,
-        cases={k: sorted(set(v)) for k, v in sorted(fold.cases.items())} if fold.cases is not None else None,
+        cases=cases_by_cell,
         **judged,
     )
+
+
+async def _sorted_cases(cases: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Each cell's task ids, unique and sorted, one cell per turn of the loop: a cell holds up to
+    every decided task, and sorting them all at once held the desk's GUI for tens of ms."""
+    out: dict[str, list[str]] = {}
+    for cell, ids in sorted(cases.items()):
+        out[cell] = sorted(set(ids))
+        await asyncio.sleep(0)
+    return out
 
 
 async def _change_points(store: Store, flt: CalibrationFilter) -> list[dict[str, str | None]]:

@@ -180,7 +180,9 @@ async def _standing_where(conn: Any, where: Any, batch_id: str | None) -> dict[s
             await asyncio.sleep(0)  # the desk's GUI paints between stretches
         rows.setdefault(attempt_id, []).append((action, _Standing(task_id, at, action, who, reason)))
     found: dict[str, _Standing] = {}
-    for attempt_id, history in rows.items():
+    for i, (attempt_id, history) in enumerate(rows.items()):
+        if i % _TURN == _TURN - 1:
+            await asyncio.sleep(0)
         history.sort(key=lambda pair: pair[1].at)
         last = standing(history)
         if last is not None:
