@@ -3,7 +3,8 @@
 Each task has one attempt, one verdict (validator model, category and warnings in its debug) and
 one analyst decision; one in fifty also has an analyst override, one in a hundred a decision
 undone and made again, one in a hundred a reopened decision, one in two hundred a blind first
-judgement and one in five hundred a second review. Tasks go in through ``Store.import_records``
+judgement, one in five hundred a second review, and one in four its verdict's two citations marked
+by an analyst (one in twenty marked again). Tasks go in through ``Store.import_records``
 (core/store/bulk.py) in batches, then the full ``calibration --json`` (``calibrate`` with its
 rates, drift and judgements, then the JSON text) runs three times, with a 5 ms heartbeat on the
 loop measuring its longest stall: the desk's Calibration window computes on that same loop. With
@@ -71,7 +72,8 @@ def one_task(i: int, now: datetime) -> TaskImport:
     verdict = ValidationRecord(
         id=uuid.uuid4().hex, task_id=tid, attempt_id=aid, attempt_index=1, status=status, score=0.5,
         category=CATEGORIES[i % len(CATEGORIES)], result={"status": status}, raw_response="{}", prompt=None,
-        debug={"validator_model": f"judge-{i % 3}", "warnings": WARNING if i % 5 == 0 else []}, created_at=at,
+        debug={"validator_model": f"judge-{i % 3}", "validator_version": f"v{i // 4 % 2}",
+               "warnings": WARNING if i % 5 == 0 else []}, created_at=at,
     )  # fmt: skip
     decision = FeedbackRecord(
         id=uuid.uuid4().hex, task_id=tid, attempt_id=aid, action=action, prompt=None, note=None,
@@ -106,6 +108,22 @@ def one_task(i: int, now: datetime) -> TaskImport:
                 EventRecord(
                     id=0, session_id=sid, run_id=None, task_id=tid, seq=len(events) + 1,
                     kind=EventKind.ANALYST_JUDGEMENT_RECORDED, payload=payload, content=None, created_at=at,
+                )
+            )  # fmt: skip
+    if i % 4 == 0:  # a quarter of the verdicts have their two citations marked; one in 20 re-marked
+        marks = [(0, "right"), (1, "wrong" if i % 8 == 0 else "right")] + (
+            [(1, "right")] if i % 20 == 0 else []
+        )
+        for place, mark in marks:
+            payload = {
+                "attempt_index": 1, "attempt_id": aid, "validation_id": verdict.id, "citation": place,
+                "evidence_id": f"E{place + 1}", "mark": mark, "reviewer": "ana",
+                "validator_model": f"judge-{i % 3}", "validator_version": f"v{i // 4 % 2}",
+            }  # fmt: skip
+            events.append(
+                EventRecord(
+                    id=0, session_id=sid, run_id=None, task_id=tid, seq=len(events) + 1,
+                    kind=EventKind.CITATION_MARKED, payload=payload, content=None, created_at=at,
                 )
             )  # fmt: skip
     if i % 50 == 0:
@@ -239,6 +257,7 @@ async def run(url: str, n: int, desk: bool, reuse: bool) -> None:
         reopened = len(range(2, n, 100))
         assert cal.n == n - reopened, (cal.n, n, reopened)
         assert cal.rates is not None and cal.anchoring is not None and cal.analysts is not None
+        assert cal.citations is not None and cal.citations.marked == 2 * len(range(0, n, 4)), cal.citations
         fa = cal.rates.false_accept
         print(
             f"calibration over {cal.n:,} standing decisions ({reopened:,} reopened left out): kappa {cal.kappa:.3f}"

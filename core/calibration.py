@@ -49,6 +49,7 @@ from core.store.calibration_sql import (
     standing_decisions,
     verdicts_for,
 )
+from core.store.citation_sql import mark_groups
 
 VALIDATOR_STATUSES = ["accepted", "rejected", "insufficient_evidence", "validator_error", "unvalidated"]
 DECISIONS = ["satisfied", "revised", "abandoned", "overridden"]
@@ -148,6 +149,24 @@ class DriftWeek(BaseModel):
         return self.schema_retries / self.llm_calls if self.llm_calls else None
 
 
+class CitationPrecision(BaseModel):
+    """Analysts' standing marks on one validator's citations: right of marked, with its interval."""
+
+    validator_model: str
+    validator_version: str
+    right: int
+    wrong: int
+    precision: Rate  # right / (right + wrong), Wilson 95%
+
+
+class Citations(BaseModel):
+    """Citation precision over every standing mark in range, and per validator model and version."""
+
+    marked: int
+    precision: Rate
+    by_validator: list[CitationPrecision]
+
+
 class Calibration(BaseModel):
     filter: CalibrationFilter
     n: int
@@ -169,6 +188,7 @@ class Calibration(BaseModel):
     by_version: dict[str, Agreement] = Field(default_factory=dict)
     # Promotions in the period (when the workspace's validator changed): at, candidate, versions, who.
     change_points: list[dict[str, str | None]] = Field(default_factory=list)
+    citations: Citations | None = None  # analysts' marks on the validator's citations; None without any
 
     def as_json(self) -> dict[str, object]:
         def ag(x: Agreement) -> dict[str, object]:
@@ -201,6 +221,7 @@ class Calibration(BaseModel):
                 for m, weeks in self.drift.items()
             },
             "change_points": self.change_points,
+            "citations": _citations_json(self.citations) if self.citations is not None else None,
         }
         if self.cases is not None:
             out["cases"] = self.cases
@@ -222,6 +243,23 @@ def _rates_json(r: Rates) -> dict[str, object]:
         "decisions": r.decisions,
         "too_few": r.too_few,
         "cells": {"true_accept": r.a, "false_accept": r.b, "false_reject": r.c, "true_reject": r.d},
+    }
+
+
+def _citations_json(c: Citations) -> dict[str, object]:
+    return {
+        "marked": c.marked,
+        "precision": _rate_json(c.precision),
+        "by_validator": [
+            {
+                "validator_model": v.validator_model,
+                "validator_version": v.validator_version,
+                "right": v.right,
+                "wrong": v.wrong,
+                "precision": _rate_json(v.precision),
+            }
+            for v in c.by_validator
+        ],
     }
 
 
@@ -382,15 +420,17 @@ async def calibrate(
         raise InvalidRequest(f"no batch {flt.batch_id!r} in this workspace (see `evidence-desk batches`)")
     fold = _Fold(cases)
     # Each part reads on its own connection: the database works on them in parallel.
-    (combos, ids), drift, judged, change_points = await asyncio.gather(
-        _combos(store, flt, cases), _drift(store, flt), _judgements(store, flt), _change_points(store, flt)
-    )
+    (combos, ids), drift, judged, change_points, citations = await asyncio.gather(
+        _combos(store, flt, cases), _drift(store, flt), _judgements(store, flt), _change_points(store, flt),
+        _citations(store, flt),
+    )  # fmt: skip
     for i, (key, n) in enumerate(combos.items()):
         if i % _TURN == _TURN - 1:
             await asyncio.sleep(0)
         if _keep(key, flt):
             fold.add(key, n, ids.get(key, []))
     total = _agreement(fold.total)
+    cases_by_cell = await _sorted_cases(fold.cases) if fold.cases is not None else None
 
     def table(name: str) -> dict[str, Agreement]:
         return {k: _agreement(v) for k, v in sorted(fold.tables[name].items())}
@@ -414,9 +454,20 @@ async def calibrate(
         weekly=table("week"),
         drift=drift,
         change_points=change_points,
-        cases={k: sorted(set(v)) for k, v in sorted(fold.cases.items())} if fold.cases is not None else None,
+        citations=citations,
+        cases=cases_by_cell,
         **judged,
     )
+
+
+async def _sorted_cases(cases: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Each cell's task ids, unique and sorted, one cell per turn of the loop: a cell holds up to
+    every decided task, and sorting them all at once held the desk's GUI for tens of ms."""
+    out: dict[str, list[str]] = {}
+    for cell, ids in sorted(cases.items()):
+        out[cell] = sorted(set(ids))
+        await asyncio.sleep(0)
+    return out
 
 
 async def _change_points(store: Store, flt: CalibrationFilter) -> list[dict[str, str | None]]:
@@ -434,6 +485,47 @@ async def _change_points(store: Store, flt: CalibrationFilter) -> list[dict[str,
         for p in await promotions(store)
         if (flt.since is None or p.at >= flt.since) and (flt.until is None or p.at < flt.until)
     ]
+
+
+async def _citations(store: Store, flt: CalibrationFilter) -> Citations | None:
+    """Citation precision from the standing marks; the reason filter (a decision's) does not apply."""
+    counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for g in await mark_groups(store, flt.since, flt.until, flt.batch_id, category=flt.category):
+        model, version = g.model or "unknown", g.version or UNVERSIONED
+        if not (
+            (flt.validator_model is None or model == flt.validator_model)
+            and (flt.validator_version is None or version.startswith(flt.validator_version))
+            and (flt.reviewer is None or g.reviewer == flt.reviewer)
+        ):
+            continue
+        counts[(model, version)][0 if g.mark == "right" else 1] += g.n
+    if not counts:
+        return None
+    right, wrong = sum(c[0] for c in counts.values()), sum(c[1] for c in counts.values())
+    return Citations(
+        marked=right + wrong,
+        precision=rate(right, right + wrong),
+        by_validator=[
+            CitationPrecision(
+                validator_model=m, validator_version=v, right=r, wrong=w, precision=rate(r, r + w)
+            )
+            for (m, v), (r, w) in sorted(counts.items())
+        ],
+    )
+
+
+def citation_lines(cal: Calibration) -> list[str]:
+    """Citation precision in words, overall and per validator model and version (none: no lines)."""
+    c = cal.citations
+    if c is None:
+        return []
+    lines = ["", f"citations marked by analysts: {c.marked}; {_rate_text('precision', c.precision)}"]
+    lines += [
+        f"  {v.validator_model} @ {v.validator_version}: {v.right} right, {v.wrong} wrong; "
+        + _rate_text("precision", v.precision)
+        for v in c.by_validator
+    ]
+    return lines
 
 
 def _agreement(abcd: list[int]) -> Agreement:
@@ -615,6 +707,7 @@ def format_calibration(cal: Calibration) -> str:
             f"  {k}: " + ", ".join(f"{d} {n}" for d, n in row.items() if n) for k, row in cal.reasons.items()
         ]
     lines += judgement_lines(cal)
+    lines += citation_lines(cal)
     if cal.cases is not None:
         lines += ["", "cases:"] + [f"  {cell}: {' '.join(ids)}" for cell, ids in cal.cases.items()]
     return "\n".join(lines)
@@ -650,11 +743,22 @@ def calibration_csv(cal: Calibration) -> str:
             w.writerow([section, key, "n", ag.n])
             w.writerow([section, key, "agreement", _num(ag.rate)])
             w.writerow([section, key, "kappa", _num(ag.kappa)])
+    _citations_csv(w, cal)
     for wf in cal.warnings:
         w.writerow(["warning", wf.code, "decided", wf.decided])
         w.writerow(["warning", wf.code, "overridden", wf.overridden])
         w.writerow(["warning", wf.code, "revised", wf.revised])
     return out.getvalue()
+
+
+def _citations_csv(w: Any, cal: Calibration) -> None:
+    for cp in cal.citations.by_validator if cal.citations is not None else []:
+        key = f"{cp.validator_model}@{cp.validator_version}"
+        r = cp.precision
+        for column, value in (("right", cp.right), ("wrong", cp.wrong)):
+            w.writerow(["citations", key, column, value])
+        for column, x in (("precision", r.value), ("ci_low", r.ci_low), ("ci_high", r.ci_high)):
+            w.writerow(["citations", key, column, _num(x)])
 
 
 def _num(x: float | None) -> str:
@@ -668,9 +772,12 @@ __all__ = [
     "Anchoring",
     "Calibration",
     "CalibrationFilter",
+    "CitationPrecision",
+    "Citations",
     "calibrate",
     "calibration_batches",
     "calibration_csv",
+    "citation_lines",
     "cohen_kappa",
     "format_calibration",
     "judgement_lines",

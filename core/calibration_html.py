@@ -9,6 +9,7 @@ from __future__ import annotations
 from jinja2 import Environment, StrictUndefined
 
 from core.calibration import DECISIONS, Calibration, judgement_lines, rates_lines
+from core.domain.agreement import Rate
 
 _TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Validator calibration</title>
@@ -25,6 +26,11 @@ th:first-child, td:first-child { text-align: left; }
 <h2>How often the validator is wrong</h2>
 {% for line in rates %}<p{% if loop.index == 3 %} class="warn"{% endif %}>{{ line }}</p>
 {% endfor %}
+{% if c.citations %}<h2>Citation precision (analysts' marks)</h2>
+<p>{{ c.citations.marked }} citations marked · precision {{ rate(c.citations.precision) }}</p>
+<table><tr><th>validator model</th><th>validator version</th><th>right</th><th>wrong</th><th>precision [95% interval]</th></tr>
+{% for v in c.citations.by_validator %}<tr><td>{{ v.validator_model }}</td><td>{{ v.validator_version }}</td><td>{{ v.right }}</td><td>{{ v.wrong }}</td><td>{{ rate(v.precision) }}</td></tr>
+{% endfor %}</table>{% endif %}
 {% if judgements %}<h2>Blind review and second reviews</h2>
 {% for line in judgements %}<p>{{ line }}</p>{% endfor %}{% endif %}
 <h2>Validator status against analyst decision</h2>
@@ -50,13 +56,19 @@ def _num(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3f}"
 
 
+def _rate(r: Rate) -> str:
+    if r.value is None:
+        return "n/a"
+    return f"{r.value:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] of {r.n}"
+
+
 def calibration_html(cal: Calibration) -> str:
     env = Environment(autoescape=True, undefined=StrictUndefined)
     top = max([1, *(n for row in cal.matrix.values() for n in row.values())])
     rates = rates_lines(cal.rates) if cal.rates is not None else []
     judgements = [line.strip() for line in judgement_lines(cal) if line.strip()]
     return env.from_string(_TEMPLATE).render(
-        c=cal, decisions=DECISIONS, num=_num, top=top, rates=rates, judgements=judgements
+        c=cal, decisions=DECISIONS, num=_num, rate=_rate, top=top, rates=rates, judgements=judgements
     )
 
 

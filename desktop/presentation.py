@@ -10,7 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.domain.labels import NO_OUTCOME, OUTCOME_LABELS, outcome_label
-from core.domain.queue import QUEUE_GROUPS, OutcomeFilter, QueueGroup
+from core.domain.queue import (
+    BLIND_QUEUE_GROUPS,
+    QUEUE_GROUPS,
+    SECOND_REVIEW_QUEUE_GROUPS,
+    OutcomeFilter,
+    QueueGroup,
+)
 from core.domain.status import TaskStatus, ValidationOutcome, ValidationStatus
 
 S = TaskStatus
@@ -83,6 +89,11 @@ class GroupLook:
 _GROUP_WORDS: dict[str, tuple[str, str]] = {
     "needs_review": ("Needs review", "delivered without the validator's endorsement"),
     "awaiting_feedback": ("Awaiting feedback", "accepted by the validator"),
+    "to_judge": (
+        "To judge",
+        "awaiting your decision (blind review: the verdict shows after your first judgement)",
+    ),
+    "second_review": ("Second reviews due", "decided by someone else: decide independently"),
     "needs_revision": ("Needs revision", "a new attempt is due"),
     "active": ("Running and validating", "work in flight"),
     "open": ("Open", "not started"),
@@ -91,6 +102,10 @@ _GROUP_WORDS: dict[str, tuple[str, str]] = {
     "abandoned": ("Abandoned", "the analyst gave up on it"),
 }
 GROUPS: tuple[GroupLook, ...] = tuple(GroupLook(g, *_GROUP_WORDS[g.key]) for g in QUEUE_GROUPS)
+BLIND_GROUPS: tuple[GroupLook, ...] = tuple(GroupLook(g, *_GROUP_WORDS[g.key]) for g in BLIND_QUEUE_GROUPS)
+SECOND_REVIEW_GROUPS: tuple[GroupLook, ...] = tuple(
+    GroupLook(g, *_GROUP_WORDS[g.key]) for g in SECOND_REVIEW_QUEUE_GROUPS
+)
 
 # Amber band for "Needs review": readable on both light and dark palettes.
 NEEDS_REVIEW_BAND = "#f0b429"
@@ -148,6 +163,7 @@ def outcome_text(outcome: ValidationOutcome | None, validation_status: str | Non
 
 
 __all__ = [
+    "BLIND_GROUPS",
     "ERROR_COLOUR",
     "GROUPS",
     "NEEDS_REVIEW_BAND",
@@ -156,6 +172,7 @@ __all__ = [
     "OUTCOME_FILTER_LABELS",
     "OUTCOME_FULL",
     "OUTCOME_SHORT",
+    "SECOND_REVIEW_GROUPS",
     "STATUS_COLOURS",
     "STATUS_LABELS",
     "VERDICT_COLOURS",

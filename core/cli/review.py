@@ -70,6 +70,20 @@ def register(sub: Subparsers, common: argparse.ArgumentParser) -> dict[str, Hand
     p.add_argument("--note", help="a note kept with the judgement")
     p.add_argument("--reviewer", help=REVIEWER_HELP)
 
+    p = sub.add_parser(
+        "citation",
+        parents=[common],
+        help="mark citation N of the verdict right or wrong (the latest mark stands; calibration "
+        "counts citation precision)",
+    )
+    p.add_argument("task_id")
+    p.add_argument("number", type=int, metavar="N", help="the citation's number as `show` lists them, from 1")
+    p.add_argument("mark", choices=["right", "wrong"])
+    p.add_argument(
+        "--attempt", type=int, metavar="N", help="the attempt whose verdict is marked (default: the last)"
+    )
+    p.add_argument("--reviewer", help=REVIEWER_HELP)
+
     p = sub.add_parser("reopen", parents=[common], help="reopen a closed or abandoned task, with a reason")
     p.add_argument("task_id")
     p.add_argument("--reason", required=True, help="why the task is reopened (kept as the decision's note)")
@@ -96,6 +110,7 @@ def register(sub: Subparsers, common: argparse.ArgumentParser) -> dict[str, Hand
     return {
         "feedback": cmd_feedback,
         "second-review": cmd_second_review,
+        "citation": cmd_citation,
         "reopen": cmd_reopen,
         "undo": cmd_undo,
         "claim": cmd_claim,
@@ -183,6 +198,35 @@ async def _judge(args: argparse.Namespace, settings: Settings, phase: str) -> in
                   f"(`evidence-desk show {task.id[:12]}`) and decide with `evidence-desk feedback`")  # fmt: skip
         else:
             print(f"second review recorded on {task.id[:12]} (attempt {j.attempt_index}): {j.decision}")
+        return EXIT_OK
+
+    return await with_workspace(settings, body)
+
+
+async def cmd_citation(args: argparse.Namespace, settings: Settings) -> int:
+    """A mark that leaves the task as it is: no claim is needed, and nothing moves."""
+    from core.domain.event_codec import decode_as
+    from core.domain.event_payloads import CitationMark
+    from core.tasks.citation_marks import mark_citation
+
+    if args.number < 1:
+        raise UsageError("citation N counts from 1, as `evidence-desk show` lists the citations")
+
+    async def body(ws: Workspace) -> int:
+        task = await ws.store.get_task(args.task_id)
+        m = decode_as(
+            await mark_citation(
+                ws.store, task.id, args.number - 1, args.mark, reviewer=reviewer(args, settings),
+                attempt_index=args.attempt,
+            ),
+            CitationMark,
+        )  # fmt: skip
+        if args.json:
+            emit({"task_id": task.id, **m.model_dump(mode="json")})
+        else:
+            print(
+                f"citation {args.number} ({m.evidence_id}) of attempt {m.attempt_index} on {task.id[:12]}: {m.mark}"
+            )
         return EXIT_OK
 
     return await with_workspace(settings, body)

@@ -170,6 +170,13 @@ async def print_dossier(data: dict[str, Any], store: ContentReader | None = None
         print(f"\n## Validation of attempt {v['attempt_index']}: {v['status']} score {v['score']}")
         for warning in read_warnings(v["debug"] or {}):
             print(f"warning: {warning.code.value}: {warning.message}")
+        cited = (v.get("result") or {}).get("citations") or []
+        if cited:  # numbered as `evidence-desk citation TASK N right|wrong` names them
+            print("### Citations")
+        for n, c in enumerate(cited, 1):
+            print(
+                f"{n}. {c.get('evidence_id')} ({c.get('verdict')}, {c.get('check', 'unchecked')}): {c.get('claim')}"
+            )
         print(f"### Raw validator response\n{v['raw_response']}")
         print(f"### Debug\n{json.dumps(v['debug'], indent=2, default=str)}")
         if v.get("prompt"):

@@ -510,6 +510,25 @@ class SecondReviewRequest(EventPayload):
     requested_by: str
 
 
+class CitationMark(EventPayload):
+    """An analyst's mark on one citation of a verdict: right (the quote supports what the
+    validator said of it) or wrong. Calibration counts the latest mark on each citation as the
+    validator's citation precision per model and version, which the payload carries (the verdict
+    never changes, so neither do they) so the figures are one pass over these events."""
+
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"validator_model", "validator_version"})
+
+    attempt_index: int
+    attempt_id: str
+    validation_id: str  # the verdict whose citation is marked
+    citation: int  # its place in the verdict's citations, from 0
+    evidence_id: str
+    mark: str  # right | wrong
+    reviewer: str
+    validator_model: str | None = None
+    validator_version: str | None = None
+
+
 class SuppliedAnswerRecord(SuppliedProvenance, EventPayload):
     """A batch row's answer recorded as the attempt's run: validated only, no agent wrote it."""
 
@@ -562,6 +581,7 @@ __all__ = [
     "AnalystDecision",
     "AnalystJudgement",
     "AnalystVerdictRecord",
+    "CitationMark",
     "ClaimAssignment",
     "ClaimRelease",
     "ClaimTakeover",

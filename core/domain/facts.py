@@ -43,6 +43,7 @@ class EventKind(StrEnum):
     ANSWER_SUPPLIED = "answer_supplied"  # a batch row's answer, validated only: no agent wrote it
     ANALYST_JUDGEMENT_RECORDED = "analyst_judgement_recorded"  # a blind first or a second review
     SECOND_REVIEW_REQUESTED = "second_review_requested"  # a decided task queued for another reviewer
+    CITATION_MARKED = "citation_marked"  # an analyst marked one validator citation right or wrong
     MODEL_CALLS_RECORDED = "model_calls_recorded"  # calls outside runs and validations (planner, schema)
     SHADOW_VERDICT_RECORDED = (
         "shadow_verdict_recorded"  # a candidate validator's replayed verdict (core/judge)

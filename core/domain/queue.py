@@ -46,6 +46,22 @@ QUEUE_GROUPS: tuple[QueueGroup, ...] = (
     QueueGroup("abandoned", (S.ABANDONED,)),
 )
 GROUP_OF_STATUS: dict[TaskStatus, str] = {s: g.key for g in QUEUE_GROUPS for s in g.statuses}
+# Blind review: "needs review" (the validator did not endorse it) and "awaiting feedback" (it
+# accepted) would tell the verdict by where a task sits, so both wait in one group, in one order.
+BLIND_QUEUE_GROUPS: tuple[QueueGroup, ...] = (
+    QueueGroup("to_judge", (S.NEEDS_REVIEW, S.AWAITING_FEEDBACK)),
+    *QUEUE_GROUPS[2:],
+)
+
+
+# A second reviewer's list: one band whatever the status, which would tell the first decision
+# (closed: satisfied, abandoned: abandon).
+SECOND_REVIEW_QUEUE_GROUPS: tuple[QueueGroup, ...] = (QueueGroup("second_review", tuple(TaskStatus)),)
+
+
+def group_of_status(groups: Sequence[QueueGroup]) -> dict[TaskStatus, str]:
+    """Each status's group key among ``groups``."""
+    return {s: g.key for g in groups for s in g.statuses}
 
 
 class OutcomeFilter(StrEnum):
@@ -191,8 +207,10 @@ def group_pages(
 
 
 __all__ = [
+    "BLIND_QUEUE_GROUPS",
     "GROUP_OF_STATUS",
     "QUEUE_GROUPS",
+    "SECOND_REVIEW_QUEUE_GROUPS",
     "OutcomeFilter",
     "PageCursor",
     "QueueFilter",
@@ -200,6 +218,7 @@ __all__ = [
     "QueuePage",
     "QueueSort",
     "SortColumn",
+    "group_of_status",
     "group_pages",
     "precedes",
     "sort_key",

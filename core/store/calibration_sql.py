@@ -180,7 +180,9 @@ async def _standing_where(conn: Any, where: Any, batch_id: str | None) -> dict[s
             await asyncio.sleep(0)  # the desk's GUI paints between stretches
         rows.setdefault(attempt_id, []).append((action, _Standing(task_id, at, action, who, reason)))
     found: dict[str, _Standing] = {}
-    for attempt_id, history in rows.items():
+    for i, (attempt_id, history) in enumerate(rows.items()):
+        if i % _TURN == _TURN - 1:
+            await asyncio.sleep(0)
         history.sort(key=lambda pair: pair[1].at)
         last = standing(history)
         if last is not None:
@@ -331,10 +333,14 @@ async def override_rows(
         q = q.where(EventRow.task_id.in_(_batch_tasks(batch_id)))
     async with store.read_session() as s:
         result = await s.execute(q.order_by(EventRow.id))
-        return [
-            OverrideRow(str(r[0]), str(r[1]), r[2], str(r[3] or ""), str(r[4] or ""), r[5] or None)
-            for r in result
-        ]
+        out: list[OverrideRow] = []
+        for i, r in enumerate(result):  # each row's time is parsed here: in stretches, the GUI paints between
+            if i % _TURN == _TURN - 1:
+                await asyncio.sleep(0)
+            out.append(
+                OverrideRow(str(r[0]), str(r[1]), r[2], str(r[3] or ""), str(r[4] or ""), r[5] or None)
+            )
+        return out
 
 
 async def verdicts_for(store: StoreBase, attempt_ids: Iterable[str]) -> dict[str, Verdict]:

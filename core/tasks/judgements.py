@@ -10,6 +10,8 @@ beside the first (inter-analyst agreement) and lists disagreements for adjudicat
 from __future__ import annotations
 
 import hashlib
+from collections import defaultdict
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
@@ -20,6 +22,8 @@ from core.domain.event_codec import decode_as, encode
 from core.domain.event_payloads import AnalystJudgement, SecondReviewRequest
 from core.domain.facts import EventKind
 from core.domain.reasons import check_reason, load_reasons
+from core.domain.records import EventRecord, FeedbackRecord
+from core.domain.standing import standing
 from core.errors import InvalidRequest, RefusedAction
 from core.tasks.review import allowed_actions
 
@@ -97,6 +101,38 @@ async def record_judgement(
     return judgement
 
 
+def second_review_due_on(
+    task_id: str,
+    feedback: Sequence[FeedbackRecord],
+    events: Sequence[EventRecord],
+    rate: float,
+    reviewer: str,
+) -> str | None:
+    """The attempt of this task awaiting ``reviewer``'s second review, read from the task's own
+    records (a dossier), or None: the rule of ``second_reviews_due`` for one task, so the desk can
+    hide the first decision in the same turn that shows the task."""
+    rows: dict[str, list[FeedbackRecord]] = defaultdict(list)
+    for f in sorted(feedback, key=lambda f: f.created_at):
+        if f.attempt_id is not None:
+            rows[f.attempt_id].append(f)
+    decided = [d for r in rows.values() if (d := standing((f.action, f) for f in r)) is not None]
+    if not decided:
+        return None
+    first = max(decided, key=lambda d: d.created_at)
+    attempt_id = first.attempt_id
+    if first.reviewer == reviewer or attempt_id is None:
+        return None
+    requested = False
+    for e in events:
+        if e.kind == EventKind.ANALYST_JUDGEMENT_RECORDED:
+            j = decode_as(e, AnalystJudgement)
+            if j.phase == SECOND and j.attempt_id == attempt_id:
+                return None  # reviewed a second time already (by anyone)
+        elif e.kind == EventKind.SECOND_REVIEW_REQUESTED:
+            requested = requested or decode_as(e, SecondReviewRequest).attempt_id == attempt_id
+    return attempt_id if requested or sampled(task_id, rate) else None
+
+
 def sampled(task_id: str, rate: float) -> bool:
     """Whether ``second_review_rate`` picks this task: a fixed hash of its id, so the sample is the
     same on every desk and every day, and raising the rate only adds tasks."""
@@ -169,5 +205,6 @@ __all__ = [
     "record_judgement",
     "request_second_review",
     "sampled",
+    "second_review_due_on",
     "second_reviews_due",
 ]

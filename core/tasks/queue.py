@@ -101,17 +101,25 @@ class TaskQueue:
         self._store = store
         self._sql = queue_sql
 
-    async def snapshot(self, flt: QueueFilter, sort: QueueSort, *, page_size: int) -> QueueSnapshot:
+    async def snapshot(
+        self,
+        flt: QueueFilter,
+        sort: QueueSort,
+        *,
+        page_size: int,
+        groups: Sequence[QueueGroup] = QUEUE_GROUPS,
+    ) -> QueueSnapshot:
         """A reload in at most two statements: stored counts (when cheap), then one page query.
+
+        ``groups``: the bands to page (blind review pages ``BLIND_QUEUE_GROUPS``, where tasks
+        awaiting a decision share one band whatever the verdict).
 
         With stored counts, groups with no task cost nothing; under a text filter the index is
         asked once, for the first page of every group, and the counts are left to ``counts``.
         """
         counts = await self._sql.stored_counts(self._store, flt) if self._sql.counts_are_cheap(flt) else None
-        groups = [
-            (g.key, [s for s in flt.statuses_in(g) if counts is None or counts[s]]) for g in QUEUE_GROUPS
-        ]
-        pages = await self._sql.first_pages(self._store, groups, flt=flt, sort=sort, limit=page_size)
+        arms = [(g.key, [s for s in flt.statuses_in(g) if counts is None or counts[s]]) for g in groups]
+        pages = await self._sql.first_pages(self._store, arms, flt=flt, sort=sort, limit=page_size)
         claims = await self.claims([t.id for p in pages.values() for t in p.rows])
         return QueueSnapshot(counts=counts, pages=pages, claims=claims)
 

@@ -7,9 +7,10 @@ reads through a ``PendingQueue``, whose reads wait until the store's queue is at
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Protocol
 
-from core.domain.queue import PageCursor, QueueFilter, QueueGroup, QueuePage, QueueSort
+from core.domain.queue import QUEUE_GROUPS, PageCursor, QueueFilter, QueueGroup, QueuePage, QueueSort
 from core.domain.status import TaskStatus
 from core.tasks.queue import QueueSnapshot, RowUpdate, TaskQueue
 
@@ -17,7 +18,14 @@ from core.tasks.queue import QueueSnapshot, RowUpdate, TaskQueue
 class QueueReads(Protocol):
     """What the model asks of the queue's read side (``core.tasks.queue.TaskQueue``)."""
 
-    async def snapshot(self, flt: QueueFilter, sort: QueueSort, *, page_size: int) -> QueueSnapshot: ...
+    async def snapshot(
+        self,
+        flt: QueueFilter,
+        sort: QueueSort,
+        *,
+        page_size: int,
+        groups: Sequence[QueueGroup] = QUEUE_GROUPS,
+    ) -> QueueSnapshot: ...
 
     async def page(
         self, group: QueueGroup, flt: QueueFilter, sort: QueueSort, *, after: PageCursor | None, limit: int
@@ -52,8 +60,15 @@ class PendingQueue:
         assert self._queue is not None
         return self._queue
 
-    async def snapshot(self, flt: QueueFilter, sort: QueueSort, *, page_size: int) -> QueueSnapshot:
-        return await (await self._wait()).snapshot(flt, sort, page_size=page_size)
+    async def snapshot(
+        self,
+        flt: QueueFilter,
+        sort: QueueSort,
+        *,
+        page_size: int,
+        groups: Sequence[QueueGroup] = QUEUE_GROUPS,
+    ) -> QueueSnapshot:
+        return await (await self._wait()).snapshot(flt, sort, page_size=page_size, groups=groups)
 
     async def page(
         self, group: QueueGroup, flt: QueueFilter, sort: QueueSort, *, after: PageCursor | None, limit: int

@@ -67,7 +67,7 @@ def group_cell(
     spec: GroupLook, count: int, exact: bool, icons: Mapping[str, QIcon], column: int, role: int
 ) -> Any:
     """A group header's answer: its title with the count ("≥ N" while only a lower bound is known)."""
-    review = spec.key == "needs_review"
+    review = spec.key in ("needs_review", "to_judge")  # what the analyst is there for
     if role == _DISPLAY and column == 0:
         return f"{spec.title}  ({count if exact else f'≥ {count}'})"
     if role == _TOOLTIP:

@@ -45,7 +45,7 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QIcon
 
 from core.domain.claims import ClaimRecord
-from core.domain.queue import GROUP_OF_STATUS, PageCursor, QueueFilter, QueuePage, QueueSort
+from core.domain.queue import PageCursor, QueueFilter, QueuePage, QueueSort, group_of_status
 from core.domain.records import TaskRecord
 from core.domain.status import TaskStatus
 from core.events import RunProgress
@@ -146,13 +146,19 @@ class TaskQueueModel(QAbstractItemModel):
     row may move on its own until ``sig_refreshed``, which views should not take for the analyst's."""
 
     def __init__(
-        self, queue: QueueReads, ops: CoreOps, *, page_size: int = 200, parent: QObject | None = None
+        self,
+        queue: QueueReads,
+        ops: CoreOps,
+        *,
+        page_size: int = 200,
+        parent: QObject | None = None,
+        groups: tuple[GroupLook, ...] = GROUPS,
     ) -> None:
         super().__init__(parent)
         self._queue = queue
         self._ops = ops
         self.page_size = page_size
-        self._groups = [_Group(spec) for spec in GROUPS]
+        self._use_groups(groups)
         self._where: dict[str, int] = {}
         self._filter = QueueFilter()
         self._sort = QueueSort()
@@ -174,14 +180,32 @@ class TaskQueueModel(QAbstractItemModel):
         self.reviewer: str | None = None  # this desk's reviewer: their own claims are not marked
         self._viewers: dict[str, list[str]] = {}  # task id -> other reviewers looking at it
 
+    def _use_groups(self, looks: tuple[GroupLook, ...]) -> None:
+        self.looks = looks
+        self._groups = [_Group(spec) for spec in looks]
+        index = {g.key: gi for gi, g in enumerate(looks)}
+        self._group_at = {
+            status: index[key] for status, key in group_of_status([g.group for g in looks]).items()
+        }
+
     # ------------------------------------------------------------------ public API
+    def set_groups(self, looks: tuple[GroupLook, ...]) -> None:
+        """Band the queue by other groups (blind review's: ``presentation.BLIND_GROUPS``), then reload."""
+        if looks == self.looks:
+            return
+        self.beginResetModel()
+        self._use_groups(looks)
+        self._where = {}
+        self.endResetModel()
+        self.refresh()
+
     def seed(self, snapshot: QueueSnapshot) -> None:
         """First rows before the store is open (``core.tasks.queue.snapshot_from_peek``).
 
         Applied as a first load: views lay them out and the analyst can move through them; the
         next ``refresh`` replaces them in place. Ignored once anything has loaded.
         """
-        if not self.loaded_once:
+        if not self.loaded_once and set(snapshot.pages) == {g.spec.key for g in self._groups}:
             self._apply_snapshot(self._generation, snapshot)
 
     def attach(self, queue: TaskQueue) -> None:
@@ -233,12 +257,14 @@ class TaskQueueModel(QAbstractItemModel):
             if stale is not None and not stale.done():
                 stale.cancel()
         self._dirty.clear()  # the reload shows every change noticed so far
-        flt, sort = self._filter, self._sort
+        flt, sort, looks = self._filter, self._sort, self.looks
 
         async def load() -> QueueSnapshot:
             async with self._refresh_lock:
                 self.refreshes_started += 1
-                return await self._queue.snapshot(flt, sort, page_size=self.first_page_size)
+                return await self._queue.snapshot(
+                    flt, sort, page_size=self.first_page_size, groups=[g.group for g in looks]
+                )
 
         self._refresh_task = self._ops.run(
             load(),
@@ -315,10 +341,12 @@ class TaskQueueModel(QAbstractItemModel):
         raise KeyError(key)
 
     def group_count(self, key: str) -> int:
-        return next(g.count for g in self._groups if g.spec.key == key)
+        """The group's count; 0 for a group this banding does not have (blind review merges two)."""
+        return next((g.count for g in self._groups if g.spec.key == key), 0)
 
     def group_task_ids(self, key: str) -> list[str]:
-        return [t.id for t in next(g.rows for g in self._groups if g.spec.key == key)]
+        """The group's loaded task ids; none for a group this banding does not have."""
+        return [t.id for t in next((g.rows for g in self._groups if g.spec.key == key), ())]
 
     def task(self, task_id: str) -> TaskRecord | None:
         gi = self._where.get(task_id)
@@ -468,7 +496,7 @@ class TaskQueueModel(QAbstractItemModel):
             self._progress.pop(task.id, None)
         self.set_claim(task.id, update.claim, announce=False)
 
-        new_gi: int | None = GROUP_INDEX[GROUP_OF_STATUS[task.status]] if update.admitted else None
+        new_gi: int | None = self._group_at[task.status] if update.admitted else None
         new_row = -1
         if new_gi is not None:
             target = self._groups[new_gi]
@@ -506,7 +534,7 @@ class TaskQueueModel(QAbstractItemModel):
         Where the task was is known when its row was loaded; when it was not, the move's source
         is unknown, and one background count (cancelled by any reload) settles the headers.
         """
-        new_gi = GROUP_INDEX[GROUP_OF_STATUS[update.task.status]] if update.admitted else None
+        new_gi = self._group_at[update.task.status] if update.admitted else None
         if old_gi == new_gi:
             return
         if old_gi is not None:

@@ -257,6 +257,17 @@ SAMPLES: dict[EventKind, dict[str, Any]] = {
         "reason": "wrong_fact",
     },
     EventKind.SECOND_REVIEW_REQUESTED: {"attempt_index": 1, "attempt_id": "a1", "requested_by": "ana"},
+    EventKind.CITATION_MARKED: {
+        "attempt_index": 1,
+        "attempt_id": "a1",
+        "validation_id": "v1",
+        "citation": 0,
+        "evidence_id": "E1",
+        "mark": "right",
+        "reviewer": "ana",
+        "validator_model": "judge",
+        "validator_version": "abc123",
+    },
     EventKind.ANSWER_SUPPLIED: {
         "source": "batch",
         "batch_id": "b1",

@@ -160,3 +160,31 @@ def test_blind_review_hides_every_verdict_widget_until_the_first_judgement(
         assert cal.anchoring is not None and cal.anchoring.judged == 1 and cal.anchoring.changed.value == 0
 
     run(qloop, scenario())
+
+
+def test_blind_review_bands_tasks_awaiting_a_decision_without_telling_the_verdict(
+    qloop: qasync.QEventLoop, workspace: Workspace, desk: MainWindow
+) -> None:
+    # Needs review (the validator did not endorse it) against Awaiting feedback (it accepted)
+    # would give the verdict away by where a task sits: blind, both wait in one "To judge" group.
+    async def scenario() -> None:
+        accepted = await _seed(workspace)
+        rejected = (await add_task(workspace, "When is low tide?", TaskStatus.NEEDS_REVIEW)).id
+        await started(desk)
+        model = desk.model
+        assert model.looks[0].key == "to_judge"
+        assert set(model.group_task_ids("to_judge")) == {accepted, rejected}
+        assert model.group_task_ids("needs_review") == model.group_task_ids("awaiting_feedback") == []
+        queue = reachable_texts(desk.queue)
+        assert "To judge  (2)" in queue
+        for needle in ("Needs review", "Awaiting feedback", "Awaiting", "accepted by the validator"):
+            assert needle not in queue, f"{needle!r} tells the verdict in the queue"
+
+        # A live change keeps the band: the accepted task moving to needs review stays put.
+        updated = wait_signal(model.sig_task_updated)
+        await workspace.store.update_task(accepted, status=TaskStatus.NEEDS_REVIEW)
+        model.update_task(accepted)
+        await updated
+        assert set(model.group_task_ids("to_judge")) == {accepted, rejected}
+
+    run(qloop, scenario())

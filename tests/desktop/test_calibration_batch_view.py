@@ -9,7 +9,7 @@ from pytestqt.qtbot import QtBot
 from core.calibration import calibrate, calibration_batches
 from core.workspace import Workspace
 from desktop.ops import CoreOps
-from desktop.views.insight.calibration import CalibrationView
+from desktop.views.insight.calibration import WINDOW_SIZE, CalibrationView
 from tests.core.test_calibration_batch import queue
 from tests.desktop.conftest import run
 
@@ -56,7 +56,7 @@ def test_every_header_fits_at_the_windows_default_size(
     ops = CoreOps()
     view = CalibrationView(ops, lambda f: calibrate(store, f), batches=lambda: calibration_batches(store))
     qtbot.addWidget(view)
-    view.resize(1000, 680)  # what Review → Calibration… opens
+    view.resize(*WINDOW_SIZE)  # what Review → Calibration… opens
     view.show()
     qtbot.waitExposed(view)
     view.refresh()

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.calibration import DECISIONS, Calibration, CalibrationFilter, judgement_lines, rates_lines
+from core.domain.agreement import Rate
 from core.domain.validation import FailureCategory
 from desktop.models.calibration_cells import CELL_ROLE, CELL_WORDS, CellsModel
 from desktop.models.calibration_matrix import MatrixModel
@@ -38,6 +39,10 @@ if TYPE_CHECKING:
     from desktop.views.host import DeskHost
 
 Source = Callable[[CalibrationFilter], Coroutine[Any, Any, Calibration]]
+WINDOW_SIZE = (
+    1120,
+    820,
+)  # the size it opens with: every table (versions, citations too) without a scroll bar
 Batches = Callable[[], Coroutine[Any, Any, list[tuple[str, str]]]]
 
 
@@ -75,6 +80,10 @@ def _num(x: float | None) -> str:
     return "–" if x is None else f"{x:.2f}"
 
 
+def _rate(r: Rate) -> str:
+    return "–" if r.value is None else f"{r.value:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}]"
+
+
 class CalibrationView(QWidget):
     """Filters, the 2x2 with its error rates, the matrix heatmap, agreement tables and the trend.
 
@@ -101,6 +110,9 @@ class CalibrationView(QWidget):
         self.model_edit.setPlaceholderText("any validator model")
         hint = self.model_edit.fontMetrics().horizontalAdvance(self.model_edit.placeholderText())
         self.model_edit.setMinimumWidth(hint + 24)  # the placeholder is read whole, not "any validator mo…"
+        self.version_edit = QLineEdit(self)
+        self.version_edit.setPlaceholderText("any version")
+        self.version_edit.setToolTip("Only verdicts by this validator version (an id or a unique prefix)")
         self.batch_combo = QComboBox(self)
         self.batch_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.batch_combo.addItem("any batch", None)
@@ -116,23 +128,7 @@ class CalibrationView(QWidget):
         self.summary = QLabel("Computing…", self)
         self.summary.setTextFormat(Qt.TextFormat.PlainText)
         self._build_rates()
-        self.matrix = MatrixModel(self)
-        by_category = ["category", "decided", "agreement", "kappa"]
-        by_model = ["validator model", "decided", "agreement", "kappa"]
-        self.by_category = RowsModel(by_category, text_cell, self, explained=by_category)
-        self.by_model = RowsModel(by_model, text_cell, self, explained=by_model)
-        self.warnings = RowsModel(
-            ["warning", "decided", "overridden", "revised", "share"],
-            text_cell,
-            self,
-            explained=[
-                "the verdict warning",
-                "decided attempts whose verdict carried the warning",
-                "of those, attempts the analyst overrode",
-                "of those, attempts the analyst sent back for revision",
-                "overridden or revised, of those decided",
-            ],
-        )
+        self._build_models()
         self.sparkline = Sparkline(self)
         layout = QVBoxLayout(self)
         layout.addLayout(self._filter_row())
@@ -140,7 +136,10 @@ class CalibrationView(QWidget):
         layout.addLayout(self._rates_row())
         tables = QHBoxLayout()
         self.tables: list[QTableView] = []
-        for model in (self.matrix, self.by_category, self.by_model, self.warnings):
+        lower = QHBoxLayout()
+        for model in (
+            self.matrix, self.by_category, self.by_model, self.warnings, self.by_version, self.citations,
+        ):  # fmt: skip
             view = QTableView(self)
             view.setModel(model)
             view.setWordWrap(False)
@@ -160,15 +159,54 @@ class CalibrationView(QWidget):
                 header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
                 header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
                 view.verticalHeader().hide()
-                tables.addWidget(view)
+                (lower if model in (self.by_version, self.citations) else tables).addWidget(view)
         layout.addLayout(tables, 1)
+        layout.addLayout(lower, 1)
         layout.addWidget(QLabel("Agreement per week", self))
         layout.addWidget(self.sparkline)
+
+    def _build_models(self) -> None:
+        """The tables' models: matrix, agreement per category, model and version, warnings, citations."""
+        self.matrix = MatrixModel(self)
+        by_category = ["category", "decided", "agreement", "kappa"]
+        by_model = ["validator model", "decided", "agreement", "kappa"]
+        by_version = ["validator version", "decided", "agreement", "kappa"]
+        self.by_category = RowsModel(by_category, text_cell, self, explained=by_category)
+        self.by_model = RowsModel(by_model, text_cell, self, explained=by_model)
+        self.by_version = RowsModel(
+            by_version, text_cell, self,
+            explained=["the validator version (unversioned: verdicts from before versions)", *by_version[1:]],
+        )  # fmt: skip
+        self.citations = RowsModel(
+            ["citations by model", "version", "right", "wrong", "precision [95%]"],
+            text_cell,
+            self,
+            explained=[
+                "the validator model whose citations analysts marked",
+                "its validator version",
+                "citations marked right (the latest mark on each stands)",
+                "citations marked wrong",
+                "right of marked, with its Wilson 95% interval",
+            ],
+        )
+        self.warnings = RowsModel(
+            ["warning", "decided", "overridden", "revised", "share"],
+            text_cell,
+            self,
+            explained=[
+                "the verdict warning",
+                "decided attempts whose verdict carried the warning",
+                "of those, attempts the analyst overrode",
+                "of those, attempts the analyst sent back for revision",
+                "overridden or revised, of those decided",
+            ],
+        )
 
     def _filter_row(self) -> QHBoxLayout:
         filters = QHBoxLayout()
         for label, widget in (
             ("Validator model", self.model_edit),
+            ("Version", self.version_edit),
             ("Category", self.category_combo),
             ("Batch", self.batch_combo),
             ("Reviewer", self.reviewer_edit),
@@ -232,6 +270,7 @@ class CalibrationView(QWidget):
         model = self.model_edit.text().strip() or None
         return CalibrationFilter(
             validator_model=model,
+            validator_version=self.version_edit.text().strip() or None,
             category=self.category_combo.currentData(),
             batch_id=self.batch_combo.currentData(),
             reviewer=self.reviewer_edit.text().strip() or None,
@@ -304,6 +343,15 @@ class CalibrationView(QWidget):
             [[k, str(v.n), _num(v.rate), _num(v.kappa)] for k, v in cal.by_category.items()]
         )
         self.by_model.set_rows([[k, str(v.n), _num(v.rate), _num(v.kappa)] for k, v in cal.by_model.items()])
+        self.by_version.set_rows(
+            [[k, str(v.n), _num(v.rate), _num(v.kappa)] for k, v in cal.by_version.items()]
+        )
+        self.citations.set_rows(
+            [
+                [v.validator_model, v.validator_version, str(v.right), str(v.wrong), _rate(v.precision)]
+                for v in (cal.citations.by_validator if cal.citations is not None else [])
+            ]
+        )
         self.warnings.set_rows(
             [
                 [
@@ -372,7 +420,7 @@ class CalibrationMenuEntry:
             )
             view.setWindowFlag(Qt.WindowType.Window)
             view.setParent(self.host.widget, Qt.WindowType.Window)
-            view.resize(1000, 680)
+            view.resize(*WINDOW_SIZE)
             view.sig_cases.connect(lambda words, ids: self.cases.show(words, ids))
             self.view = view
         view.show()
@@ -381,4 +429,4 @@ class CalibrationMenuEntry:
         return view
 
 
-__all__ = ["CalibrationMenuEntry", "CalibrationView", "Sparkline"]
+__all__ = ["WINDOW_SIZE", "CalibrationMenuEntry", "CalibrationView", "Sparkline"]

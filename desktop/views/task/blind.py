@@ -2,7 +2,8 @@
 
 With the ``blind_review`` setting (or the reviewer named in ``blind_reviewers``), a task awaiting a
 decision shows its answer and evidence but none of the verdict (``TaskDetailView.set_verdict_hidden``)
-and the queue hides its score, outcome, category and status columns. The first S, R or A records
+and the queue hides its score, outcome, category and status columns and bands tasks awaiting a
+decision in one "To judge" group (needs review against awaiting feedback would tell the verdict). The first S, R or A records
 a blind judgement (``core.tasks.judgements``, an event; the task does not move), then the verdict
 is revealed and the same keys decide as usual: confirm or change. Calibration compares the two
 (the anchoring rate). Keyboard-first: no extra key to learn.
@@ -22,6 +23,7 @@ from core.domain.facts import EventKind
 from core.tasks.judgements import BLIND, blind_for, record_judgement
 from core.tasks.review import allowed_actions
 from desktop.models.queue_model import COL_CATEGORY, COL_OUTCOME, COL_SCORE, COL_STATUS
+from desktop.presentation import BLIND_GROUPS
 
 if TYPE_CHECKING:
     from desktop.views.host import DeskHost
@@ -55,6 +57,8 @@ class BlindReview:
             header = host.queue.tree.header()
             for col in _VERDICT_COLUMNS:
                 header.setSectionHidden(col, True)
+            # "Needs review" against "Awaiting feedback" would tell the verdict: one group instead.
+            host.model.set_groups(BLIND_GROUPS)
 
     @property
     def enabled(self) -> bool:

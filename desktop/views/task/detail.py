@@ -28,6 +28,7 @@ from core.domain.facts import WarningCode
 from core.domain.records import AttemptRecord, ValidationRecord
 from core.domain.status import ValidationOutcome
 from core.domain.validation import CitationCheck
+from core.tasks.citation_marks import standing_marks
 from core.tasks.dossier import TaskDossier
 from core.validation.warnings import read_warnings
 from desktop.presentation import NOT_ENDORSED_COLOUR, STATUS_LABELS, label, outcome_text
@@ -174,6 +175,7 @@ class TaskDetailView(QWidget):
         self.badges: list[QLabel] = []
         self._live: tuple[str, str] = ("", "")  # (task id, streamed text) while a run streams
         self.verdict_hidden = False  # blind review: see set_verdict_hidden
+        self.decision_hidden = False  # a second review: see set_decision_hidden
 
         self._stack = QStackedWidget(self)
         self.empty_label = QLabel("Select a task", self)
@@ -413,11 +415,15 @@ class TaskDetailView(QWidget):
             self.evidence_view.viewer.set_text(GATHERING_NOTE)
         self._show_usage(dossier, attempt)
         self.validator_view.set_validation(validation)
+        if validation is not None:  # the analyst's marks on its citations (``citation_marks.py``)
+            self.validator_view.citations.set_marks(standing_marks(dossier.events, validation.id))
         self.analyst_verdict_label.show_for(dossier, self._attempt_index)
         self._set_badges(warning_badges(dossier, attempt, validation, packet) if attempt is not None else [])
         self._show_disagreements(packet)
         if self.verdict_hidden:
             self.set_verdict_hidden(True)
+        if self.decision_hidden:
+            self.set_decision_hidden(True)
 
     def set_verdict_hidden(self, hidden: bool) -> None:
         """Blind review (``desktop/views/task/blind.py``): hide every widget that shows or hints at
@@ -438,6 +444,20 @@ class TaskDetailView(QWidget):
             self.tabs.setCurrentIndex(0)
         elif self._dossier is not None:
             self.failure_label.setVisible(bool(self.failure_label.text()))
+            self._show(next((a for a in self._attempts if a.index == self._attempt_index), None))
+
+    def set_decision_hidden(self, hidden: bool) -> None:
+        """A second review (``desktop/views/task/second_review.py``): hide what tells the first
+        reviewer's decision (the task's status, the history with its notes and reasons, an
+        override) until the second reviewer records theirs; revealing shows the attempt as it is."""
+        self.decision_hidden = hidden
+        self.status_label.setVisible(not hidden)
+        self.tabs.setTabVisible(self.tabs.indexOf(self.history_view), not hidden and not self.verdict_hidden)
+        if hidden:
+            self.analyst_verdict_label.hide()
+            if self.tabs.currentWidget() is self.history_view:
+                self.tabs.setCurrentIndex(0)
+        elif self._dossier is not None and not self.verdict_hidden:
             self._show(next((a for a in self._attempts if a.index == self._attempt_index), None))
 
     def _show_disagreements(self, packet: TaskEvidencePacket | None) -> None:

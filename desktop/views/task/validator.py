@@ -145,6 +145,10 @@ def raw_differences(raw: str) -> list[str]:
     return found
 
 
+MARK_COLUMN = 4
+MARK_TEXT = {"right": ("✓ right (+)", "#2e8b57"), "wrong": ("✗ wrong (−)", "#c0392b")}
+
+
 class CitationList(QTreeWidget):
     """The validator's citations; activating one asks the evidence pane to show the quote."""
 
@@ -153,17 +157,26 @@ class CitationList(QTreeWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setColumnCount(4)
-        self.setHeaderLabels(["Check", "Id", "Verdict", "Claim"])
+        self.setColumnCount(5)
+        self.setHeaderLabels(["Check", "Id", "Verdict", "Claim", "Your mark"])
         self.setRootIsDecorated(False)
         self.setUniformRowHeights(True)
         self.setAlternatingRowColors(True)
         self.setWordWrap(False)
         self._citations: list[Citation] = []
+        self.marks: dict[int, str] = {}  # row -> the analyst's standing mark (right | wrong)
         self.itemClicked.connect(self._on_item)
         self.itemActivated.connect(self._on_item)
 
     def set_citations(self, citations: list[Citation]) -> None:
+        """Fill the list; the same citations again (the task re-rendered) keep the current row, so
+        marking with + and − walks on where it was."""
+        current = self.currentItem()
+        keep = (
+            self.indexOfTopLevelItem(current)
+            if current is not None and citations == self._citations
+            else None
+        )
         self.clear()
         self._citations = list(citations)
         for row, c in enumerate(self._citations):
@@ -176,6 +189,21 @@ class CitationList(QTreeWidget):
             self.addTopLevelItem(item)
         for column in range(3):
             self.resizeColumnToContents(column)
+        self.marks = {}
+        kept = self.topLevelItem(keep) if keep is not None and keep >= 0 else None
+        if kept is not None:
+            self.setCurrentItem(kept)
+
+    def set_marks(self, marks: dict[int, str]) -> None:
+        """Show the analyst's standing marks (row -> right | wrong; ``core.tasks.citation_marks``)."""
+        self.marks = dict(marks)
+        for row in range(self.topLevelItemCount()):
+            item = self.topLevelItem(row)
+            mark = self.marks.get(row)
+            if item is not None:
+                text, colour = MARK_TEXT.get(mark or "", ("", "#000000"))
+                item.setText(MARK_COLUMN, text)
+                item.setForeground(MARK_COLUMN, QColor(colour))
 
     def citations(self) -> list[Citation]:
         return list(self._citations)
@@ -326,7 +354,8 @@ class ValidatorView(QWidget):
             self.citations.set_citations(result.citations)
             verified = sum(1 for c in result.citations if c.check == CitationCheck.VERIFIED)
             self.citations_label.setText(
-                f"Citations ({verified} of {len(result.citations)} verified) — click one to show its quote"
+                f"Citations ({verified} of {len(result.citations)} verified) — click one to show its quote; "
+                "+ or − marks the current one right or wrong"
                 if result.citations
                 else "Citations: none"
             )

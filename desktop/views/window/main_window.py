@@ -39,11 +39,13 @@ from desktop.views.queue.claims import ClaimKeeper
 from desktop.views.queue.view import QueueView
 from desktop.views.queue.watching import LiveWorkspace
 from desktop.views.task.blind import BlindReview
+from desktop.views.task.citation_marks import CitationMarks
 from desktop.views.task.detail import TaskDetailView
 from desktop.views.task.evidence_paging import install_evidence_paging
 from desktop.views.task.live_feed import connect_live
 from desktop.views.task.navigation import add_navigation_actions
 from desktop.views.task.override_action import add_override_action
+from desktop.views.task.second_review import SecondReview
 from desktop.views.window.actions import ActionSlots, build_actions, icon
 from desktop.views.window.chrome import EmptyState, MessageBar, RunProgressStrip
 from desktop.views.window.dialogs import WindowDialogs
@@ -111,6 +113,7 @@ class MainWindow(QMainWindow):
         self.claims = ClaimKeeper(self)  # the task on screen is claimed, renewed and released
         self.reviewing = ReviewActions(self, self.claims, decisions)  # S / R / A
         self.reviewing.blind = BlindReview(self)  # blind review: the verdict hidden until a first judgement
+        self.reviewing.second = SecondReview(self, self.calibration.cases)  # 2, Ctrl+2: second reviews
         self.evidence_reader = install_evidence_paging(
             self
         )  # big evidence paged, found in core (not deferred: a selection needs it)
@@ -196,6 +199,7 @@ class MainWindow(QMainWindow):
         self.compare_validators = CompareMenuEntry(self)  # Review → Compare validators…
         self.validator_templates = TemplatesMenuEntry(self)  # Review → Validator templates…
         self.act_override = add_override_action(self)  # Review → Record my verdict…
+        self.citation_marks = CitationMarks(self)  # + / − mark the current citation right or wrong
         self.nav_actions = add_navigation_actions(self, self.detail)  # [ ] N P Alt+1..3
         self.act_open_log = add_open_log_action(self.acts.help_menu)  # Help → Open log folder
         return decisions
@@ -364,6 +368,8 @@ class MainWindow(QMainWindow):
 
     def _update_actions(self) -> None:
         allowed = allowed_actions(self._current) if self._current is not None else set()
+        if self.reviewing.second is not None and self.reviewing.second.pending():
+            allowed = set(FeedbackAction)  # S / R / A give the second review
         self.acts.satisfied.setEnabled(FeedbackAction.SATISFIED in allowed)
         self.acts.revise.setEnabled(FeedbackAction.REVISE in allowed)
         self.acts.abandon.setEnabled(FeedbackAction.ABANDON in allowed)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from desktop.views.host import DeskHost
     from desktop.views.queue.claims import ClaimKeeper
     from desktop.views.task.blind import BlindReview
+    from desktop.views.task.second_review import SecondReview
 
 __all__ = ["Decisions", "ReviewActions", "ReviewMoves"]
 
@@ -47,10 +48,13 @@ class ReviewActions:
         self.blind: BlindReview | None = (
             None  # set by the window: the first S / R / A may be a blind judgement
         )
+        self.second: SecondReview | None = None  # set by the window: S / R / A may be a second review
 
     def _may(self, action: FeedbackAction) -> TaskRecord | None:
         """The task on screen if ``action`` is enabled for it and the analyst may act on it."""
         task = self.host.current_task
+        if task is not None and self.second is not None and self.second.intercept(action):
+            return None  # recorded as the second review (no claim: the task does not move)
         if task is None or not self.decisions[action].isEnabled() or not self.claims.may_act(task):
             return None
         if self.blind is not None and self.blind.intercept(action):
