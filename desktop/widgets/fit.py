@@ -10,12 +10,34 @@ ellipsis, the whole text in its tooltip.
 from __future__ import annotations
 
 from PySide6.QtCore import QMargins, QPoint, QRect, QSize, Qt
-from PySide6.QtGui import QResizeEvent
+from PySide6.QtGui import QGuiApplication, QResizeEvent
 from PySide6.QtWidgets import QLabel, QLayout, QLayoutItem, QSizePolicy, QWidget
 
 from desktop.widgets.plain import plain_tooltip
 
-__all__ = ["ClampedLabel", "FlowLayout"]
+__all__ = ["ClampedLabel", "FlowLayout", "screen_area", "size_within_screen"]
+
+SCREEN_SHARE = 0.92  # of the available area a dialog may take: its frame and the panel stay visible
+
+
+def screen_area(widget: QWidget) -> QRect:
+    """The available area of ``widget``'s screen (minus panels and docks), or an empty rect."""
+    screen = widget.screen() or QGuiApplication.primaryScreen()
+    return screen.availableGeometry() if screen is not None else QRect()
+
+
+def size_within_screen(widget: QWidget, wanted: QSize, available: QRect | None = None) -> None:
+    """Resize ``widget`` to ``wanted``, shrunk to fit ``available`` (default: its screen's area).
+
+    A dialog sized in fixed pixels was taller than a 1024x640 laptop's screen (the bundle viewer)
+    or too narrow for its own table (the shortcut sheet, which then needed both scroll bars).
+    """
+    area = available if available is not None and not available.isEmpty() else screen_area(widget)
+    width, height = wanted.width(), wanted.height()
+    if not area.isEmpty():
+        width = min(width, int(area.width() * SCREEN_SHARE))
+        height = min(height, int(area.height() * SCREEN_SHARE))
+    widget.resize(max(width, 1), max(height, 1))
 
 
 class FlowLayout(QLayout):

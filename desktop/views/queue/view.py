@@ -19,7 +19,7 @@ from PySide6.QtCore import (
     QTimer,
     Signal,
 )
-from PySide6.QtGui import QColor, QPainter, QPixmap
+from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPixmap
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -57,6 +57,18 @@ DEFAULT_WIDTHS = (0, 112, 110, 44, 72, 30, 62)  # title, status, outcome, score,
 HIDDEN_BY_DEFAULT = (COL_CATEGORY,)
 TITLE_MIN = 160  # pixels: below this, titles elide to a few letters and tasks cannot be told apart
 TITLE_SHARE = 0.45  # and, where the queue is wider, this share of it: the title tells tasks apart
+PILL_PADDING = 20  # the pill's own 14 px of padding, its 2 px inset and 2 px to spare on each side
+
+
+def status_column_width(metrics: QFontMetrics) -> int:
+    """The Status column's least width: every status's pill whole in the desk's font.
+
+    A fixed 112 px clipped "awaiting feedback" to "awaiting feed…" in the default font; the words
+    are what the analyst acts on, so the column is measured, not guessed.
+    """
+    return max(metrics.horizontalAdvance(text) for text in STATUS_LABELS.values()) + PILL_PADDING
+
+
 # When the queue is too narrow for a readable title, these columns give way, first one first; they
 # come back in reverse order as room returns. Status stays: it is what the analyst acts on.
 GIVE_WAY_ORDER = (COL_CATEGORY, COL_SCORE, COL_ATTEMPTS, COL_UPDATED, COL_OUTCOME)
@@ -166,6 +178,10 @@ class QueueTree(QTreeView):
         width = self.viewport().width()
         if width <= 0:
             return
+
+        status_width = status_column_width(self.fontMetrics())
+        if not header.isSectionHidden(COL_STATUS) and header.sectionSize(COL_STATUS) < status_width:
+            header.resizeSection(COL_STATUS, status_width)  # a saved or default width that clips
 
         def others() -> int:
             shown = (c for c in range(header.count()) if c != COL_TITLE and not header.isSectionHidden(c))
@@ -296,6 +312,9 @@ class QueueView(QWidget):
         for col, width in enumerate(DEFAULT_WIDTHS):
             if col != COL_TITLE:
                 header.resizeSection(col, width)
+        header.resizeSection(
+            COL_STATUS, max(DEFAULT_WIDTHS[COL_STATUS], status_column_width(self.tree.fontMetrics()))
+        )
         header.setMinimumSectionSize(30)
         for col in HIDDEN_BY_DEFAULT:
             header.setSectionHidden(col, True)
