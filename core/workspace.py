@@ -31,6 +31,44 @@ if TYPE_CHECKING:
     from core.tools.registry import ToolRegistry
 
 
+DEMO_FILE = "demo.sqlite3"
+
+
+def demo_db_url(db_url: str) -> str:
+    """The demo's own workspace: ``demo.sqlite3`` beside the analyst's SQLite file (in the user
+    data folder when the analyst's workspace is a server database).
+
+    The demo's sample tasks once went into the analyst's own workspace, mixed with real work in
+    the queue, the search, the calibration figures and every export.
+    """
+    from core.store import normalise_url, sqlite_path
+
+    path = sqlite_path(normalise_url(db_url))
+    folder = path.parent if path is not None else Path(platformdirs.user_data_dir(APP_NAME))
+    return f"sqlite+aiosqlite:///{folder / DEMO_FILE}"
+
+
+def is_demo_workspace(db_url: str) -> bool:
+    """Whether ``db_url`` is a demo workspace (a SQLite file named ``demo.sqlite3``)."""
+    from core.store import normalise_url, sqlite_path
+
+    path = sqlite_path(normalise_url(db_url))
+    return path is not None and path.name == DEMO_FILE
+
+
+def missing_workspace(db_url: str) -> Path | None:
+    """The SQLite file ``db_url`` names when it does not exist yet, else None (it exists, or the
+    workspace is a server database, which the store reports on itself).
+
+    Opening a workspace creates it; a mistyped ``--db`` path silently made a new, empty one, and
+    the analyst's tasks seemed gone. A path named on purpose is created only when asked.
+    """
+    from core.store import normalise_url, sqlite_path
+
+    path = sqlite_path(normalise_url(db_url))
+    return path if path is not None and not path.exists() and not path.is_symlink() else None
+
+
 def corpus_index_path(folder: Path) -> Path:
     """Index files live in the user cache, never inside the (possibly read-only) documents folder."""
     digest = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:16]
