@@ -56,6 +56,32 @@ def is_demo_workspace(db_url: str) -> bool:
     return path is not None and path.name == DEMO_FILE
 
 
+def workspace_file(db_url: str) -> Path | None:
+    """The SQLite file ``db_url`` names (a path or a URL), or None for a server database."""
+    from core.store import normalise_url, sqlite_path
+
+    return sqlite_path(normalise_url(db_url))
+
+
+def shareable_name(db_url: str) -> str | None:
+    """``db_url`` as it may be written down (a recent-workspaces list): its file path, or the
+    server URL when it carries no password; None for a URL with a password or one that cannot
+    be parsed (never written anywhere)."""
+    from sqlalchemy.engine import make_url
+
+    from core.errors import EvidenceDeskError
+    from core.store import normalise_url, sqlite_path
+
+    try:
+        url = normalise_url(db_url)
+    except EvidenceDeskError:
+        return None
+    path = sqlite_path(url)
+    if path is not None:
+        return str(path)
+    return url if make_url(url).password is None else None
+
+
 def missing_workspace(db_url: str) -> Path | None:
     """The SQLite file ``db_url`` names when it does not exist yet, else None (it exists, or the
     workspace is a server database, which the store reports on itself).
@@ -66,7 +92,12 @@ def missing_workspace(db_url: str) -> Path | None:
     from core.store import normalise_url, sqlite_path
 
     path = sqlite_path(normalise_url(db_url))
-    return path if path is not None and not path.exists() and not path.is_symlink() else None
+    if path is None or str(path).startswith("file:") or path.exists() or path.is_symlink():
+        return None  # a server, an SQLite URI filename (``file:...?mode=ro``), or there it is
+    existing = next((p for p in path.parents if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        return None  # under a regular file: the store says so ("not a folder"), creating cannot help
+    return path
 
 
 def corpus_index_path(folder: Path) -> Path:
