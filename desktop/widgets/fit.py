@@ -11,11 +11,20 @@ from __future__ import annotations
 
 from PySide6.QtCore import QMargins, QPoint, QRect, QSize, Qt
 from PySide6.QtGui import QGuiApplication, QResizeEvent
-from PySide6.QtWidgets import QLabel, QLayout, QLayoutItem, QSizePolicy, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QLabel,
+    QLayout,
+    QLayoutItem,
+    QSizePolicy,
+    QStyle,
+    QStyleOptionComboBox,
+    QWidget,
+)
 
 from desktop.widgets.plain import plain_tooltip
 
-__all__ = ["ClampedLabel", "FlowLayout", "screen_area", "size_within_screen"]
+__all__ = ["ClampedLabel", "FittingCombo", "FlowLayout", "screen_area", "size_within_screen"]
 
 SCREEN_SHARE = 0.92  # of the available area a dialog may take: its frame and the panel stay visible
 
@@ -159,3 +168,31 @@ class ClampedLabel(QLabel):
         # Always the height of all its lines: a shorter text must not hand the answer a few pixels
         # that the next task takes back (the splitters below would move between tasks).
         self.setFixedHeight(metrics.lineSpacing() * self._lines + 4)
+
+
+class FittingCombo(QComboBox):
+    """A combo box that asks for the width of the choice it shows, and gives way to a few letters.
+
+    With ``AdjustToMinimumContentsLengthWithIcon`` a combo asks for its minimum contents length
+    both as its least and its preferred width: the queue's filter showed "Any outcom" at every
+    window size. The least width stays that short one, so a narrow queue still shrinks it.
+    """
+
+    def __init__(self, least_chars: int = 6, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.setMinimumContentsLength(least_chars)
+        self.currentIndexChanged.connect(lambda _i: self.updateGeometry())
+
+    def sizeHint(self) -> QSize:
+        """QComboBox.sizeHint: room for the current choice's whole text."""
+        least = super().sizeHint()
+        option = QStyleOptionComboBox()
+        self.initStyleOption(option)
+        text = QSize(self.fontMetrics().horizontalAdvance(self.currentText()), least.height())
+        fitted = self.style().sizeFromContents(QStyle.ContentsType.CT_ComboBox, option, text, self)
+        return QSize(max(least.width(), fitted.width()), least.height())
+
+    def text_fits(self) -> bool:
+        """Whether the current choice's text is shown whole at the combo's present width."""
+        return self.width() >= self.sizeHint().width()

@@ -61,6 +61,22 @@ def test_every_status_pill_shows_its_whole_words_at_the_default_size_and_on_a_la
     run(qloop, scenario())
 
 
+def test_the_queue_filters_show_their_whole_choice_where_there_is_room(
+    qloop: qasync.QEventLoop, workspace: Workspace, desk: MainWindow, tmp_path: Path
+) -> None:
+    async def scenario() -> None:
+        await started(desk)
+        for size in ((1400, 860), (1920, 1080)):
+            desk.resize(*size)
+            _settle()
+            for combo in (desk.queue.status_combo, desk.queue.outcome_combo):
+                assert combo.text_fits(), (size, combo.currentText(), combo.width(), combo.sizeHint())
+        _to_laptop(desk, tmp_path)  # a narrow queue: the combos give way, the titles keep their room
+        assert desk.queue.tree.header().sectionSize(0) >= 160
+
+    run(qloop, scenario())
+
+
 def test_history_what_column_wraps_a_failure_reason_instead_of_clipping_it(
     qloop: qasync.QEventLoop, workspace: Workspace, desk: MainWindow, tmp_path: Path
 ) -> None:

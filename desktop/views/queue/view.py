@@ -21,7 +21,6 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPixmap
 from PySide6.QtWidgets import (
-    QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLineEdit,
@@ -50,6 +49,7 @@ from desktop.models.queue_model import (
     TaskQueueModel,
 )
 from desktop.presentation import NEEDS_REVIEW_TEXT, OUTCOME_FILTER_LABELS, STATUS_COLOURS, STATUS_LABELS
+from desktop.widgets.fit import FittingCombo
 from desktop.widgets.plain import PlainToolTipDelegate
 
 Index = QModelIndex | QPersistentModelIndex
@@ -274,18 +274,15 @@ class QueueView(QWidget):
         # Only a click or / and Ctrl+F put the cursor here: a J typed after focus wandered in
         # (say, when the empty state's button disappeared) must move the selection, not filter.
         self.filter_edit.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
-        self.status_combo = QComboBox()
+        self.status_combo = FittingCombo()  # the whole choice where there is room, a few letters where not
         self.status_combo.addItem("All statuses", None)
         for status in TaskStatus:
             self.status_combo.addItem(STATUS_LABELS[status].capitalize(), status)
-        self.outcome_combo = QComboBox()
+        self.outcome_combo = FittingCombo()
         for choice, label in OUTCOME_FILTER_LABELS.items():
             self.outcome_combo.addItem(label, choice)
         # The bar must not set the queue's minimum width: the combos shrink (eliding) as it narrows.
         self.filter_edit.setMinimumWidth(60)
-        for combo in (self.status_combo, self.outcome_combo):
-            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-            combo.setMinimumContentsLength(6)
 
     def _build_tree(self, model: TaskQueueModel) -> None:
         """The tree and its columns, sized so a task's title gets the room."""
