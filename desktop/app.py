@@ -292,8 +292,7 @@ class DeskLauncher:
             defer_features=True,
             boot_queue=boot_queue,
         )
-        if not self.keys.started:
-            window.after_first_fill(self.keys.start)
+        window.after_first_fill(self.keys.start)  # once: a second start does nothing
         self.window = window
         window.workspaces.connect_switch(self.switch_to)
         remember_workspace(self.ui_state, settings.db_url)
@@ -323,7 +322,7 @@ class DeskLauncher:
         tasks into the new workspace (its own, ``demo.sqlite3``), as the first-run banner asks.
         """
         from core.errors import EvidenceDeskError
-        from core.workspace import missing_workspace
+        from core.workspace import missing_workspace, shareable_name
 
         old_window, old_services = self.window, self.services
         if old_window is None or old_services is None:
@@ -332,6 +331,10 @@ class DeskLauncher:
             old_window.show_error(
                 "A task is running in this workspace: let it finish, or abandon it, before opening another."
             )
+            return old_window
+        if shareable_name(target) == shareable_name(old_services.workspace.settings.db_url):
+            if build_demo:
+                old_window.load_demo()  # this is the demo's workspace already
             return old_window
         gone = missing_workspace(target)
         if gone is not None and not build_demo:
@@ -384,7 +387,7 @@ class DeskLauncher:
     def _background_done(self, task: asyncio.Task[Any]) -> None:
         self._background.discard(task)
         if not task.cancelled() and task.exception() is not None:
-            log.warning("background warm-up failed", exc_info=task.exception())
+            log.warning("background work (warm-up, a workspace switch) failed", exc_info=task.exception())
 
     async def close(self) -> None:
         for task in list(self._background):
