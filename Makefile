@@ -135,17 +135,19 @@ screenshots: $(RUN_STAMP)
 
 # The desk at laptop-to-monitor sizes (issue 30), each on a real X server (Xvfb, Qt's xcb platform;
 # no offscreen fallback: these pictures exist to show the real platform) with a needs-review task
-# open. The 2560x1440 screen runs at QT_SCALE_FACTOR=2, so the window is 1280x720 logical pixels.
-LAPTOP_SHOT = lshot() { QT_QPA_PLATFORM=xcb xvfb-run -a -s "-screen 0 $$1x24" env $$3 $(BIN)/python -m desktop.screenshot \
-	docs/screenshots/desk-$$1.png --db $(SHOT_WS)/demo.sqlite3 --size $$2; }; lshot
+# open. The 2560x1440 screen runs at QT_SCALE_FACTOR=2 and a 1920x1080 one at 1.5 (fractional
+# high-DPI), so both windows are 1280x720 logical pixels. Arguments: PNG name, screen, window, env.
+LAPTOP_SHOT = lshot() { QT_QPA_PLATFORM=xcb xvfb-run -a -s "-screen 0 $$2x24" env $$4 $(BIN)/python -m desktop.screenshot \
+	docs/screenshots/desk-$$1.png --db $(SHOT_WS)/demo.sqlite3 --size $$3; }; lshot
 laptop-screenshots: $(RUN_STAMP)
 	@packaging/ensure-qt-libs.sh xcb
 	rm -rf $(SHOT_WS) && mkdir -p docs/screenshots $(SHOT_WS)
 	$(BIN)/evidence-desk demo --db $(SHOT_WS)/demo.sqlite3 > /dev/null
-	$(LAPTOP_SHOT) 1024x640 1024x640 QT_SCALE_FACTOR=1
-	$(LAPTOP_SHOT) 1366x768 1366x768 QT_SCALE_FACTOR=1
-	$(LAPTOP_SHOT) 1920x1080 1920x1080 QT_SCALE_FACTOR=1
-	$(LAPTOP_SHOT) 2560x1440 1280x720 QT_SCALE_FACTOR=2
+	$(LAPTOP_SHOT) 1024x640 1024x640 1024x640 QT_SCALE_FACTOR=1
+	$(LAPTOP_SHOT) 1366x768 1366x768 1366x768 QT_SCALE_FACTOR=1
+	$(LAPTOP_SHOT) 1920x1080 1920x1080 1920x1080 QT_SCALE_FACTOR=1
+	$(LAPTOP_SHOT) 1920x1080-scale1.5 1920x1080 1280x720 QT_SCALE_FACTOR=1.5
+	$(LAPTOP_SHOT) 2560x1440 2560x1440 1280x720 QT_SCALE_FACTOR=2
 	rm -rf $(SHOT_WS)
 
 # An installable one-folder desk (PyInstaller); takes a few minutes, so not part of `make test`.

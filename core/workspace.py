@@ -35,6 +35,75 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+DEMO_FILE = "demo.sqlite3"
+
+
+def demo_db_url(db_url: str) -> str:
+    """The demo's own workspace: ``demo.sqlite3`` beside the analyst's SQLite file (in the user
+    data folder when the analyst's workspace is a server database).
+
+    The demo's sample tasks once went into the analyst's own workspace, mixed with real work in
+    the queue, the search, the calibration figures and every export.
+    """
+    from core.store import normalise_url, sqlite_path
+
+    path = sqlite_path(normalise_url(db_url))
+    folder = path.parent if path is not None else Path(platformdirs.user_data_dir(APP_NAME))
+    return f"sqlite+aiosqlite:///{folder / DEMO_FILE}"
+
+
+def is_demo_workspace(db_url: str) -> bool:
+    """Whether ``db_url`` is a demo workspace (a SQLite file named ``demo.sqlite3``)."""
+    from core.store import normalise_url, sqlite_path
+
+    path = sqlite_path(normalise_url(db_url))
+    return path is not None and path.name == DEMO_FILE
+
+
+def workspace_file(db_url: str) -> Path | None:
+    """The SQLite file ``db_url`` names (a path or a URL), or None for a server database."""
+    from core.store import normalise_url, sqlite_path
+
+    return sqlite_path(normalise_url(db_url))
+
+
+def shareable_name(db_url: str) -> str | None:
+    """``db_url`` as it may be written down (a recent-workspaces list): its file path, or the
+    server URL when it carries no password; None for a URL with a password or one that cannot
+    be parsed (never written anywhere)."""
+    from sqlalchemy.engine import make_url
+
+    from core.errors import EvidenceDeskError
+    from core.store import normalise_url, sqlite_path
+
+    try:
+        url = normalise_url(db_url)
+    except EvidenceDeskError:
+        return None
+    path = sqlite_path(url)
+    if path is not None:
+        return str(path)
+    return url if make_url(url).password is None else None
+
+
+def missing_workspace(db_url: str) -> Path | None:
+    """The SQLite file ``db_url`` names when it does not exist yet, else None (it exists, or the
+    workspace is a server database, which the store reports on itself).
+
+    Opening a workspace creates it; a mistyped ``--db`` path silently made a new, empty one, and
+    the analyst's tasks seemed gone. A path named on purpose is created only when asked.
+    """
+    from core.store import normalise_url, sqlite_path
+
+    path = sqlite_path(normalise_url(db_url))
+    if path is None or str(path).startswith("file:") or path.exists() or path.is_symlink():
+        return None  # a server, an SQLite URI filename (``file:...?mode=ro``), or there it is
+    existing = next((p for p in path.parents if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        return None  # under a regular file: the store says so ("not a folder"), creating cannot help
+    return path
+
+
 def corpus_index_path(folder: Path) -> Path:
     """Index files live in the user cache, never inside the (possibly read-only) documents folder."""
     digest = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:16]

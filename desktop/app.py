@@ -228,9 +228,16 @@ class DeskLauncher:
     """Opens the workspace and the main window; owns what must be closed at exit."""
 
     def __init__(
-        self, db_url: str | None, *, ui_state: QSettings | None = None, script: str | None = None
+        self,
+        db_url: str | None,
+        *,
+        ui_state: QSettings | None = None,
+        script: str | None = None,
+        demo_builder: Callable[[Any], Any] | None = None,
     ) -> None:
+        """``demo_builder``: what fills the demo's workspace (default: ``core.demo``'s real runs)."""
         self.db_url = db_url
+        self.demo_builder = demo_builder
         self.script = script
         self.first_run = False  # no provider configured: the replay model answers, a banner says so
         self.banner: Any = None
@@ -259,10 +266,11 @@ class DeskLauncher:
     async def _open(self) -> Any:
         from core.config import load_settings
         from core.tasks.recovery import recover_interrupted
-        from core.workspace import Workspace
+        from core.workspace import Workspace, is_demo_workspace
         from desktop.services import DeskServices
         from desktop.views.window.first_run import install_first_run_banner, replay_if_unconfigured
         from desktop.views.window.main_window import MainWindow
+        from desktop.views.window.workspaces import remember_workspace
 
         settings = load_settings(db_url=self.db_url, script=self.script)
         settings, self.first_run = await replay_if_unconfigured(settings)
@@ -277,10 +285,18 @@ class DeskLauncher:
         except Exception as exc:  # the desk still opens; the analyst is told
             log.exception("crash recovery failed")
             recovered, recovery_error = [], exc
-        window = MainWindow(services, ui_state=self.ui_state, defer_features=True, boot_queue=boot_queue)
-        window.after_first_fill(self.keys.start)
+        window = MainWindow(
+            services,
+            ui_state=self.ui_state,
+            demo_builder=self.demo_builder,
+            defer_features=True,
+            boot_queue=boot_queue,
+        )
+        window.after_first_fill(self.keys.start)  # once: a second start does nothing
         self.window = window
-        if self.first_run:
+        window.workspaces.connect_switch(self.switch_to)
+        remember_workspace(self.ui_state, settings.db_url)
+        if self.first_run and not is_demo_workspace(settings.db_url):
             self.banner = install_first_run_banner(window)
         window.start()
         if recovery_error is not None:
@@ -290,6 +306,66 @@ class DeskLauncher:
                 f"{len(recovered)} task(s) interrupted by an earlier exit were moved to review or failed."
             )
         return window
+
+    def switch_to(self, target: str, build_demo: bool = False) -> None:
+        """File → Open workspace, the demo's, a recent one: the window is replaced by one on ``target``."""
+        task = asyncio.get_running_loop().create_task(self.switch(target, build_demo=build_demo))
+        self._background.add(task)
+        task.add_done_callback(self._background_done)
+
+    async def switch(self, target: str, *, build_demo: bool = False) -> Any:
+        """Open ``target`` in a new window, then close the old window and its workspace cleanly
+        (its watcher, claims, bridge and store); returns the window on screen afterwards.
+
+        Refused, with the old window left as it was, while a run is in progress here (it would be
+        cancelled half-way) or when ``target`` cannot be opened. ``build_demo``: load the demo's
+        tasks into the new workspace (its own, ``demo.sqlite3``), as the first-run banner asks.
+        """
+        from core.errors import EvidenceDeskError
+        from core.workspace import missing_workspace, shareable_name
+
+        old_window, old_services = self.window, self.services
+        if old_window is None or old_services is None:
+            return old_window
+        if old_services.tasks_started and getattr(old_services.tasks, "_running", {}):
+            old_window.show_error(
+                "A task is running in this workspace: let it finish, or abandon it, before opening another."
+            )
+            return old_window
+        if shareable_name(target) == shareable_name(old_services.workspace.settings.db_url):
+            if build_demo:
+                old_window.load_demo()  # this is the demo's workspace already
+            return old_window
+        gone = missing_workspace(target)
+        if gone is not None and not build_demo:
+            old_window.show_error(f"There is no workspace at {gone} any more.")
+            return old_window
+        previous_url, self.db_url, self._boot_queue, self.banner = self.db_url, target, None, None
+        try:
+            window = await self._open()
+        except EvidenceDeskError as exc:
+            if self.services is not old_services:
+                await self.services.workspace.close()
+            self.db_url, self.window, self.services = previous_url, old_window, old_services
+            old_window.show_error(f"Cannot open the workspace: {exc}")
+            return old_window
+        window.setGeometry(old_window.geometry())
+        window.show()
+        old_window.close()  # saves its layout; stops its watcher, claims and bridge
+        old_window.deleteLater()
+        await self._close_services(old_services)
+        if build_demo:
+            window.load_demo()
+        return window
+
+    async def _close_services(self, services: Any) -> None:
+        """Everything of one workspace the desk opened: operations, runs, the store."""
+        services.ops.cancel_all()
+        await services.ops.wait_idle()
+        if services.tasks_started:  # built on first use: without it nothing ran here
+            for task_id in list(getattr(services.tasks, "_running", {})):
+                await services.tasks.cancel(task_id)
+        await services.workspace.close()
 
     def warm_up_in_background(self) -> None:
         """litellm's import (seconds) runs in a worker after the window is up.
@@ -311,7 +387,7 @@ class DeskLauncher:
     def _background_done(self, task: asyncio.Task[Any]) -> None:
         self._background.discard(task)
         if not task.cancelled() and task.exception() is not None:
-            log.warning("background warm-up failed", exc_info=task.exception())
+            log.warning("background work (warm-up, a workspace switch) failed", exc_info=task.exception())
 
     async def close(self) -> None:
         for task in list(self._background):
@@ -323,13 +399,7 @@ class DeskLauncher:
                 self._boot_queue.ops.cancel_all()
                 await self._boot_queue.ops.wait_idle()
             return
-        services = self.services
-        services.ops.cancel_all()
-        await services.ops.wait_idle()
-        if services.tasks_started:  # built on first use: without it nothing ran here
-            for task_id in list(getattr(services.tasks, "_running", {})):
-                await services.tasks.cancel(task_id)
-        await services.workspace.close()
+        await self._close_services(self.services)
 
 
 def run_desk(args: list[str]) -> int:
@@ -338,6 +408,11 @@ def run_desk(args: list[str]) -> int:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     db_url, script = parse_desk_options(args)
     app = make_application()
+    from desktop.views.window.workspaces import ask_at_start, choose_at_start, resolve_named_workspace
+
+    db_url, go_on = resolve_named_workspace(db_url, ask_at_start, choose_at_start)  # before the loop runs
+    if not go_on:
+        return 0
     from desktop.desk_log import install_desk_log
 
     install_desk_log()  # warnings, uncaught exceptions and crashes to the user log directory

@@ -7,6 +7,7 @@ from here, so a status can never be spelt two ways in one window.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from core.domain.labels import NO_OUTCOME, OUTCOME_LABELS, outcome_label
@@ -110,6 +111,28 @@ SECOND_REVIEW_GROUPS: tuple[GroupLook, ...] = tuple(
 # Amber band for "Needs review": readable on both light and dark palettes.
 NEEDS_REVIEW_BAND = "#f0b429"
 NEEDS_REVIEW_TEXT = "#2b1d00"
+
+
+_STORED_NAMES = re.compile(
+    "'?\\b("
+    + "|".join(sorted((s.value for s in TaskStatus), key=len, reverse=True))
+    + "|"
+    + ValidationOutcome.FORCE_ACCEPTED.value
+    + ")\\b'?"
+)
+
+
+def in_words(message: str) -> str:
+    """A message for the analyst with stored names in the desk's words: core's refusals say
+    "cannot move a task from 'needs_review'", the desk says "needs review" everywhere else."""
+
+    def word(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name == ValidationOutcome.FORCE_ACCEPTED.value:
+            return OUTCOME_LABELS[ValidationOutcome.FORCE_ACCEPTED]
+        return STATUS_LABELS[TaskStatus(name)]
+
+    return _STORED_NAMES.sub(word, message)
 
 
 def label(value: str) -> str:

@@ -240,9 +240,9 @@ def main(argv: list[str] | None = None) -> int:
         steps = [
             ("version", lambda: check_version(exe, env)),
             ("self-test", lambda: check_selftest(exe, env)["version"]),
-            ("demo workspace", lambda: check_demo(exe, env, work / "demo.db")),
+            ("demo workspace", lambda: check_demo(exe, env, work / "demo.sqlite3")),
             ("scripted run", lambda: check_scripted_run(exe, env, work)),
-            ("desk offscreen", lambda: check_desk(exe, env, work / "demo.db")),
+            ("desk offscreen", lambda: check_desk(exe, env, work / "demo.sqlite3")),
         ]
         for name, step in steps:
             print(f"[{name}]", flush=True)
@@ -256,11 +256,11 @@ def main(argv: list[str] | None = None) -> int:
         print("[cold start]", flush=True)
         from measure_start import measure
 
-        bundle_times = measure([str(exe)], env, work / "demo.db")
+        bundle_times = measure([str(exe)], env, work / "demo.sqlite3")
         print(f"  bundle: {bundle_times}", flush=True)
         if args.python:
             venv_times = measure(
-                [args.python, str(ROOT / "packaging" / "launcher.py")], env, work / "demo.db"
+                [args.python, str(ROOT / "packaging" / "launcher.py")], env, work / "demo.sqlite3"
             )
             print(f"  venv:   {venv_times}", flush=True)
     print(f"bundle-check: all steps passed in {time.monotonic() - started:.0f} s")

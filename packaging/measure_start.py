@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="evidence-desk-start-") as tmp:
         home = Path(tmp)
         env = {**os.environ, "XDG_CONFIG_HOME": str(home / "config"), "XDG_DATA_HOME": str(home / "data")}
-        db = home / "demo.db"
+        db = home / "demo.sqlite3"  # the demo builds into demo.sqlite3 (its own workspace)
         subprocess.run(
             [args.python, "-m", "desktop.entry", "demo", "--db", str(db)],
             env=env,

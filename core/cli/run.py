@@ -46,7 +46,11 @@ def register(sub: Subparsers, common: argparse.ArgumentParser) -> dict[str, Hand
     p.add_argument("--title", help="short title shown in the queue")
     p.add_argument("--wait", action="store_true", help="queued for the workers: wait for its resting status")
     sub.add_parser("recover", parents=[common], help="recover tasks interrupted by a crashed process")
-    sub.add_parser("demo", parents=[common], help="build the demo workspace by running the real pipeline")
+    sub.add_parser(
+        "demo",
+        parents=[common],
+        help="build the demo in its own workspace (demo.sqlite3 beside --db's) by running the real pipeline",
+    )
     return {"run": cmd_run, "recover": cmd_recover, "demo": cmd_demo}
 
 
@@ -100,7 +104,13 @@ async def cmd_recover(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    """The demo goes into its own workspace, never the analyst's: ``demo.sqlite3`` beside the one
+    ``--db`` names (or the default one), created if need be; that workspace itself when it is one."""
     from core.demo import build_demo_workspace
+    from core.workspace import demo_db_url, is_demo_workspace
+
+    if not is_demo_workspace(settings.db_url):
+        settings = settings.model_copy(update={"db_url": demo_db_url(settings.db_url)})
 
     async def body(ws: Workspace) -> int:
         def progress(task: TaskRecord) -> None:
@@ -111,7 +121,8 @@ async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
         if args.json:
             emit([task_json(t) for t in tasks])
         else:
-            print(f"demo workspace ready in {ws.store.display_name}: {len(tasks)} tasks")
+            where = ws.store.display_name
+            print(f"demo workspace ready in {where}: {len(tasks)} tasks (open it with --db {where})")
         return EXIT_OK
 
     return await with_workspace(settings, body)

@@ -43,6 +43,29 @@ ROLE_TITLES = {
 }
 
 
+# The form's labels, in the words the rest of the dialog uses: field names made into words read
+# "Api base" and "Input cost per mtok". The model's own name is "for this role" because the
+# Models tab names a model for each role too: this one, when set, is the one used.
+PROFILE_LABELS: dict[str, str] = {
+    "model": "Model for this role",
+    "api_base": "API base URL",
+    "api_key_env": "API key environment variable",
+    "api_key_keyring": "API key keyring entry",
+    "no_api_key": "No API key needed (local server)",
+    "temperature": "Temperature",
+    "max_tokens": "Answer length limit (tokens)",
+    "context_window": "Context window (tokens)",
+    "extra": "Extra litellm parameters (JSON)",
+    "input_cost_per_mtok": "Prompt price per million tokens (USD)",
+    "output_cost_per_mtok": "Completion price per million tokens (USD)",
+}
+
+
+def profile_label(name: str) -> str:
+    """The label of profile field ``name`` (a field added later reads as its words until named here)."""
+    return PROFILE_LABELS.get(name) or name.replace("_", " ").capitalize()
+
+
 class ProfileForm(QWidget):
     """One role's profile: a text field per value (pydantic parses it), a check box per flag."""
 
@@ -55,7 +78,7 @@ class ProfileForm(QWidget):
             value = values.get(name)
             widget: QLineEdit | QCheckBox | QComboBox
             if field.annotation is bool:
-                widget = QCheckBox(name.replace("_", " "))
+                widget = QCheckBox(profile_label(name))
                 widget.setChecked(bool(value))
                 form.addRow("", widget)
             else:
@@ -63,6 +86,9 @@ class ProfileForm(QWidget):
                     widget = QComboBox()
                     widget.setEditable(True)
                     widget.setEditText(value or "")
+                    line = widget.lineEdit()
+                    if line is not None:
+                        line.setPlaceholderText("empty: the model named on the Models tab")
                 else:
                     text = (
                         json.dumps(value)
@@ -75,7 +101,7 @@ class ProfileForm(QWidget):
                     widget.setPlaceholderText(
                         'JSON, e.g. {"num_ctx": 8192}' if name == "extra" else "(not set)"
                     )
-                form.addRow(name.replace("_", " ").capitalize(), widget)
+                form.addRow(profile_label(name), widget)
             widget.setToolTip(field.description or "")
             self.inputs[name] = widget
 

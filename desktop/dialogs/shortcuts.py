@@ -9,8 +9,11 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable
 
+from PySide6.QtCore import QRect, QSize, Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QScrollArea, QStyle, QVBoxLayout, QWidget
+
+from desktop.widgets.fit import size_within_screen
 
 
 def shortcut_rows(actions: Iterable[QAction]) -> list[tuple[str, str]]:
@@ -30,7 +33,12 @@ def shortcut_rows(actions: Iterable[QAction]) -> list[tuple[str, str]]:
 
 
 class ShortcutSheet(QDialog):
-    def __init__(self, actions: Iterable[QAction], parent: QWidget | None = None) -> None:
+    """Every shortcut in one table, as wide as the table and as tall as the screen allows."""
+
+    def __init__(
+        self, actions: Iterable[QAction], parent: QWidget | None = None, *, available: QRect | None = None
+    ) -> None:
+        """``available``: the screen area to fit (default: the sheet's screen's available area)."""
         super().__init__(parent)
         self.setWindowTitle("Keyboard shortcuts")
         self.rows = shortcut_rows(actions)
@@ -39,12 +47,27 @@ class ShortcutSheet(QDialog):
             for k, d in self.rows
         )
         self.label = QLabel(f"<table>{cells}</table>")
-        scroll = QScrollArea()
-        scroll.setWidget(self.label)
-        scroll.setWidgetResizable(True)
+        self.label.setContentsMargins(8, 8, 8, 8)
+        self.scroll_area = QScrollArea()
+        self.scroll_area.setWidget(self.label)
+        self.scroll_area.setWidgetResizable(True)
+        # Only ever a vertical bar (a short screen): the table is as wide as the sheet.
+        self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
-        layout.addWidget(scroll, 1)
+        layout.addWidget(self.scroll_area, 1)
         layout.addWidget(buttons)
-        self.resize(520, 560)
+        table = self.label.sizeHint()
+        bar = self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+        margins = layout.contentsMargins()
+        chrome_w = margins.left() + margins.right() + 2 * self.scroll_area.frameWidth() + bar
+        chrome_h = margins.top() + margins.bottom() + layout.spacing() + buttons.sizeHint().height()
+        chrome_h += 2 * self.scroll_area.frameWidth()
+        wanted = QSize(table.width() + chrome_w, table.height() + chrome_h)
+        size_within_screen(self, wanted, available)
+        self.setMinimumWidth(min(wanted.width(), self.width()))
+
+    def table_fits_across(self) -> bool:
+        """Whether the whole table's width is in view (no column cut off on the right)."""
+        return self.scroll_area.viewport().width() >= self.label.sizeHint().width()

@@ -130,6 +130,16 @@ class FindBar(QWidget):
         self.hide()
         self.viewer.edit.setFocus(Qt.FocusReason.OtherFocusReason)
 
+    def reset(self) -> None:
+        """Hidden and empty, focus left where it is: another task is on screen, and a search
+        typed for the last one (its count, its needle) would not be about this one."""
+        self.hide()
+        self.edit.blockSignals(True)
+        self.edit.clear()
+        self.edit.blockSignals(False)
+        self.count_label.clear()
+        self.spans, self.current, self._searched_text = [], -1, None
+
     def find_next(self) -> None:
         self._step(1)
 

@@ -10,12 +10,43 @@ ellipsis, the whole text in its tooltip.
 from __future__ import annotations
 
 from PySide6.QtCore import QMargins, QPoint, QRect, QSize, Qt
-from PySide6.QtGui import QResizeEvent
-from PySide6.QtWidgets import QLabel, QLayout, QLayoutItem, QSizePolicy, QWidget
+from PySide6.QtGui import QGuiApplication, QResizeEvent
+from PySide6.QtWidgets import (
+    QComboBox,
+    QLabel,
+    QLayout,
+    QLayoutItem,
+    QSizePolicy,
+    QStyle,
+    QStyleOptionComboBox,
+    QWidget,
+)
 
 from desktop.widgets.plain import plain_tooltip
 
-__all__ = ["ClampedLabel", "FlowLayout"]
+__all__ = ["ClampedLabel", "FittingCombo", "FlowLayout", "screen_area", "size_within_screen"]
+
+SCREEN_SHARE = 0.92  # of the available area a dialog may take: its frame and the panel stay visible
+
+
+def screen_area(widget: QWidget) -> QRect:
+    """The available area of ``widget``'s screen (minus panels and docks), or an empty rect."""
+    screen = widget.screen() or QGuiApplication.primaryScreen()
+    return screen.availableGeometry() if screen is not None else QRect()
+
+
+def size_within_screen(widget: QWidget, wanted: QSize, available: QRect | None = None) -> None:
+    """Resize ``widget`` to ``wanted``, shrunk to fit ``available`` (default: its screen's area).
+
+    A dialog sized in fixed pixels was taller than a 1024x640 laptop's screen (the bundle viewer)
+    or too narrow for its own table (the shortcut sheet, which then needed both scroll bars).
+    """
+    area = available if available is not None and not available.isEmpty() else screen_area(widget)
+    width, height = wanted.width(), wanted.height()
+    if not area.isEmpty():
+        width = min(width, int(area.width() * SCREEN_SHARE))
+        height = min(height, int(area.height() * SCREEN_SHARE))
+    widget.resize(max(width, 1), max(height, 1))
 
 
 class FlowLayout(QLayout):
@@ -137,3 +168,31 @@ class ClampedLabel(QLabel):
         # Always the height of all its lines: a shorter text must not hand the answer a few pixels
         # that the next task takes back (the splitters below would move between tasks).
         self.setFixedHeight(metrics.lineSpacing() * self._lines + 4)
+
+
+class FittingCombo(QComboBox):
+    """A combo box that asks for the width of the choice it shows, and gives way to a few letters.
+
+    With ``AdjustToMinimumContentsLengthWithIcon`` a combo asks for its minimum contents length
+    both as its least and its preferred width: the queue's filter showed "Any outcom" at every
+    window size. The least width stays that short one, so a narrow queue still shrinks it.
+    """
+
+    def __init__(self, least_chars: int = 6, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.setMinimumContentsLength(least_chars)
+        self.currentIndexChanged.connect(lambda _i: self.updateGeometry())
+
+    def sizeHint(self) -> QSize:
+        """QComboBox.sizeHint: room for the current choice's whole text."""
+        least = super().sizeHint()
+        option = QStyleOptionComboBox()
+        self.initStyleOption(option)
+        text = QSize(self.fontMetrics().horizontalAdvance(self.currentText()), least.height())
+        fitted = self.style().sizeFromContents(QStyle.ContentsType.CT_ComboBox, option, text, self)
+        return QSize(max(least.width(), fitted.width()), least.height())
+
+    def text_fits(self) -> bool:
+        """Whether the current choice's text is shown whole at the combo's present width."""
+        return self.width() >= self.sizeHint().width()

@@ -71,7 +71,19 @@ def test_demo_twice_does_not_duplicate(desk: Desk) -> None:
     first = desk.cli_json("demo")
     second = desk.cli_json("demo")
     assert [t["id"] for t in second] == [t["id"] for t in first]
-    assert len(desk.cli_json("list")) == len(first)
+    assert len(desk.cli_json("list", "--db", str(desk.root / "demo.sqlite3"))) == len(first)
+
+
+def test_demo_goes_to_its_own_workspace_never_the_analysts(desk: Desk) -> None:
+    _reviewable(desk)  # the analyst's own work
+    mine = desk.cli_json("list")
+    desk.script([{"model": "unused", "turns": [{"content": "the demo brings its own script"}]}])
+    code, out, err = desk.cli("demo")
+    demo = desk.root / "demo.sqlite3"
+    assert code == 0, err
+    assert f"demo workspace ready in {demo}: 8 tasks" in out and f"--db {demo}" in out
+    assert [t["id"] for t in desk.cli_json("list")] == [t["id"] for t in mine]  # untouched
+    assert len(desk.cli_json("list", "--db", str(demo))) == 8
 
 
 def test_short_prefix_says_too_short(desk: Desk) -> None:

@@ -9,7 +9,10 @@ def test_demo_workspace_has_every_state(desk: Desk) -> None:
     desk.script([{"model": "unused", "turns": [{"content": "the demo brings its own script"}]}])
     code, _, err = desk.cli("demo", "--json")
     assert code == 0, err
-    dossiers = {t["title"]: desk.cli_json("show", t["id"]) for t in desk.cli_json("list")}
+    demo = str(desk.root / "demo.sqlite3")  # its own workspace, beside the analyst's
+    dossiers = {
+        t["title"]: desk.cli_json("show", t["id"], "--db", demo) for t in desk.cli_json("list", "--db", demo)
+    }
 
     def attempts(title: str) -> list[tuple[str, str | None]]:
         return [(a["finish_reason"], a["validation_status"]) for a in dossiers[title]["attempts"]]

@@ -19,9 +19,8 @@ from PySide6.QtCore import (
     QTimer,
     Signal,
 )
-from PySide6.QtGui import QColor, QPainter, QPixmap
+from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPixmap
 from PySide6.QtWidgets import (
-    QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLineEdit,
@@ -50,6 +49,7 @@ from desktop.models.queue_model import (
     TaskQueueModel,
 )
 from desktop.presentation import NEEDS_REVIEW_TEXT, OUTCOME_FILTER_LABELS, STATUS_COLOURS, STATUS_LABELS
+from desktop.widgets.fit import FittingCombo
 from desktop.widgets.plain import PlainToolTipDelegate
 
 Index = QModelIndex | QPersistentModelIndex
@@ -57,6 +57,18 @@ DEFAULT_WIDTHS = (0, 112, 110, 44, 72, 30, 62)  # title, status, outcome, score,
 HIDDEN_BY_DEFAULT = (COL_CATEGORY,)
 TITLE_MIN = 160  # pixels: below this, titles elide to a few letters and tasks cannot be told apart
 TITLE_SHARE = 0.45  # and, where the queue is wider, this share of it: the title tells tasks apart
+PILL_PADDING = 20  # the pill's own 14 px of padding, its 2 px inset and 2 px to spare on each side
+
+
+def status_column_width(metrics: QFontMetrics) -> int:
+    """The Status column's least width: every status's pill whole in the desk's font.
+
+    A fixed 112 px clipped "awaiting feedback" to "awaiting feed…" in the default font; the words
+    are what the analyst acts on, so the column is measured, not guessed.
+    """
+    return max(metrics.horizontalAdvance(text) for text in STATUS_LABELS.values()) + PILL_PADDING
+
+
 # When the queue is too narrow for a readable title, these columns give way, first one first; they
 # come back in reverse order as room returns. Status stays: it is what the analyst acts on.
 GIVE_WAY_ORDER = (COL_CATEGORY, COL_SCORE, COL_ATTEMPTS, COL_UPDATED, COL_OUTCOME)
@@ -167,6 +179,10 @@ class QueueTree(QTreeView):
         if width <= 0:
             return
 
+        status_width = status_column_width(self.fontMetrics())
+        if not header.isSectionHidden(COL_STATUS) and header.sectionSize(COL_STATUS) < status_width:
+            header.resizeSection(COL_STATUS, status_width)  # a saved or default width that clips
+
         def others() -> int:
             shown = (c for c in range(header.count()) if c != COL_TITLE and not header.isSectionHidden(c))
             return sum(header.sectionSize(c) for c in shown)
@@ -258,18 +274,15 @@ class QueueView(QWidget):
         # Only a click or / and Ctrl+F put the cursor here: a J typed after focus wandered in
         # (say, when the empty state's button disappeared) must move the selection, not filter.
         self.filter_edit.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
-        self.status_combo = QComboBox()
+        self.status_combo = FittingCombo()  # the whole choice where there is room, a few letters where not
         self.status_combo.addItem("All statuses", None)
         for status in TaskStatus:
             self.status_combo.addItem(STATUS_LABELS[status].capitalize(), status)
-        self.outcome_combo = QComboBox()
+        self.outcome_combo = FittingCombo()
         for choice, label in OUTCOME_FILTER_LABELS.items():
             self.outcome_combo.addItem(label, choice)
         # The bar must not set the queue's minimum width: the combos shrink (eliding) as it narrows.
         self.filter_edit.setMinimumWidth(60)
-        for combo in (self.status_combo, self.outcome_combo):
-            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-            combo.setMinimumContentsLength(6)
 
     def _build_tree(self, model: TaskQueueModel) -> None:
         """The tree and its columns, sized so a task's title gets the room."""
@@ -296,6 +309,9 @@ class QueueView(QWidget):
         for col, width in enumerate(DEFAULT_WIDTHS):
             if col != COL_TITLE:
                 header.resizeSection(col, width)
+        header.resizeSection(
+            COL_STATUS, max(DEFAULT_WIDTHS[COL_STATUS], status_column_width(self.tree.fontMetrics()))
+        )
         header.setMinimumSectionSize(30)
         for col in HIDDEN_BY_DEFAULT:
             header.setSectionHidden(col, True)

@@ -40,6 +40,7 @@ from desktop.views.task.history import HistoryView, attempt_to_show, failure_not
 from desktop.views.task.live import GATHERING_NOTE, WORKING_NOTE, is_live
 from desktop.views.task.override import AnalystVerdictLabel
 from desktop.views.task.validator import ValidatorView, warning_title
+from desktop.widgets.find_bar import FindBar
 from desktop.widgets.fit import ClampedLabel, FlowLayout
 from desktop.widgets.plain import plain_label, plain_tooltip
 
@@ -170,6 +171,7 @@ class TaskDetailView(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._dossier: TaskDossier | None = None
+        self._shown_task_id: str | None = None  # whose dossier is on screen: find bars reset on a change
         self._attempts: list[AttemptRecord] = []
         self._attempt_index: int | None = None
         self.badges: list[QLabel] = []
@@ -337,6 +339,10 @@ class TaskDetailView(QWidget):
             self._stack.setCurrentIndex(0)
             return
         task = dossier.task
+        if task.id != self._shown_task_id:  # another task: no find bar left open from the last one
+            self._shown_task_id = task.id
+            for bar in self.findChildren(FindBar):
+                bar.reset()
         self.title_label.set_full_text(task.title or task.id)
         text = task.text.strip()
         self.task_text_label.set_full_text(text)

@@ -7,7 +7,16 @@ All text reaches the screen as plain text (item text).
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem, QWidget
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, QSize, Qt
+from PySide6.QtWidgets import (
+    QHeaderView,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+    QTreeView,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QWidget,
+)
 
 from core.domain.records import AttemptRecord
 from core.tasks.dossier import TaskDossier
@@ -15,8 +24,29 @@ from core.tasks.history import EntryKind, case_history
 from core.tasks.review import read_only_reason
 
 
+class WrappingDelegate(QStyledItemDelegate):
+    """Row heights measured at the column's width, so wrapped text gets its lines.
+
+    QTreeView asks a delegate for a row's height with no width in the option, and Qt's style then
+    measures the text on one unbounded line: word wrap on, rows still one line tall.
+    """
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QSize:
+        """QStyledItemDelegate.sizeHint, at the width of ``index``'s column."""
+        view = self.parent()
+        if isinstance(view, QTreeView):
+            sized = QStyleOptionViewItem(option)
+            sized.rect = QRect(0, 0, max(view.columnWidth(index.column()), 1), 1)
+            return super().sizeHint(sized, index)
+        return super().sizeHint(option, index)
+
+
 class HistoryView(QTreeWidget):
-    """One row per recorded move, oldest first: time, who, what, note or prompt."""
+    """One row per recorded move, oldest first: time, who, what, note or prompt.
+
+    What and the note share the width and wrap: a fixed 270 px "What" clipped a failure's reason
+    at every window size, leaving it to a tooltip.
+    """
 
     COLUMNS = ("Time", "Who", "What", "Note / prompt")
 
@@ -25,10 +55,18 @@ class HistoryView(QTreeWidget):
         self.setColumnCount(len(self.COLUMNS))
         self.setHeaderLabels(list(self.COLUMNS))
         self.setRootIsDecorated(False)
-        self.setUniformRowHeights(True)
+        self.setUniformRowHeights(False)  # a wrapped row is as tall as its text
+        self.setWordWrap(True)
+        self.setTextElideMode(Qt.TextElideMode.ElideNone)
         self.setAlternatingRowColors(True)
-        for column, width in enumerate((128, 64, 270)):  # the note gets the rest
-            self.setColumnWidth(column, width)
+        self.setItemDelegate(WrappingDelegate(self))
+        header = self.header()
+        header.setStretchLastSection(False)
+        header.sectionResized.connect(lambda *_: self.scheduleDelayedItemsLayout())  # heights follow widths
+        for column in (0, 1):  # time and who: as wide as what they hold
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        for column in (2, 3):  # what happened and the note: the rest, shared
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch)
 
     def set_dossier(self, dossier: TaskDossier | None) -> None:
         self.clear()

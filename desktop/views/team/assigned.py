@@ -15,6 +15,7 @@ from PySide6.QtCore import QModelIndex, Qt
 from PySide6.QtWidgets import QComboBox
 
 from core.tasks.team_views import AssignedTask, TeamViews
+from desktop.presentation import STATUS_LABELS
 from desktop.views.team.pane import TeamPane
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ def _cell(row: AssignedTask, column: int, role: int) -> Any:
         return None
     return {
         COL_TITLE: row.task.title,
-        COL_STATUS: row.task.status.value,
+        COL_STATUS: STATUS_LABELS[row.task.status],
         COL_REVIEWER: row.reviewer,
         COL_UNTIL: row.expires_at.astimezone().strftime("%H:%M"),
     }.get(column)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QRect, QSize, Qt
 from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
@@ -26,7 +26,9 @@ from core.bundle.signing import known_fingerprints
 from core.tasks.dossier import TaskDossier
 from core.tasks.evidence_reader import EvidenceReader
 from desktop.ops import CoreOps
+from desktop.presentation import STATUS_LABELS
 from desktop.views.task.detail import TaskDetailView
+from desktop.widgets.fit import size_within_screen
 from desktop.widgets.plain import plain_label, plain_tooltip
 
 OK_STYLE = "background:#dff3e4; color:#14532d; padding:8px; border-radius:4px;"
@@ -40,7 +42,8 @@ def dossier_from_bundle(opened: OpenedBundle, task_id: str) -> TaskDossier:
 class BundleWindow(QMainWindow):
     """One opened bundle: its tasks on the left, the usual detail pane on the right."""
 
-    def __init__(self, opened: OpenedBundle) -> None:
+    def __init__(self, opened: OpenedBundle, *, available: QRect | None = None) -> None:
+        """``available``: the screen area to fit (default: the window's screen's available area)."""
         super().__init__()
         self.opened = opened
         self.setWindowTitle(f"Case bundle — {opened.path.name} (read-only)")
@@ -53,7 +56,7 @@ class BundleWindow(QMainWindow):
             self.banner.setToolTip(plain_tooltip("\n".join(problems[:50])))
         self.tasks = QListWidget()
         for bt in opened.tasks:
-            item = QListWidgetItem(f"{bt.task.title}  [{bt.task.status.value}]")
+            item = QListWidgetItem(f"{bt.task.title}  [{STATUS_LABELS[bt.task.status]}]")
             item.setData(Qt.ItemDataRole.UserRole, bt.task.id)
             self.tasks.addItem(item)
         self.detail = TaskDetailView()
@@ -74,7 +77,7 @@ class BundleWindow(QMainWindow):
         self.tasks.currentItemChanged.connect(self._show)
         if opened.tasks:
             self.tasks.setCurrentRow(0)
-        self.resize(1300, 820)
+        size_within_screen(self, QSize(1300, 820), available)  # 820 px was taller than a laptop screen
 
     def _show(self, current: QListWidgetItem | None, _previous: QListWidgetItem | None = None) -> None:
         if current is None:

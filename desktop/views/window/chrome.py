@@ -8,6 +8,7 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from core.events import RunProgress
+from desktop.presentation import in_words
 
 
 class MessageBar(QFrame):
@@ -50,7 +51,7 @@ class MessageBar(QFrame):
         self.setProperty("level", "error" if error else "info")
         self.style().unpolish(self)
         self.style().polish(self)
-        self.label.setText(message)
+        self.label.setText(in_words(message))  # core's refusals name statuses as stored
         self.show()
         self._hide_timer.stop()
         if not error:
@@ -95,7 +96,7 @@ class RunProgressStrip(QFrame):
 
     def _render(self) -> None:
         p = self._progress
-        bits = [self._status.replace("_", " ")]
+        bits = [in_words(self._status)]
         if p is not None:
             bits.append(f"attempt {p.attempt}")
             if p.phase:

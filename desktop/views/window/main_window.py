@@ -54,6 +54,7 @@ from desktop.views.window.offline import OfflineGuard
 from desktop.views.window.review import Decisions, ReviewActions, ReviewMoves
 from desktop.views.window.start import FirstFill
 from desktop.views.window.status import WorkspaceStatus
+from desktop.views.window.workspaces import WorkspaceMenu, window_title
 
 if TYPE_CHECKING:
     from core.tasks.dossier import TaskDossier
@@ -105,7 +106,7 @@ class MainWindow(QMainWindow):
         """A task just created here: select it as soon as the queue lists it."""
         self.dialogs = WindowDialogs(self, demo_builder, on_created=self._created)
 
-        self.setWindowTitle(f"Evidence Desk — {self.workspace.display_name}")
+        self.setWindowTitle(window_title(self.workspace.display_name, self.workspace.settings.db_url))
         self._build_panes(boot_queue)
         self._lay_out()
         decisions = self._build_actions()
@@ -202,6 +203,9 @@ class MainWindow(QMainWindow):
         self.citation_marks = CitationMarks(self)  # + / − mark the current citation right or wrong
         self.nav_actions = add_navigation_actions(self, self.detail)  # [ ] N P Alt+1..3
         self.act_open_log = add_open_log_action(self.acts.help_menu)  # Help → Open log folder
+        self.workspaces = WorkspaceMenu(  # File → Open workspace…, the demo's, recent ones
+            self, self.menu("&File"), self.acts.settings, self.ui_state, self.workspace.settings.db_url
+        )
         return decisions
 
     def _features(self) -> list[Callable[[], None]]:
@@ -449,6 +453,17 @@ class MainWindow(QMainWindow):
         self.dialogs.new_task()
 
     def load_demo(self) -> None:
+        """The demo opens as its own workspace (``demo.sqlite3``) and is built there; never here,
+        unless this is the demo's workspace (or a window built alone was handed a demo builder)."""
+        from core.workspace import is_demo_workspace
+
+        if not is_demo_workspace(self.workspace.settings.db_url):
+            if self.workspaces.can_switch:
+                self.workspaces.open_demo()
+                return
+            if self.dialogs.demo_builder is None:
+                self.show_error("The demo opens as its own workspace: File → Open demo workspace.")
+                return
         self.dialogs.load_demo()
 
     def open_settings(self) -> None:

@@ -22,6 +22,7 @@ from core.domain.records import TaskRecord
 from core.errors import RefusedAction
 from core.tasks.review import can_reopen, read_only_reason
 from desktop.dialogs.note import NoteDialog
+from desktop.presentation import STATUS_LABELS
 from desktop.views.task.navigation import advance_to
 
 if TYPE_CHECKING:
@@ -281,7 +282,7 @@ class ReviewMoves:
             host.ops.run(
                 self.review.reopen(task.id, reason=reason, expected_version=task.version),
                 what="Reopening the task",
-                on_done=lambda t: host.show_info(f"Reopened: {t.title} ({t.status.value})"),
+                on_done=lambda t: host.show_info(f"Reopened: {t.title} ({STATUS_LABELS[t.status]})"),
                 on_error=host.refused(task.id),
             )
 
@@ -301,7 +302,7 @@ class ReviewMoves:
             return
 
         def done(task: Any) -> None:
-            host.show_info(f"Undone: {task.title} is back in {task.status.value}")
+            host.show_info(f"Undone: {task.title} is back in {STATUS_LABELS[task.status]}")
             host.queue.select_task(task.id)
 
         host.ops.run(
