@@ -81,6 +81,7 @@ def test_settings_to_a_running_task_with_no_restart_and_after_one(
         qtbot.addWidget(window)
         window.show()
         assert launcher.first_run and launcher.banner.isVisible()
+        assert "Same-family" in window.workspace_status.warning_label.text()  # both scripted at start
         window.open_settings()  # as the menu does
         dialog = window.active_dialog
         assert isinstance(dialog, SettingsDialog)
@@ -112,6 +113,8 @@ def test_settings_to_a_running_task_with_no_restart_and_after_one(
         assert "offline replay model stands in" in message.text() and "validator" in message.text()
         assert "restart" not in message.text()
         assert not launcher.banner.isVisible()  # the agent has a model now
+        warning = window.workspace_status.warning_label
+        assert "Same-family" not in warning.text()  # scripted/agent and scripted/validator no more
 
         probes = len(fake_llm.chat_requests())
         task_id = await _new_task(window, "Which whale sings the longest song?")

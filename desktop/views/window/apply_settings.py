@@ -77,6 +77,9 @@ def apply_saved_settings(host: DeskHost, changed: list[str]) -> None:
         host.show_info(applied_message(changed, roles))
         if banner is not None and not needs_provider(fresh):
             banner.hide()
+        status = getattr(host.widget, "workspace_status", None)  # the status bar's warnings, if any
+        if status is not None:
+            status.refresh(services.workspace)
 
     def failed(exc: BaseException) -> bool:
         if not isinstance(exc, Exception):
