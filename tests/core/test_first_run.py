@@ -116,3 +116,28 @@ async def test_a_profile_for_the_agent_alone_leaves_no_role_without_a_model(
         assert [r.body["model"] for r in fake_llm.chat_requests()] == ["fake-model"]
     finally:
         await ws.close()
+
+
+def test_cli_run_with_only_the_agent_configured_says_what_stands_in(
+    sqlite_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    fake_llm: FakeLLMServer,
+) -> None:
+    """The CLI's side of issue 30's dead end: a configured agent and nothing else used to exit with
+    "model scripted/validator needs a script"."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("EVIDENCE_DESK_AGENT_MODEL", "openai/fake-model")
+    monkeypatch.setenv("EVIDENCE_DESK_API_BASE", fake_llm.openai_base)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local-placeholder")
+    fake_llm.push(Reply.text("Whales sing for up to twenty hours."))
+    code = cli_main(["run", "Which whale sings the longest song?", "--db", sqlite_url, "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "needs a script" not in captured.err
+    notices = [line for line in captured.err.splitlines() if "offline replay model" in line]
+    assert len(notices) == 1 and "no model is configured for validator, planner" in notices[0]
+    assert json.loads(captured.out)["status"] == TaskStatus.NEEDS_REVIEW.value
+    assert len(fake_llm.chat_requests()) == 1
