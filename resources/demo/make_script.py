@@ -37,11 +37,13 @@ def read(doc):
 
 
 conv = []
-# Team briefing (first: synthesis, then nodes; node prompts also carry the overall task).
+# Team briefing (first: synthesis, then nodes; node prompts also carry the overall task). The
+# synthesis matches on its own words *and* this task's, so another team's synthesis (a planned team
+# on the offline replay model) gets the catch-all answer, not this briefing.
 conv += [
     {
         "model": "agent",
-        "match": "source of truth",
+        "match": "(?s)(?=.*source of truth)(?=.*rotation of Venus)",
         "turns": [
             {
                 "content": "## Briefing\n\n**Venus.** A sidereal day on Venus lasts about 243 Earth days, longer than its "

@@ -11,7 +11,7 @@ import pytest
 from core.config import load_settings
 from core.demo import build_demo_workspace
 from core.domain import FeedbackAction, TaskStatus
-from core.first_run import with_replay_model
+from core.first_run import REPLAY_ANSWER, with_replay_model
 from core.tasks.review import ReviewService
 from core.tasks.service import TaskService
 from core.workspace import Workspace
@@ -32,6 +32,9 @@ async def test_revise_on_every_demo_task_ends_in_an_answer(tmp_path: Path, sqlit
     ws = await Workspace.open(settings)
     try:
         tasks = await build_demo_workspace(ws)
+        briefing = next(t for t in tasks if t.title == "Venus and bees briefing")
+        first = (await ws.store.list_attempts(briefing.id))[0].final_output or ""
+        assert first.startswith("## Briefing")  # the demo's own team synthesis still matches
         service = TaskService(ws)
         review = ReviewService(service)
         revised: list[str] = []
@@ -50,5 +53,21 @@ async def test_revise_on_every_demo_task_ends_in_an_answer(tmp_path: Path, sqlit
             assert done.status in {TaskStatus.NEEDS_REVIEW, TaskStatus.AWAITING_FEEDBACK}, facts
             revised.append(task.title or "")
         assert len(revised) >= 5, revised  # every demo task waiting for a decision was revised
+    finally:
+        await ws.close()
+
+
+async def test_a_planned_team_on_the_replay_model_gets_the_placeholder_not_the_demo_briefing(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    """The replay planner plans one agent; the demo's briefing synthesis answers only its own task."""
+    settings = with_replay_model(load_settings(db_url=sqlite_url), tmp_path / "replay")
+    ws = await Workspace.open(settings)
+    try:
+        service = TaskService(ws)
+        task = await service.run((await service.create("Which whale sings longest?", team="auto")).id)
+        assert task.status is TaskStatus.NEEDS_REVIEW
+        answer = (await ws.store.list_attempts(task.id))[-1].final_output or ""
+        assert answer.startswith(REPLAY_ANSWER[:40]) and "Venus" not in answer
     finally:
         await ws.close()
