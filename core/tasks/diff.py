@@ -85,6 +85,7 @@ class AttemptDiff(BaseModel):
     revision_prompt: str | None  # the prompt attempt B ran with, when it was a revision
     a_no_answer: str | None = None  # why attempt A produced no answer (``no_answer_reason``), if it did not
     b_no_answer: str | None = None
+    no_evidence: list[int] = []  # attempts of the pair that recorded no evidence packet at all
 
     @property
     def no_answer(self) -> list[tuple[int, str]]:
@@ -252,7 +253,10 @@ def diff_attempts(dossier: TaskDossier, a: int | None = None, b: int | None = No
             raise InvalidRequest(f"task {dossier.task.id[:12]} has no attempt {n}")
     assert att_a is not None and att_b is not None
     chunks = word_diff(att_a.final_output or "", att_b.final_output or "")
-    changes, unchanged = evidence_diff(dossier, a, b)
+    # An attempt that stopped before its packet was written has no evidence to compare: listing
+    # the other side's items as "removed" or "added" would describe a change that never happened.
+    missing = [n for n in dict.fromkeys((a, b)) if dossier.evidence_packet(n) is None]
+    changes, unchanged = ([], 0) if missing else evidence_diff(dossier, a, b)
     return AttemptDiff(
         task_id=dossier.task.id,
         a=a,
@@ -266,6 +270,7 @@ def diff_attempts(dossier: TaskDossier, a: int | None = None, b: int | None = No
         revision_prompt=att_b.prompt if att_b.trigger != "initial" else None,
         a_no_answer=no_answer_reason(att_a),
         b_no_answer=no_answer_reason(att_b),
+        no_evidence=missing,
     )
 
 
@@ -296,6 +301,7 @@ def format_diff(diff: AttemptDiff) -> str:
     lines += [
         f"   ~ citation {c.evidence_id} '{c.claim}': {c.a} -> {c.b}" for c in diff.verdict.citations_changed
     ]
+    lines += [f"attempt {n} recorded no evidence to compare" for n in diff.no_evidence]
     lines += ["", f"evidence ({diff.evidence_unchanged} unchanged):"]
     lines += [f"   {e.change}: {e.key} ({e.a_id or '-'} -> {e.b_id or '-'})" for e in diff.evidence]
     return "\n".join(lines)

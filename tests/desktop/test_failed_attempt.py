@@ -45,10 +45,13 @@ def test_a_failed_revision_reads_as_no_answer_and_its_diff_says_why(
     text = view.diff_view.browser.toPlainText()
     assert "Attempt 2 produced no answer: the model call failed." in text
     assert "None" not in text and "issue removed" not in text
-    assert "Evidence (" in text  # the evidence comparison is still there
+    assert "Attempt 2 recorded no evidence to compare." in text and "removed:" not in text
+    notice = view.failure_label.text()
+    assert notice.startswith("Attempt 2 produced no usable answer (the model call failed)"), notice
 
 
 def test_the_command_line_diff_says_the_same() -> None:
     diff = diff_attempts(_failed_revision())
     assert diff.no_answer == [(2, "the model call failed")]
+    assert diff.no_evidence == [2] and diff.evidence == []
     assert "attempt 2 produced no answer: the model call failed" in format_diff(diff)

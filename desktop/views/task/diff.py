@@ -55,6 +55,10 @@ def diff_html(d: AttemptDiff) -> str:
         parts += _no_answer_html(d)
     else:
         parts += _answer_and_verdict_html(d, words)
+    if d.no_evidence:
+        missing = " ".join(f"Attempt {n} recorded no evidence to compare." for n in d.no_evidence)
+        parts.append(f"<h4>Evidence</h4><p>{missing}</p>")
+        return "".join(parts)
     parts.append(f"<h4>Evidence ({d.evidence_unchanged} unchanged)</h4><ul>")
     for e in d.evidence:
         ids = f"{e.a_id or '–'} → {e.b_id or '–'}"
@@ -70,7 +74,7 @@ def _no_answer_html(d: AttemptDiff) -> list[str]:
     """Say which attempt produced no answer and why, instead of a diff against nothing."""
     lines = [
         f"<p><b>Attempt {n} produced no answer:</b> {html.escape(why)}. There is no answer or verdict "
-        "of it to compare; its evidence, if any, is below.</p>"
+        "of it to compare.</p>"
         for n, why in d.no_answer
     ]
     return ["<h4>Answer and verdict</h4>", *lines]
