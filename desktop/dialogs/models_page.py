@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.config import Settings
+from core.errors import EvidenceDeskError
 from core.first_run import unconfigured_roles
 from core.model_setup import ConnectionReport, LocalServer, detect_local_servers, probe_connection
 from core.profiles import ModelProfile, ModelRole, role_model
@@ -180,6 +181,7 @@ class ModelsPage(QWidget):
         )
         self.test_all_button.clicked.connect(self.test_all_roles)
         self.role_results: dict[str, str] = {}
+        """What "Test every role" found last, by role value."""
         self.test_result = QLabel("")
         self.test_result.setTextFormat(Qt.TextFormat.PlainText)
         self.test_result.setWordWrap(True)
@@ -374,7 +376,7 @@ async def probe_every_role(settings: Settings) -> dict[str, str]:
             try:
                 report = await probe_connection(settings, role)
                 results[role.value] = f"{model}: " + " · ".join(report.lines())
-            except Exception as exc:  # the provider's own words, shown for this role only
+            except EvidenceDeskError as exc:  # the provider's own words (or a missing key), this role's only
                 results[role.value] = f"{model}: failed: {exc}"
     return results
 

@@ -18,9 +18,11 @@ import qasync
 from PySide6.QtCore import QSettings
 from pytestqt.qtbot import QtBot
 
+from core.config import load_settings
 from core.domain import TaskStatus
-from core.profiles import ModelRole
+from core.profiles import ModelProfile, ModelRole
 from desktop.app import DeskLauncher
+from desktop.dialogs.models_page import probe_every_role
 from desktop.dialogs.new_task import NewTaskDialog
 from desktop.dialogs.settings import SettingsDialog
 from desktop.user_config import read_user_config
@@ -148,3 +150,25 @@ def test_settings_to_a_running_task_with_no_restart_and_after_one(
         await relaunched.close()
 
     run(qloop, after_restart())
+
+
+def test_every_role_is_tested_on_its_own_and_one_failure_stays_its_own(
+    qloop: qasync.QEventLoop, fake_llm: FakeLLMServer, config_file: Path, sqlite_url: str
+) -> None:
+    """The agent answers; the validator's server is gone: its line says so, the agent's still reads."""
+    fake_llm.responder = _local_model
+    gone = FakeLLMServer().start()
+    dead_base = gone.openai_base
+    gone.stop()  # nothing listens there any more
+    local = {"no_api_key": True, "model": "openai/fake-model"}
+    settings = load_settings(db_url=sqlite_url).with_profiles(
+        {
+            ModelRole.AGENT: ModelProfile(**local, api_base=fake_llm.openai_base),
+            ModelRole.VALIDATOR: ModelProfile(**local, api_base=dead_base),
+        }
+    )
+    results = run(qloop, probe_every_role(settings))
+    assert results["agent"].startswith("openai/fake-model: The model answered: ready")
+    assert results["validator"].startswith("openai/fake-model: failed:"), results["validator"]
+    assert "offline replay model stands in" in results["planner"]
+    assert results["schema_fallback"] == "not set (optional)"
