@@ -21,7 +21,7 @@ import platformdirs
 
 from core.config import APP_NAME, Settings
 from core.domain.facts import VerdictWarning, WarningCode
-from core.errors import StoreError
+from core.errors import ConfigurationError, StoreError
 from core.events import EventBus
 from core.store import Store
 
@@ -169,6 +169,29 @@ class Workspace:
     @property
     def settings(self) -> Settings:
         return self._settings
+
+    def apply_settings(self, settings: Settings) -> None:
+        """Use ``settings`` from the next call on, without reopening the workspace (the desk's Save).
+
+        The run context (gateway, tools, corpus) is rebuilt from them on its next use; a run already
+        going keeps the objects it holds for its current step, and its later steps (a validation
+        after the agent's answer) read the new ones. The database cannot change under an open
+        workspace: a different ``db_url`` is refused. A gateway or tools handed in when this
+        workspace was built (tests, the demo) are kept as they are.
+        """
+        if settings.db_url != self._settings.db_url:
+            raise ConfigurationError(
+                "the workspace database cannot change while it is open; restart the desk"
+            )
+        if settings.script is not None:
+            from core.llm.scripted import load_script
+
+            load_script(settings.script)  # a broken script is refused here, as at start
+        if self._corpus is None and settings.corpus != self._settings.corpus:  # handed-in corpora stay
+            self.__dict__.pop("corpus", None)
+            self._corpus_folder = settings.corpus
+        self._settings = settings
+        self.__dict__.pop("context", None)
 
     @property
     def store(self) -> Store:

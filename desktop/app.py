@@ -278,6 +278,7 @@ class DeskLauncher:
         boot_queue = self._boot_queue
         services = DeskServices.for_workspace(workspace, ops=boot_queue.ops if boot_queue else None)
         services.keys = self.keys
+        services.launch_overrides = {"script": self.script}
         self.services = services
         recovery_error = None
         try:

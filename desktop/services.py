@@ -8,7 +8,7 @@ window module so a feature can name its type without naming the window.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from core.tasks.queue import TaskQueue
 from desktop.bridge import CoreBridge
@@ -44,6 +44,8 @@ class DeskServices:
         self.queue = queue
         self.keys = keys
         """The keyring read the launcher starts after the queue fills; runs wait for it."""
+        self.launch_overrides: dict[str, Any] = {}
+        """The desk's command-line settings (``--script``): Settings → Save reloads with them."""
 
     @functools.cached_property
     def tasks(self) -> TaskService:

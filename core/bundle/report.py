@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from core.bundle.format import BundleError
+from core.bundle.markdown import markdown_html
 from core.bundle.opened import OpenedBundle
 from core.bundle.paths import MachineScrub, machine_scrub
 from core.bundle.redact import Redactor
@@ -170,6 +171,7 @@ def render_report(data: ReportData) -> str:
         raise BundleError(f"report template {TEMPLATE_PATH} is missing: {exc.strerror or exc}") from None
     env = Environment(autoescape=True, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.globals["outcome_label"] = outcome_label  # the words of show and the desk, not stored values
+    env.filters["markdown"] = markdown_html  # the answer as the desk shows it: Markdown, no HTML, links inert
     try:
         return env.from_string(source).render(r=data)
     except TemplateError as exc:

@@ -55,14 +55,15 @@ def register(sub: Subparsers, common: argparse.ArgumentParser) -> dict[str, Hand
 
 
 async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
-    from core.first_run import REPLAY_NOTICE, needs_provider, replay_folder, with_replay_model
+    from core.first_run import replay_folder, replay_notice, replay_roles, with_replay_model
     from core.tasks.follow import queued_line, wait_for_runner, wait_until_resting
     from core.tasks.service import TaskService
 
     schema = read_schema(Path(args.output_schema)) if args.output_schema else None
-    if needs_provider(settings):  # nothing configured could answer: a first run, as the desk's
+    replayed = replay_roles(settings)
+    if replayed:  # roles nothing configured could answer (all of them on a first run), as the desk's
         settings = await asyncio.to_thread(with_replay_model, settings, replay_folder())
-        print(f"evidence-desk: {REPLAY_NOTICE}", file=sys.stderr)
+        print(f"evidence-desk: {replay_notice(replayed)}", file=sys.stderr)
 
     async def body(ws: Workspace) -> int:
         service = TaskService(ws)

@@ -22,6 +22,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from core.domain.facts import AttemptState, FinishReason
+from core.domain.records import AttemptRecord
 from core.errors import InvalidRequest
 from core.evidence.render import EvidenceItem, render_packet
 from core.store import Store
@@ -81,6 +83,39 @@ class AttemptDiff(BaseModel):
     evidence: list[EvidenceChange]
     evidence_unchanged: int
     revision_prompt: str | None  # the prompt attempt B ran with, when it was a revision
+    a_no_answer: str | None = None  # why attempt A produced no answer (``no_answer_reason``), if it did not
+    b_no_answer: str | None = None
+    no_evidence: list[int] = []  # attempts of the pair that recorded no evidence packet at all
+
+    @property
+    def no_answer(self) -> list[tuple[int, str]]:
+        """The attempts of the pair that produced no answer, and why: nothing of theirs to compare."""
+        return [(n, why) for n, why in ((self.a, self.a_no_answer), (self.b, self.b_no_answer)) if why]
+
+
+_NO_ANSWER_WORDS: dict[str, str] = {
+    FinishReason.LLM_ERROR: "the model call failed",
+    FinishReason.EMPTY_RESPONSE: "the model returned an empty answer",
+    FinishReason.STOP: "the model returned an empty answer",
+    FinishReason.MAX_TOOL_ITERATIONS_UNFINALIZED: "the tool budget ran out before a final answer",
+    FinishReason.CANCELLED: "it was cancelled",
+    FinishReason.INTERRUPTED: "the process running it stopped",
+    AttemptState.FAILED: "an unexpected error stopped it",
+    AttemptState.CANCELLED: "it was cancelled",
+    AttemptState.INTERRUPTED: "the process running it stopped",
+}
+
+
+def no_answer_reason(attempt: AttemptRecord) -> str | None:
+    """Why an attempt that has ended produced no answer, in words; None when it has one or still runs.
+
+    Such an attempt must never read as "finished" beside the others, and a diff against it compares
+    nothing: its missing answer is not a deletion and its missing verdict removed no issue.
+    """
+    if (attempt.final_output or "").strip() or attempt.state is AttemptState.RUNNING:
+        return None
+    why = str(attempt.finish_reason or attempt.state)
+    return _NO_ANSWER_WORDS.get(why, why.replace("_", " "))
 
 
 def word_diff(a: str, b: str) -> list[WordChunk]:
@@ -218,7 +253,10 @@ def diff_attempts(dossier: TaskDossier, a: int | None = None, b: int | None = No
             raise InvalidRequest(f"task {dossier.task.id[:12]} has no attempt {n}")
     assert att_a is not None and att_b is not None
     chunks = word_diff(att_a.final_output or "", att_b.final_output or "")
-    changes, unchanged = evidence_diff(dossier, a, b)
+    # An attempt that stopped before its packet was written has no evidence to compare: listing
+    # the other side's items as "removed" or "added" would describe a change that never happened.
+    missing = [n for n in dict.fromkeys((a, b)) if dossier.evidence_packet(n) is None]
+    changes, unchanged = ([], 0) if missing else evidence_diff(dossier, a, b)
     return AttemptDiff(
         task_id=dossier.task.id,
         a=a,
@@ -230,6 +268,9 @@ def diff_attempts(dossier: TaskDossier, a: int | None = None, b: int | None = No
         evidence=changes,
         evidence_unchanged=unchanged,
         revision_prompt=att_b.prompt if att_b.trigger != "initial" else None,
+        a_no_answer=no_answer_reason(att_a),
+        b_no_answer=no_answer_reason(att_b),
+        no_evidence=missing,
     )
 
 
@@ -250,6 +291,7 @@ def format_diff(diff: AttemptDiff) -> str:
     lines = [f"attempt {diff.a} -> attempt {diff.b} of task {diff.task_id[:12]}"]
     if diff.revision_prompt:
         lines.append(f"revision prompt: {diff.revision_prompt}")
+    lines += [f"attempt {n} produced no answer: {why}" for n, why in diff.no_answer]
     lines += ["", "answer:", words, "", "verdict:"]
     for f in diff.verdict.fields:
         mark = "*" if f.changed else " "
@@ -259,6 +301,7 @@ def format_diff(diff: AttemptDiff) -> str:
     lines += [
         f"   ~ citation {c.evidence_id} '{c.claim}': {c.a} -> {c.b}" for c in diff.verdict.citations_changed
     ]
+    lines += [f"attempt {n} recorded no evidence to compare" for n in diff.no_evidence]
     lines += ["", f"evidence ({diff.evidence_unchanged} unchanged):"]
     lines += [f"   {e.change}: {e.key} ({e.a_id or '-'} -> {e.b_id or '-'})" for e in diff.evidence]
     return "\n".join(lines)
@@ -270,5 +313,6 @@ __all__ = [
     "diff_attempts",
     "format_diff",
     "load_attempt_diff",
+    "no_answer_reason",
     "word_diff",
 ]

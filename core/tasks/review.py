@@ -35,6 +35,7 @@ from core.tasks.policy import (
 from core.tasks.state_machine import IllegalTransition, Trigger, can, next_status, undo_trigger
 
 if TYPE_CHECKING:  # the agent and the LLM gateway load with the service, not with the desk's queue
+    from core.config import Settings
     from core.tasks.service import TaskService
 
 _TRIGGERS = {
@@ -72,10 +73,14 @@ class ReviewService:
     def __init__(self, tasks: TaskService) -> None:
         self.tasks = tasks
         self.store = tasks.store
-        self.settings = tasks.settings
         self.last_decided: str | None = None
         """The task this service last decided on (not an undo): what the desk's Ctrl+Z takes back,
         wherever the selection has moved since."""
+
+    @property
+    def settings(self) -> Settings:
+        """The workspace's settings as they stand now (applied on Save, never a copy)."""
+        return self.tasks.settings
 
     async def feedback(
         self,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from core.agent import AgentLoop, RunOutcome, RunStep
+from core.config import Settings
 from core.domain import FeedbackAction, TaskEvidencePacket, TaskStatus, TeamRunResult, ValidationOutcome
 from core.domain import event_payloads as payloads
 from core.domain.event_codec import decode, decode_as, encode
@@ -30,6 +31,7 @@ from core.evidence.render import next_evidence_number
 from core.llm.gateway import UsageRecord, counted_usage
 from core.llm.structured import SchemaFailure, complete_structured
 from core.profiles import ModelRole, roles_for_task
+from core.runtime import RunContext
 from core.store import AttemptRecord, TaskRecord, new_event, new_id
 from core.store.reachability import is_connection_lost
 from core.tasks.attempt_evidence import record_unpacked_evidence
@@ -92,10 +94,24 @@ class TaskService:
     def __init__(self, workspace: Workspace) -> None:
         self.ws = workspace
         self.store = workspace.store
-        self.settings = workspace.settings
-        self.ctx = workspace.context
-        self.validation = ValidationService(self.ctx)
+        self._validation: ValidationService | None = None
         self._running: dict[str, asyncio.Task[TaskRecord]] = {}
+
+    # Read through the workspace, never copied: settings the desk applies on Save (new model
+    # profiles) reach the next call without a restart (``Workspace.apply_settings``).
+    @property
+    def settings(self) -> Settings:
+        return self.ws.settings
+
+    @property
+    def ctx(self) -> RunContext:
+        return self.ws.context
+
+    @property
+    def validation(self) -> ValidationService:
+        if self._validation is None or self._validation.ctx is not self.ctx:
+            self._validation = ValidationService(self.ctx)
+        return self._validation
 
     # ------------------------------------------------------------------ creation
     async def create(

@@ -30,8 +30,10 @@ from PySide6.QtWidgets import (
 )
 
 from core.config import Settings
+from core.errors import EvidenceDeskError
+from core.first_run import unconfigured_roles
 from core.model_setup import ConnectionReport, LocalServer, detect_local_servers, probe_connection
-from core.profiles import ModelProfile, ModelRole
+from core.profiles import ModelProfile, ModelRole, role_model
 
 ROLE_TITLES = {
     ModelRole.AGENT: "Agent",
@@ -163,6 +165,9 @@ class ModelsPage(QWidget):
     sig_tested = Signal(str, bool)
     """A test call finished: (the model's answer or the exact error, did it fail)."""
 
+    sig_tested_all = Signal(dict)
+    """"Test every role" finished: each role's value and what its test found, one line each."""
+
     def __init__(
         self,
         settings: Settings,
@@ -195,11 +200,19 @@ class ModelsPage(QWidget):
         self.detected.itemDoubleClicked.connect(lambda _item: self.use_selected())
         self.test_button = QPushButton("Test connection")
         self.test_button.clicked.connect(self.test_connection)
+        self.test_all_button = QPushButton("Test every role")
+        self.test_all_button.setToolTip(
+            "Call each role's model as typed here and show, per role, what answered (or which "
+            "roles the offline replay model stands in for)"
+        )
+        self.test_all_button.clicked.connect(self.test_all_roles)
+        self.role_results: dict[str, str] = {}
+        """What "Test every role" found last, by role value."""
         self.test_result = QLabel("")
         self.test_result.setTextFormat(Qt.TextFormat.PlainText)
         self.test_result.setWordWrap(True)
         self.test_result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        for button in (self.detect_button, self.use_button, self.test_button):
+        for button in (self.detect_button, self.use_button, self.test_button, self.test_all_button):
             button.setAutoDefault(False)
 
         top = QHBoxLayout()
@@ -210,6 +223,7 @@ class ModelsPage(QWidget):
         local.addWidget(self.use_button)
         local.addStretch(1)
         local.addWidget(self.test_button)
+        local.addWidget(self.test_all_button)
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.stack)
@@ -313,14 +327,24 @@ class ModelsPage(QWidget):
             f"{ROLE_TITLES[self.current_role()]} will use {model} at {server.api_base}.", False
         )
 
-    def test_connection(self) -> None:
-        role = self.current_role()
+    def _candidate_or_say(self) -> Settings | None:
+        """The settings as typed, or None after saying why they cannot be tested."""
         try:
-            candidate = self.candidate_settings()
+            return self.candidate_settings()
         except ValidationError as exc:
             message = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
             self.test_result.setText(f"Not tested: {message}")
             self.sig_tested.emit(message, True)
+            return None
+
+    def test_connection(self) -> None:
+        role = self.current_role()
+        candidate = self._candidate_or_say()
+        if candidate is None:
+            return
+        if role in unconfigured_roles(candidate):
+            self.test_result.setText(f"{ROLE_TITLES[role]}: {REPLAYED}")
+            self.sig_tested.emit(REPLAYED, False)
             return
         self.test_button.setEnabled(False)
         self.test_result.setText(f"Calling the {ROLE_TITLES[role].lower()} model…")
@@ -336,6 +360,51 @@ class ModelsPage(QWidget):
             self.sig_tested.emit(str(exc), True)
 
         self._run(probe_connection(candidate, role), done, failed)
+
+    def test_all_roles(self) -> None:
+        """Test each role that has a model of its own; say which ones the replay model answers."""
+        candidate = self._candidate_or_say()
+        if candidate is None:
+            return
+        self.test_all_button.setEnabled(False)
+        self.test_result.setText("Calling each role's model in turn…")
+
+        def done(results: dict[str, str]) -> None:
+            self.test_all_button.setEnabled(True)
+            self.role_results = results
+            self.test_result.setText(
+                "\n".join(f"{ROLE_TITLES[ModelRole(r)]}: {line}" for r, line in results.items())
+            )
+            self.sig_tested_all.emit(results)
+
+        def failed(exc: BaseException) -> None:
+            self.test_all_button.setEnabled(True)
+            self.test_result.setText(f"Failed: {exc}")
+
+        self._run(probe_every_role(candidate), done, failed)
+
+
+REPLAYED = "no model set; the offline replay model stands in (its verdicts send answers to review)"
+
+
+async def probe_every_role(settings: Settings) -> dict[str, str]:
+    """One line per role, in ``ModelRole`` order: what its probe found, the replay model standing
+    in, or "not set" for an optional fallback. A role's failure is its line, never the others'."""
+    replayed = unconfigured_roles(settings)
+    results: dict[str, str] = {}
+    for role in ModelRole:
+        model = role_model(settings, role)
+        if role in replayed:
+            results[role.value] = REPLAYED
+        elif model is None:
+            results[role.value] = "not set (optional)"
+        else:
+            try:
+                report = await probe_connection(settings, role)
+                results[role.value] = f"{model}: " + " · ".join(report.lines())
+            except EvidenceDeskError as exc:  # the provider's own words (or a missing key), this role's only
+                results[role.value] = f"{model}: failed: {exc}"
+    return results
 
 
 __all__ = ["ModelsPage", "ProfileForm"]

@@ -19,7 +19,7 @@ from typing import Any, Union, get_args, get_origin
 from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QKeyEvent, QKeySequence, QPalette, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -62,6 +62,9 @@ class _Editor:
 
 
 class SettingsDialog(QDialog):
+    sig_saved = Signal(list)
+    """Saved: the names of the settings that changed (the window applies them at once)."""
+
     def __init__(
         self,
         settings: Settings,
@@ -69,8 +72,12 @@ class SettingsDialog(QDialog):
         config_path: Path | None = None,
         *,
         detect_ports: dict[str, int] | None = None,
+        applies_now: bool = False,
     ) -> None:
+        """``applies_now``: someone applies a save at once (the window does), so say that, not
+        "at the next start"."""
         super().__init__(parent)
+        self.applies_now = applies_now
         self.setWindowTitle("Settings")
         self.model = type(settings)
         self.config_path = config_path or user_config_file()
@@ -102,9 +109,8 @@ class SettingsDialog(QDialog):
         self.models_tab = self.tabs.insertTab(1, self.models_page, "Model profiles")
         self.tabs.addTab(self._keys_page(), "API keys")
 
-        self.status_label = _plain_label(
-            f"Settings are saved to {self.config_path} and apply at the next start."
-        )
+        when = "apply as soon as you save" if applies_now else "apply at the next start"
+        self.status_label = _plain_label(f"Settings are saved to {self.config_path} and {when}.")
         self.status_label.setWordWrap(True)
         self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
@@ -203,7 +209,12 @@ class SettingsDialog(QDialog):
         except (OSError, ValueError) as exc:
             self._say(f"Could not save settings: {exc}", error=True)
             return
-        self._say(f"Saved to {path}; changes apply at the next start.")
+        changed = list(self.changes())
+        self._say(
+            f"Saved to {path}; "
+            + ("applying them now." if self.applies_now else "they apply at the next start.")
+        )
+        self.sig_saved.emit(changed)
         self.accept()
 
     def _show_refusal(self, errors: list[ErrorDetails]) -> None:

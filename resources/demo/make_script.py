@@ -37,11 +37,13 @@ def read(doc):
 
 
 conv = []
-# Team briefing (first: synthesis, then nodes; node prompts also carry the overall task).
+# Team briefing (first: synthesis, then nodes; node prompts also carry the overall task). The
+# synthesis matches on its own words *and* this task's, so another team's synthesis (a planned team
+# on the offline replay model) gets the catch-all answer, not this briefing.
 conv += [
     {
         "model": "agent",
-        "match": "source of truth",
+        "match": "(?s)(?=.*source of truth)(?=.*rotation of Venus)",
         "turns": [
             {
                 "content": "## Briefing\n\n**Venus.** A sidereal day on Venus lasts about 243 Earth days, longer than its "
@@ -302,6 +304,19 @@ conv += [
         ],
     },
 ]
+# Revise on a demo task: turn k answers a request holding k assistant messages, and a revision's
+# request holds the earlier attempts' messages, so the turns after a conversation's own answer the
+# revised attempts (up to REVISIONS of them) with that task's answer, restated. Without them a
+# revision ran past the script's end and the attempt ended in the script's own error text.
+REVISIONS = 6
+REVISED = (
+    "\n\n*Revised at the analyst's request:* I went over the same sources again; the answer above "
+    "is what they support."
+)
+for c in conv:
+    answers = [t["content"] for t in c["turns"] if c["model"] == "agent" and t.get("content")]
+    if answers:  # the bees node has none: it fails by design, revised or not
+        c["turns"] += [{"content": answers[-1] + REVISED}] * REVISIONS
 json.dump({"conversations": conv}, open(HERE / "script.json", "w"), indent=1, ensure_ascii=False)
 json.dump(
     {

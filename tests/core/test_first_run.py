@@ -13,10 +13,12 @@ from core.cli.main import main as cli_main
 from core.config import load_settings
 from core.domain import FeedbackAction, TaskStatus
 from core.errors import ConfigurationError
-from core.first_run import REPLAY_ANSWER, needs_provider, with_replay_model
+from core.first_run import REPLAY_ANSWER, needs_provider, replay_notice, replay_roles, with_replay_model
+from core.profiles import ModelProfile, ModelRole
 from core.tasks.review import ReviewService
 from core.tasks.service import TaskService
 from core.workspace import Workspace
+from tests.fakes.llm_server import FakeLLMServer, Reply
 
 REVIEWABLE = {TaskStatus.NEEDS_REVIEW, TaskStatus.AWAITING_FEEDBACK}
 
@@ -84,3 +86,58 @@ def test_cli_run_on_a_fresh_install_answers_with_the_replay_model_and_says_so_on
     assert workspace.is_file()  # the default workspace, not a temporary one
     assert cli_main(["show", task["id"], "--json"]) == 0
     assert REPLAY_ANSWER in capsys.readouterr().out
+
+
+async def test_a_profile_for_the_agent_alone_leaves_no_role_without_a_model(
+    tmp_path: Path, sqlite_url: str, fake_llm: FakeLLMServer
+) -> None:
+    """Issue 30: the agent on a local server, nothing else configured. The validator and the
+    planner stay on their scripted defaults with no script; the replay model stands in for them
+    (and only them), so New task runs, and its verdict says nobody judged it."""
+    fake_llm.push(Reply.text("Whales sing for up to twenty hours."))
+    agent = ModelProfile(model="openai/fake-model", api_base=fake_llm.openai_base, no_api_key=True)
+    configured = load_settings(db_url=sqlite_url, stream_agent=False).with_profiles({ModelRole.AGENT: agent})
+    assert replay_roles(configured) == [ModelRole.VALIDATOR, ModelRole.PLANNER]
+    assert not needs_provider(configured)  # the agent is served: no first-run banner
+    assert "validator, planner" in replay_notice(replay_roles(configured))
+    settings = with_replay_model(configured, tmp_path / "replay")
+    assert settings.agent_model == "openai/fake-model" and settings.corpus is None
+    script = json.loads(Path(str(settings.script)).read_text(encoding="utf-8"))
+    assert {c["model"] for c in script["conversations"]} == {"validator", "planner"}
+    assert all("match" not in c for c in script["conversations"])  # no demo verdict for a real answer
+    ws = await Workspace.open(settings)
+    try:
+        service = TaskService(ws)
+        task = await service.run((await service.create("Which whale sings the longest song?")).id)
+        assert task.status is TaskStatus.NEEDS_REVIEW
+        attempt = (await ws.store.list_attempts(task.id))[-1]
+        assert attempt.final_output == "Whales sing for up to twenty hours."
+        assert task.latest_validation_status == "insufficient_evidence"  # never "accepted" unjudged
+        assert [r.body["model"] for r in fake_llm.chat_requests()] == ["fake-model"]
+    finally:
+        await ws.close()
+
+
+def test_cli_run_with_only_the_agent_configured_says_what_stands_in(
+    sqlite_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    fake_llm: FakeLLMServer,
+) -> None:
+    """The CLI's side of issue 30's dead end: a configured agent and nothing else used to exit with
+    "model scripted/validator needs a script"."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("EVIDENCE_DESK_AGENT_MODEL", "openai/fake-model")
+    monkeypatch.setenv("EVIDENCE_DESK_API_BASE", fake_llm.openai_base)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local-placeholder")
+    fake_llm.push(Reply.text("Whales sing for up to twenty hours."))
+    code = cli_main(["run", "Which whale sings the longest song?", "--db", sqlite_url, "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "needs a script" not in captured.err
+    notices = [line for line in captured.err.splitlines() if "offline replay model" in line]
+    assert len(notices) == 1 and "no model is configured for validator, planner" in notices[0]
+    assert json.loads(captured.out)["status"] == TaskStatus.NEEDS_REVIEW.value
+    assert len(fake_llm.chat_requests()) == 1

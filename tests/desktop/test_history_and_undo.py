@@ -47,7 +47,9 @@ def test_a_revision_whose_provider_fails_stays_in_review_with_the_failure_shown(
         stored = await workspace.store.get_task(task.id)
         assert stored.status is S.NEEDS_REVIEW and stored.attempt_count == 2
         await wait_until(lambda: desk.detail.failure_label.isVisible(), what="the failure to be shown")
-        assert "Attempt 2 produced no usable answer (llm_error)" in desk.detail.failure_label.text()
+        assert (
+            "Attempt 2 produced no usable answer (the model call failed)" in desk.detail.failure_label.text()
+        )
         assert desk.detail.attempt_index == 1  # the answer under review, not the empty attempt
         history = [row[2] for row in desk.detail.history_view.rows()]
         assert any("attempt 2 produced no usable answer" in what for what in history)

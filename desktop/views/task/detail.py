@@ -29,6 +29,7 @@ from core.domain.records import AttemptRecord, ValidationRecord
 from core.domain.status import ValidationOutcome
 from core.domain.validation import CitationCheck
 from core.tasks.citation_marks import standing_marks
+from core.tasks.diff import no_answer_reason
 from core.tasks.dossier import TaskDossier
 from core.validation.warnings import read_warnings
 from desktop.presentation import NOT_ENDORSED_COLOUR, STATUS_LABELS, label, outcome_text
@@ -356,8 +357,15 @@ class TaskDetailView(QWidget):
         self.attempt_combo.blockSignals(True)
         self.attempt_combo.clear()
         for k, attempt in enumerate(self._attempts, start=1):
-            verdict = attempt.validation_status or attempt.state
-            self.attempt_combo.addItem(f"Attempt {k} of {n} — {label(verdict)}", attempt.index)
+            failed = no_answer_reason(attempt)  # a failed attempt never reads "finished"
+            verdict = (
+                label(attempt.validation_status or attempt.state)
+                if failed is None
+                else f"no answer ({failed})"
+            )
+            self.attempt_combo.addItem(f"Attempt {k} of {n} — {verdict}", attempt.index)
+            if failed is not None:
+                self.attempt_combo.setItemData(k - 1, f"No answer: {failed}", Qt.ItemDataRole.ToolTipRole)
         self.attempt_combo.setEnabled(n > 1)
         if not n:
             self.attempt_combo.addItem("No attempts yet", -1)

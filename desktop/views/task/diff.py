@@ -51,12 +51,43 @@ def diff_html(d: AttemptDiff) -> str:
         parts.append(
             f"<p><b>Revision prompt</b></p><blockquote>{html.escape(d.revision_prompt)}</blockquote>"
         )
-    parts += ["<h4>Answer</h4>", f"<p>{words}</p>", "<h4>Verdict</h4>", "<table cellpadding='3'>"]
+    if d.no_answer:  # nothing of that attempt to compare: no words deleted, no issues removed
+        parts += _no_answer_html(d)
+    else:
+        parts += _answer_and_verdict_html(d, words)
+    if d.no_evidence:
+        missing = " ".join(f"Attempt {n} recorded no evidence to compare." for n in d.no_evidence)
+        parts.append(f"<h4>Evidence</h4><p>{missing}</p>")
+        return "".join(parts)
+    parts.append(f"<h4>Evidence ({d.evidence_unchanged} unchanged)</h4><ul>")
+    for e in d.evidence:
+        ids = f"{e.a_id or '–'} → {e.b_id or '–'}"
+        text = f"{e.change}: {e.key} ({ids})"
+        parts.append(
+            f"<li>{_ins(text) if e.change == 'added' else _del(text) if e.change == 'removed' else html.escape(text)}</li>"
+        )
+    parts.append("</ul>")
+    return "".join(parts)
+
+
+def _no_answer_html(d: AttemptDiff) -> list[str]:
+    """Say which attempt produced no answer and why, instead of a diff against nothing."""
+    lines = [
+        f"<p><b>Attempt {n} produced no answer:</b> {html.escape(why)}. There is no answer or verdict "
+        "of it to compare.</p>"
+        for n, why in d.no_answer
+    ]
+    return ["<h4>Answer and verdict</h4>", *lines]
+
+
+def _answer_and_verdict_html(d: AttemptDiff, words: str) -> list[str]:
+    parts = ["<h4>Answer</h4>", f"<p>{words}</p>", "<h4>Verdict</h4>", "<table cellpadding='3'>"]
     parts.append(f"<tr><th></th><th>Attempt {d.a}</th><th>Attempt {d.b}</th></tr>")
     for f in d.verdict.fields:
-        a, b = html.escape(str(f.a)), html.escape(str(f.b))
+        shown_a, shown_b = ("–" if v is None else str(v) for v in (f.a, f.b))  # no verdict, never "None"
+        a, b = html.escape(shown_a), html.escape(shown_b)
         if f.changed:
-            a, b = _del(str(f.a)), _ins(str(f.b))
+            a, b = _del(shown_a), _ins(shown_b)
         parts.append(f"<tr><td><b>{html.escape(f.name)}</b></td><td>{a}</td><td>{b}</td></tr>")
     parts.append("</table><ul>")
     parts += [f"<li>issue added: {_ins(i)}</li>" for i in d.verdict.issues_added]
@@ -66,15 +97,8 @@ def diff_html(d: AttemptDiff) -> str:
         f"{_del(c.a or 'not cited')} → {_ins(c.b or 'not cited')}</li>"
         for c in d.verdict.citations_changed
     ]
-    parts.append(f"</ul><h4>Evidence ({d.evidence_unchanged} unchanged)</h4><ul>")
-    for e in d.evidence:
-        ids = f"{e.a_id or '–'} → {e.b_id or '–'}"
-        text = f"{e.change}: {e.key} ({ids})"
-        parts.append(
-            f"<li>{_ins(text) if e.change == 'added' else _del(text) if e.change == 'removed' else html.escape(text)}</li>"
-        )
     parts.append("</ul>")
-    return "".join(parts)
+    return parts
 
 
 def _diff_page(dossier: TaskDossier, a: int, b: int) -> tuple[AttemptDiff, str]:

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.domain.records import AttemptRecord
+from core.tasks.diff import no_answer_reason
 from core.tasks.dossier import TaskDossier
 from core.tasks.history import EntryKind, case_history
 from core.tasks.review import read_only_reason
@@ -120,7 +121,7 @@ def failure_notice(dossier: TaskDossier) -> str:
     if shown is None or latest is None or shown is latest:
         return ""
     return (
-        f"Attempt {latest.index} produced no usable answer ({latest.finish_reason or latest.state.value}); "
+        f"Attempt {latest.index} produced no usable answer ({no_answer_reason(latest) or 'no text'}); "
         f"the answer of attempt {shown.index} is back for review."
     )
 

@@ -96,8 +96,11 @@ class WindowDialogs:
 
     def open_settings(self) -> None:
         from desktop.dialogs.settings import SettingsDialog
+        from desktop.views.window.apply_settings import apply_saved_settings
 
-        self.open(SettingsDialog(self.host.services.workspace.settings, self.host.widget))
+        dialog = SettingsDialog(self.host.services.workspace.settings, self.host.widget, applies_now=True)
+        dialog.sig_saved.connect(lambda changed: apply_saved_settings(self.host, changed))  # no restart
+        self.open(dialog)
 
     def show_shortcuts(self) -> None:
         from desktop.dialogs.shortcuts import ShortcutSheet

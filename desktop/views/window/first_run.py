@@ -17,7 +17,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from core.config import APP_NAME, Settings
-from core.first_run import needs_provider, with_replay_model
+from core.first_run import needs_provider, replay_roles, with_replay_model
 
 if TYPE_CHECKING:
     from desktop.views.window.main_window import MainWindow
@@ -30,11 +30,14 @@ BANNER_TEXT = (
 
 
 async def replay_if_unconfigured(settings: Settings) -> tuple[Settings, bool]:
-    """``(settings, True)`` on the replay model when nothing could answer a task; else unchanged."""
-    if not needs_provider(settings):
+    """``settings`` with the replay model standing in for every role that has no model (the
+    validator and planner too when only the agent has a profile), and whether that includes the
+    agent: a first run, which the banner announces."""
+    if not replay_roles(settings):
         return settings, False
+    first_run = needs_provider(settings)
     folder = Path(platformdirs.user_data_dir(APP_NAME))
-    return await asyncio.to_thread(with_replay_model, settings, folder), True
+    return await asyncio.to_thread(with_replay_model, settings, folder), first_run
 
 
 class FirstRunBanner(QFrame):

@@ -35,16 +35,21 @@ class WorkspaceStatus:
         self.workspace_label = plain_label(f"Workspace: {short_name(full)}")
         self.workspace_label.setObjectName("WorkspaceName")
         self.workspace_label.setToolTip(plain_tooltip(full))
-        warnings = workspace.configuration_warnings()
-        self.warning_label = plain_label(
-            "⚠ " + "; ".join(warning_title(w.code) for w in warnings) if warnings else ""
-        )
+        self.warning_label = plain_label("")
         self.warning_label.setObjectName("ConfigurationWarning")
         self.warning_label.setStyleSheet("QLabel { color: #7e5109; font-weight: bold; padding: 0 6px; }")
-        self.warning_label.setToolTip(plain_tooltip("\n\n".join(warning_line(w) for w in warnings)))
-        self.warning_label.setVisible(bool(warnings))
+        self.refresh(workspace)
         bar.addWidget(self.workspace_label)
         bar.addWidget(self.warning_label)
+
+    def refresh(self, workspace: Workspace) -> None:
+        """Say the configuration's warnings as the workspace's settings stand now (after a Save too)."""
+        warnings = workspace.configuration_warnings()
+        self.warning_label.setText(
+            "⚠ " + "; ".join(warning_title(w.code) for w in warnings) if warnings else ""
+        )
+        self.warning_label.setToolTip(plain_tooltip("\n\n".join(warning_line(w) for w in warnings)))
+        self.warning_label.setVisible(bool(warnings))
 
 
 __all__ = ["WorkspaceStatus", "short_name"]
