@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from core.config import ValidationMode
 from core.domain import TaskStatus
-from core.domain.cadence import check_cron, next_run
+from core.domain.cadence import check_cron, cron_zone, next_run
 from core.domain.records import TaskRecord
 from core.errors import ConfigurationError, RefusedAction
 from core.inputs import read_input_text
@@ -77,7 +77,7 @@ async def add_schedule(
         heartbeat_prompt, path, instructions
     )  # refuses an unreadable checklist now
     task = await TaskService(ws).create(text, title=title or f"Heartbeat: {instructions.strip()[:80]}")
-    first = next_run(cron, interval_s, datetime.now(UTC))
+    first = next_run(cron, interval_s, datetime.now(UTC), cron_zone(ws.settings.cron_timezone))
     return await ScheduleRepository(ws.store).add(
         task.id,
         cron=cron,
@@ -115,7 +115,8 @@ async def fire(ws: Workspace, schedule_id: str, *, claim: bool = True) -> str:
     repo = ScheduleRepository(ws.store)
     schedule = await repo.get(schedule_id)
     if claim:
-        upcoming = next_run(schedule.cron, schedule.interval_s, max(schedule.next_run_at, datetime.now(UTC)))
+        after = max(schedule.next_run_at, datetime.now(UTC))
+        upcoming = next_run(schedule.cron, schedule.interval_s, after, cron_zone(ws.settings.cron_timezone))
         if not await repo.claim(schedule.id, schedule.next_run_at, upcoming):
             return "fired elsewhere"
     service = TaskService(heartbeat_workspace(ws, schedule))
