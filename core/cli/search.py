@@ -11,6 +11,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from core.cli.common import EXIT_OK, Handler, Subparsers, emit, parse_day, with_workspace
+from core.cli.progress import progress_bar
 from core.config import Settings
 from core.errors import InvalidRequest
 
@@ -100,7 +101,8 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
 
     async def body(ws: Workspace) -> int:
         if args.reindex:
-            n = await backfill(ws.store)
+            with progress_bar("reindex", unit="task", quiet=args.json):
+                n = await backfill(ws.store)
             print(f"indexed {n} task(s)", file=sys.stderr)
             if not args.query and not args.view:
                 return EXIT_OK

@@ -18,7 +18,18 @@ from tests.imports import cycles, import_graph, sources
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     # foundation: what every layer may use (errors, inputs, settings and the roles' profiles)
-    ("errors", "version", "lazy", "resources", "inputs", "secrets", "terminal", "profiles", "config"),
+    (
+        "errors",
+        "version",
+        "lazy",
+        "resources",
+        "inputs",
+        "secrets",
+        "terminal",
+        "progress",
+        "profiles",
+        "config",
+    ),
     ("domain", "events", "queue_peek"),
     ("store",),
     # what reads the store or talks to models and tools: evidence packets, search, litellm, tools
