@@ -478,7 +478,7 @@ class Settings(BaseSettings):
         title="Cron time zone",
         description="IANA time zone (e.g. Europe/Berlin) that schedules' cron expressions are read in; "
         "empty: this machine's zone. Set it on every machine of a team workspace.",
-        json_schema_extra=_desk(SettingsGroup.OTHER),
+        json_schema_extra=_desk(SettingsGroup.REVIEW),
     )
     verify_heartbeat: bool = Field(
         default=False,
