@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.cli.common import EXIT_INPUT, EXIT_OK, Handler, Subparsers, emit, parse_day, with_workspace
-from core.cli.progress import progress_bar
 from core.config import Settings
 from core.domain.status import TaskStatus
 from core.errors import InvalidRequest
+from core.progress import progress_bar
 
 if TYPE_CHECKING:
     from core.workspace import Workspace

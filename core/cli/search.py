@@ -11,9 +11,9 @@ import sys
 from typing import TYPE_CHECKING
 
 from core.cli.common import EXIT_OK, Handler, Subparsers, emit, parse_day, with_workspace
-from core.cli.progress import progress_bar
 from core.config import Settings
 from core.errors import InvalidRequest
+from core.progress import progress_bar
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
