@@ -7,7 +7,7 @@ RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 BUNDLE_STAMP := $(VENV)/.installed-bundle
 
-.PHONY: run test lint typecheck pytest pytest-core pytest-desk real-model realmodel-test postgres-server screenshot screenshots laptop-screenshots bundle bundle-check bench audit clean
+.PHONY: run test lint typecheck pytest pytest-core pytest-desk real-model realmodel-test postgres-server secret-service screenshot screenshots laptop-screenshots bundle bundle-check bench audit clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -54,7 +54,7 @@ typecheck: $(TEST_STAMP)
 PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ "$$n" -gt 4 ] && n=4; echo $$n)
 pytest: pytest-core pytest-desk
 
-pytest-core: $(TEST_STAMP) postgres-server
+pytest-core: $(TEST_STAMP) postgres-server secret-service
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest --ignore=tests/desktop --ignore=tests/realmodel -n $(PYTEST_WORKERS) --durations=20
 
 pytest-desk: $(TEST_STAMP)
@@ -76,6 +76,15 @@ postgres-server:
 			echo "note: no PostgreSQL server binaries; the PostgreSQL tests will skip (apt-get install postgresql)"; \
 		fi; \
 	fi
+
+# The keyring suite (tests/secretservice) talks to a real Secret Service: GNOME Keyring on a private
+# D-Bus session bus (dbus-run-session). The machine's own gnome-keyring-daemon when it has one;
+# otherwise tests/secretservice/provision.py fetches Debian's packages with `apt-get download` and
+# unpacks them with `dpkg -x` into ~/.cache/evidence-desk (no root, nothing installed system-wide;
+# a second run fetches nothing). Unavailable, the suite skips and says why, unless
+# EVIDENCE_DESK_SECRET_SERVICE_REQUIRED is set (CI), when it fails.
+secret-service: $(TEST_STAMP)
+	@$(BIN)/python tests/secretservice/provision.py > /dev/null || [ -z "$$EVIDENCE_DESK_SECRET_SERVICE_REQUIRED" ]
 
 # The real-model suite: a real llama.cpp-family server (llama-cpp-python's, built from source with
 # CPU flags that do not segfault on AMX-capable CPUs) and a real model (SmolLM2-135M, from the

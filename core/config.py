@@ -473,6 +473,13 @@ class Settings(BaseSettings):
         "running them here. Unset: defer while a worker is alive. Never on SQLite.",
         json_schema_extra=_desk(editable=False),
     )
+    cron_timezone: str | None = Field(
+        default=None,
+        title="Cron time zone",
+        description="IANA time zone (e.g. Europe/Berlin) that schedules' cron expressions are read in; "
+        "empty: this machine's zone. Set it on every machine of a team workspace.",
+        json_schema_extra=_desk(SettingsGroup.REVIEW),
+    )
     verify_heartbeat: bool = Field(
         default=False,
         title="Verify heartbeat answers",
@@ -532,6 +539,21 @@ class Settings(BaseSettings):
     def _must_be_file(cls, v: Path | None) -> Path | None:
         if v is not None and not v.is_file():
             raise ValueError(f"no such file: {v}")
+        return v
+
+    @field_validator("cron_timezone")
+    @classmethod
+    def _known_zone(cls, v: str | None) -> str | None:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        if not v:
+            return None
+        try:
+            ZoneInfo(v)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"unknown time zone {v!r} (an IANA name, e.g. 'Europe/Berlin' or 'UTC')"
+            ) from None
         return v
 
     @field_validator("corpus")

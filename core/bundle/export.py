@@ -38,6 +38,7 @@ from core.bundle.verify import verify_bundle
 from core.bundle.writer import BundleWriter
 from core.domain.content import OFFLOADED_KEYS, REF_SUFFIX, ContentRef
 from core.leftovers import new_part_file
+from core.progress import advance
 from core.store import Store
 from core.version import app_version
 
@@ -146,6 +147,7 @@ async def _write_contents(store: Store, data: _Collected, writer: BundleWriter) 
         try:
             async for piece in store.iter_content(ContentRef.model_validate(raw)):
                 await asyncio.to_thread(sink.feed, piece)
+                advance(len(piece))
         except BaseException:
             sink.abort()
             raise
@@ -159,11 +161,13 @@ def _write_entries(
     for task_id, files in data.tasks.items():
         for name, obj in files.items():
             writer.json_entry(task_entry(task_id, name), _swap(obj, members))
+            advance(int(writer.entries[task_entry(task_id, name)]["size"]))
     chains: dict[str, dict[str, Any]] = {}
     total = 0
     for session_id, events in data.events.items():
         chain = writer.events_entry(session_id, events_entry(session_id), (_swap(e, members) for e in events))
         chains[session_id] = chain
+        advance(int(writer.entries[events_entry(session_id)]["size"]))
         total += chain["events"]
     return chains, total
 

@@ -32,6 +32,7 @@ from core.domain.usage import USAGE_EVENT_KINDS, UsageTotals
 from core.evidence.content import ContentReader, item_length, item_range
 from core.evidence.render import render_packet
 from core.leftovers import new_part_file
+from core.progress import advance, expect
 from core.store import Store
 from core.tasks.dossier import TaskDossier, load_dossier
 from core.tasks.override import AnalystVerdict, dossier_overrides
@@ -225,9 +226,14 @@ async def write_report(
 ) -> Path:
     """Write the audit page for one workspace task (``task_id`` may be a unique prefix), with secrets
     masked as in an export (``redact`` and ``environ`` as for ``export_bundle``)."""
+    expect(3, "step")
     redactor = await asyncio.to_thread(Redactor.build, redact, environ)
+    advance(1, "step")
     data = await workspace_report_data(store, task_id, redactor, scrub or machine_scrub())
-    return await _render_and_write(data, Path(out), redactor)
+    advance(1, "step")
+    written = await _render_and_write(data, Path(out), redactor)
+    advance(1, "step")
+    return written
 
 
 async def workspace_report_data(
@@ -307,7 +313,11 @@ async def write_report_from_bundle(
 
     Masked again: a bundle written by an older version, or by hand, may hold what ours would mask.
     """
+    expect(3, "step")
     redactor = await asyncio.to_thread(Redactor.build, redact, environ)
-    return await _render_and_write(
-        await report_data_from_bundle(opened, task_id, redactor), Path(out), redactor
-    )
+    advance(1, "step")
+    data = await report_data_from_bundle(opened, task_id, redactor)
+    advance(1, "step")
+    written = await _render_and_write(data, Path(out), redactor)
+    advance(1, "step")
+    return written

@@ -46,6 +46,7 @@ from core.bundle.zipread import (
     unsafe_name,
 )
 from core.inputs import loads_json
+from core.progress import advance, expect
 
 __all__ = ["LoadedBundle", "VerificationReport", "ZipLimits", "load_bundle", "plural", "verify_bundle"]
 
@@ -228,6 +229,7 @@ def _check_entries(
             )
             return {}
     contents: dict[str, bytes] = {}
+    expect(declared + content_total)
     for name, meta in listed.items():
         info = members.get(name)
         if info is None:
@@ -252,6 +254,7 @@ def _check_entries(
             read = read_capped(
                 zf, info, limits.max_content_bytes if content else limits.max_entry_bytes, keep=not content
             )
+        advance(info.file_size)
         if read.data is None:
             report.add(f"{name}: {read.problem}")
             continue

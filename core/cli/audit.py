@@ -18,6 +18,7 @@ from core.cli.common import EXIT_INPUT, EXIT_OK, Handler, Subparsers, emit, pars
 from core.config import Settings
 from core.domain.status import TaskStatus
 from core.errors import InvalidRequest
+from core.progress import progress_bar
 
 if TYPE_CHECKING:
     from core.workspace import Workspace
@@ -80,14 +81,15 @@ async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
 
     async def body(ws: Workspace) -> int:
         key = await asyncio.to_thread(workspace_signing_key, settings.db_url)
-        summary = await export_bundle(
-            ws.store,
-            args.task_ids,
-            Path(args.output),
-            redact=args.redact,
-            signing_key=key,
-            scrub=scrub_for_settings(settings, include_paths=args.include_paths),
-        )
+        with progress_bar("export", quiet=args.json):
+            summary = await export_bundle(
+                ws.store,
+                args.task_ids,
+                Path(args.output),
+                redact=args.redact,
+                signing_key=key,
+                scrub=scrub_for_settings(settings, include_paths=args.include_paths),
+            )
         if args.json:
             emit(
                 {
@@ -119,7 +121,8 @@ async def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
     from core.bundle.signing import known_fingerprints
 
     known = await asyncio.to_thread(known_fingerprints, settings.db_url)
-    report = await asyncio.to_thread(verify_bundle, Path(args.bundle), known_keys=known)
+    with progress_bar("verify", quiet=args.json):
+        report = await asyncio.to_thread(verify_bundle, Path(args.bundle), known_keys=known)
     if args.json:
         emit(
             {
@@ -144,7 +147,8 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 
     async def body(ws: Workspace) -> int:
         known = await asyncio.to_thread(known_fingerprints, settings.db_url)
-        summary = await import_bundle(ws.store, Path(args.bundle), known_keys=known, trust=args.trust)
+        with progress_bar("import", quiet=args.json):
+            summary = await import_bundle(ws.store, Path(args.bundle), known_keys=known, trust=args.trust)
         if args.json:
             emit(
                 {
@@ -172,15 +176,17 @@ async def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
 
     out = Path(args.output)
     if args.bundle:
-        opened = await asyncio.to_thread(open_bundle, Path(args.bundle))
-        written = await write_report_from_bundle(opened, args.task_id, out, redact=args.redact)
+        with progress_bar("report", unit="step", quiet=args.json):
+            opened = await asyncio.to_thread(open_bundle, Path(args.bundle))
+            written = await write_report_from_bundle(opened, args.task_id, out, redact=args.redact)
     else:
 
         async def body(ws: Workspace) -> int:
             from core.bundle.paths import scrub_for_settings
 
             scrub = scrub_for_settings(settings, include_paths=args.include_paths)
-            await write_report(ws.store, args.task_id, out, redact=args.redact, scrub=scrub)
+            with progress_bar("report", unit="step", quiet=args.json):
+                await write_report(ws.store, args.task_id, out, redact=args.redact, scrub=scrub)
             return EXIT_OK
 
         await with_workspace(settings, body, recover=False)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from core.cli.common import EXIT_OK, Handler, Subparsers, emit, parse_day, with_workspace
 from core.config import Settings
 from core.errors import InvalidRequest
+from core.progress import progress_bar
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -100,7 +101,8 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
 
     async def body(ws: Workspace) -> int:
         if args.reindex:
-            n = await backfill(ws.store)
+            with progress_bar("reindex", unit="task", quiet=args.json):
+                n = await backfill(ws.store)
             print(f"indexed {n} task(s)", file=sys.stderr)
             if not args.query and not args.view:
                 return EXIT_OK

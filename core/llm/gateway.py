@@ -310,8 +310,8 @@ def _map_error(exc: BaseException, model: str, timeout_s: float) -> LLMError:
         return LLMTimeout(f"{model}: no answer within {timeout_s:g} s", model=model)
     detail = redact(_strip_litellm_prefix(str(exc))) or type(exc).__name__
     full = " ".join(str(e) for e in _chain(exc))
-    if isinstance(exc, litellm.Timeout):
-        return LLMTimeout(f"{model}: timed out ({detail})", model=model)
+    if isinstance(exc, litellm.Timeout):  # its HTTP timeout is ``timeout_s``, first call or not
+        return LLMTimeout(f"{model}: no answer within {timeout_s:g} s ({detail})", model=model)
     if any(sign in full for sign in _MISSING_KEY_SIGNS):
         return LLMConfigurationError(
             f"{model}: no API key is configured for this provider; set its key (or mark the endpoint "

@@ -18,6 +18,7 @@ from core.domain.event_codec import read_payload
 from core.domain.event_payloads import AnalystVerdictRecord
 from core.domain.facts import EventKind
 from core.errors import StoreError
+from core.progress import advance, expect
 from core.search.index import (
     DocKind,
     SegmentCutter,
@@ -272,9 +273,11 @@ async def backfill(store: StoreBase) -> int:
     """
     async with store.read_session() as s:
         ids = list((await s.scalars(select(TaskRow.id).order_by(TaskRow.id))).all())
+    expect(len(ids), "task")
     for start in range(0, len(ids), _BATCH):
         async with store._write_conn() as conn:
             await index_tasks(conn, ids[start : start + _BATCH])
+        advance(len(ids[start : start + _BATCH]), "task")
     async with store._write_conn() as conn:
         await conn.execute(delete(SearchMetaRow).where(SearchMetaRow.key == BACKFILL_KEY))
     return len(ids)

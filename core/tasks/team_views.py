@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from core.domain.cadence import next_run
+from core.domain.cadence import cron_zone, next_run
 from core.domain.records import TaskRecord
 from core.domain.status import TaskStatus
 from core.store import Store
@@ -75,9 +75,12 @@ class AssignedTask(BaseModel):
 class TeamViews:
     """Batches, schedules and assignments over one workspace's store."""
 
-    def __init__(self, store: Store, *, clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(
+        self, store: Store, *, clock: Callable[[], datetime] = utc_now, cron_timezone: str | None = None
+    ) -> None:
         self._store = store
         self._clock = clock
+        self._zone = cron_zone(cron_timezone)
 
     def now(self) -> datetime:
         return self._clock().astimezone(UTC)
@@ -114,7 +117,7 @@ class TeamViews:
                     task_id=sc.task_id,
                     title=task.title,
                     every=f"cron {sc.cron}" if sc.cron else f"every {sc.interval_s} s",
-                    next_run=next_run(sc.cron, sc.interval_s, now) if due else sc.next_run_at,
+                    next_run=next_run(sc.cron, sc.interval_s, now, self._zone) if due else sc.next_run_at,
                     due=due,
                     last_run=sc.last_run_at,
                     last_verdict=sc.last_verdict or _latest_verdict(task),

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from core.config import ValidationMode
 from core.domain import TaskStatus
-from core.domain.cadence import check_cron, next_due, next_run
+from core.domain.cadence import check_cron, cron_zone, next_due, next_run
 from core.domain.carried import carried_name
 from core.domain.event_codec import decode_as
 from core.domain.event_payloads import StatusChange
@@ -97,7 +97,7 @@ async def add_schedule(
     spec = None
     if checklist is not None and source is not None:
         spec = await store_carried(ws.store, source[1], checklist, owner=task.id)
-    first = next_run(cron, interval_s, datetime.now(UTC))
+    first = next_run(cron, interval_s, datetime.now(UTC), cron_zone(ws.settings.cron_timezone))
     return await ScheduleRepository(ws.store).add(
         task.id,
         cron=cron,
@@ -153,7 +153,11 @@ async def fire(ws: Workspace, schedule_id: str, *, claim: bool = True, now: date
     schedule = await repo.get(schedule_id)
     if claim:
         upcoming = next_due(
-            schedule.cron, schedule.interval_s, schedule.next_run_at, now or datetime.now(UTC)
+            schedule.cron,
+            schedule.interval_s,
+            schedule.next_run_at,
+            now or datetime.now(UTC),
+            cron_zone(ws.settings.cron_timezone),
         )
         if not await repo.claim(schedule.id, schedule.next_run_at, upcoming):
             return Firing(status=None, verdict="fired elsewhere")

@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "secrets",
         "terminal",
         "leftovers",
+        "progress",
         "profiles",
         "config",
     ),

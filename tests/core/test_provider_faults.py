@@ -318,6 +318,22 @@ async def test_a_slow_provider_times_out_on_its_first_call_too(
     assert [u.error_kind for u in gateway.usage] == ["timeout", "timeout"]
 
 
+async def test_a_first_call_timeout_names_the_bound_that_ended_it(
+    provider: FakeLLMServer, sqlite_url: str
+) -> None:
+    """The provider's first call in the process, held by the server until the test ends: litellm's
+    HTTP timeout (llm_timeout_s) ends it, not the outer guard's set-up allowance, and the message
+    says so. It said "timed out (Request timed out)", naming no bound at all."""
+    gateway_module._WARMED_PROVIDERS.discard("openai")
+    provider.push(Reply.held())
+    gateway = LLMGateway(_settings(sqlite_url, llm_timeout_s=0.5, llm_num_retries=0))
+    with pytest.raises(LLMTimeout) as caught:
+        await gateway.complete(model=AGENT, messages=[{"role": "user", "content": "hi"}])
+    assert len(provider.chat_requests()) == 1  # it reached the server, which never answered
+    assert f"{AGENT}: no answer within 0.5 s" in str(caught.value), caught.value
+    assert "allowed for the provider's first call" not in str(caught.value)
+
+
 async def test_a_refused_key_is_an_authentication_error_not_retried(
     provider: FakeLLMServer, sqlite_url: str
 ) -> None:

@@ -103,7 +103,7 @@ async def test_schedules_show_their_next_run_for_a_fixed_now(store: Store) -> No
 
     # Overdue (no desk or worker fired it yet): due now, and the cron's next match after now.
     await repo.record_verdict(ahead.id, "not_achieved: goal_missed")
-    [late] = await TeamViews(store, clock=lambda: T0 + timedelta(hours=3)).schedules()
+    [late] = await TeamViews(store, clock=lambda: T0 + timedelta(hours=3), cron_timezone="UTC").schedules()
     assert late.due and late.next_run == datetime(2030, 1, 2, 9, 0, tzinfo=UTC)
     assert late.last_verdict == "not_achieved: goal_missed"
 

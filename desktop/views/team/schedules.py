@@ -62,7 +62,11 @@ class SchedulesPane(TeamPane[ScheduleView]):
             "Schedules",
             HEADERS,
             _cell,
-            lambda: TeamViews(host.services.workspace.store, clock=self.clock).schedules(),
+            lambda: TeamViews(
+                host.services.workspace.store,
+                clock=self.clock,
+                cron_timezone=host.services.workspace.settings.cron_timezone,
+            ).schedules(),
         )
         self.table.activated.connect(self._activated)
 
