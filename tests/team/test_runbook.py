@@ -112,7 +112,7 @@ def test_the_runbook_with_a_password_and_tls_verify_full(
     subprocess.run([str(bindir / "createdb"), *conn, "-O", ROLE, "evidence"], check=True, env=env)
 
     passfile = tmp_path / "pgpass"
-    passfile.write_text(f"localhost:{admin.port}:evidence:{ROLE}:{PASSWORD}\n", encoding="utf-8")
+    passfile.write_text(f"localhost:{admin.port}:evidence:{ROLE}:not-{PASSWORD}\n", encoding="utf-8")
     passfile.chmod(0o600)
     monkeypatch.setenv("PGPASSFILE", str(passfile))
     base = f"postgresql://{ROLE}@localhost:{admin.port}/evidence?sslmode=verify-full&sslrootcert="
@@ -121,7 +121,11 @@ def test_the_runbook_with_a_password_and_tls_verify_full(
     rows = tmp_path / "rows.jsonl"
     rows.write_text('{"text": "Runbook question?"}\n', encoding="utf-8")
 
-    # a certificate no trusted CA signed is refused, with a line saying so
+    # the server checks the password (it trusts no one) ...
+    assert cli_main(["batch", str(rows), "--db", url, "--script", str(script)]) != 0
+    assert "password authentication failed" in capsys.readouterr().err
+    passfile.write_text(f"localhost:{admin.port}:evidence:{ROLE}:{PASSWORD}\n", encoding="utf-8")
+    # ... and the client the certificate: one no trusted CA signed is refused, with a line saying so
     assert (
         cli_main(["batch", str(rows), "--db", base + str(certs / "other.crt"), "--script", str(script)]) != 0
     )
