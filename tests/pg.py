@@ -193,15 +193,31 @@ def _owner_ids() -> tuple[int, int] | None:
     return entry.pw_uid, entry.pw_gid
 
 
+@dataclass(frozen=True)
+class ServerSecurity:
+    """How a private cluster lets clients in, for tests of password and TLS logins.
+
+    ``hba`` replaces initdb's ``pg_hba.conf`` (keep a ``trust`` line for the superuser
+    ``evidence_test`` on 127.0.0.1: the fixtures' admin connections use it); with ``tls`` = (certificate,
+    key), the server turns ``ssl`` on with those files, copied into its data folder.
+    """
+
+    hba: str
+    tls: tuple[Path, Path] | None = None
+
+
 @contextlib.contextmanager
-def start_server() -> Iterator[PgServer]:
-    """Start a private cluster (or use ``EVIDENCE_DESK_TEST_PG_URL``) for the duration of the block."""
+def start_server(security: ServerSecurity | None = None) -> Iterator[PgServer]:
+    """Start a private cluster (or use ``EVIDENCE_DESK_TEST_PG_URL``) for the duration of the block.
+
+    With ``security`` it is always a private cluster: an external server's logins are not ours to set.
+    """
     try:
         import asyncpg  # noqa: F401
     except ImportError:
         raise PgUnavailable("asyncpg is not installed (pip install -e '.[test]')") from None
     external = os.environ.get(URL_ENV)
-    if external:
+    if external and security is None:
         yield PgServer(admin_url=external)
         return
     bindir = find_bindir()
@@ -235,12 +251,14 @@ def start_server() -> Iterator[PgServer]:
             ],
             "initdb",
         )
+        secure_options = _secure(data, security, owner)
         for attempt in range(1, PORT_ATTEMPTS + 1):
             log.unlink(missing_ok=True)  # the log a failure reports is this attempt's own
             port = _free_port()
             options = (
                 f"-c listen_addresses=127.0.0.1 -p {port} -k {root} "
                 "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+                + secure_options
             )
             try:
                 _check(
@@ -281,6 +299,25 @@ def start_server() -> Iterator[PgServer]:
                 check=False,
             )
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _secure(data: Path, security: ServerSecurity | None, owner: tuple[int, int] | None) -> str:
+    """Write the cluster's ``pg_hba.conf`` and TLS files; the server options that turn TLS on."""
+    if security is None:
+        return ""
+    written = [data / "pg_hba.conf"]
+    written[0].write_text(security.hba, encoding="utf-8")
+    options = ""
+    if security.tls is not None:
+        for source, name in zip(security.tls, ("server.crt", "server.key"), strict=True):
+            shutil.copyfile(source, data / name)
+            (data / name).chmod(0o600)  # PostgreSQL refuses a key others can read
+            written.append(data / name)
+        options = " -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key"
+    if owner is not None:
+        for path in written:
+            os.chown(path, *owner)
+    return options
 
 
 def _check(cmd: list[str], what: str, log: Path | None = None) -> None:

@@ -12,6 +12,7 @@ import re
 import sqlite3
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
@@ -130,6 +131,9 @@ def safe_display_name(url: str) -> str:
 _PG_RENAMED = {"sslmode": "ssl", "connect_timeout": "timeout"}
 _PG_PASSED = {"ssl", "timeout", "target_session_attrs", "prepared_statement_cache_size"}
 _SSL_MODES = {"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}
+# libpq's certificate options: asyncpg reads them only from a DSN's query string, so they travel
+# in a host-less ``dsn`` beside the keyword arguments (which win for everything else).
+_PG_SSL_FILES = ("sslrootcert", "sslcert", "sslkey", "sslcrl")
 
 
 def asyncpg_options(url: str) -> tuple[str, dict[str, Any]]:
@@ -140,15 +144,18 @@ def asyncpg_options(url: str) -> tuple[str, dict[str, Any]]:
     """
     parsed = make_url(url)
     connect: dict[str, Any] = {}
+    files: dict[str, str] = {}
     for key, value in parsed.query.items():
         given = value[-1] if isinstance(value, tuple) else value
         name = _PG_RENAMED.get(key, key)
-        if key == "application_name":
+        if key in _PG_SSL_FILES:
+            files[key] = given
+        elif key == "application_name":
             connect.setdefault("server_settings", {})["application_name"] = given
         elif name not in _PG_PASSED:
             raise StoreError(
-                f"the database URL option {key!r} is not supported; use sslmode, connect_timeout, "
-                "application_name or target_session_attrs"
+                f"the database URL option {key!r} is not supported; use sslmode, sslrootcert, sslcert, "
+                "sslkey, sslcrl, connect_timeout, application_name or target_session_attrs"
             )
         elif name == "ssl" and given not in _SSL_MODES:
             raise StoreError(f"sslmode {given!r} is not one of {', '.join(sorted(_SSL_MODES))}")
@@ -163,6 +170,8 @@ def asyncpg_options(url: str) -> tuple[str, dict[str, Any]]:
             connect[name] = int(given)
         else:
             connect[name] = given
+    if files:
+        connect["dsn"] = "postgresql://?" + urlencode(files)
     return parsed.set(query={}).render_as_string(hide_password=False), connect
 
 
