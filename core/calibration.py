@@ -460,6 +460,21 @@ async def calibrate(
     )
 
 
+def calibrate_apart(url: str, flt: CalibrationFilter | None = None, *, cases: bool = False) -> Calibration:
+    """``calibrate`` on a store of its own, opened and closed here: blocking, for a worker thread
+    with no event loop (the desk's GUI loop never folds the figures itself). An engine belongs to
+    the loop that made it, so the caller's store cannot be lent to this thread's loop."""
+
+    async def work() -> Calibration:
+        store = await Store.open(url, migrate=False)  # the caller's store already migrated it
+        try:
+            return await calibrate(store, flt, cases=cases)
+        finally:
+            await store.close()
+
+    return asyncio.run(work())
+
+
 async def _sorted_cases(cases: dict[str, list[str]]) -> dict[str, list[str]]:
     """Each cell's task ids, unique and sorted, one cell per turn of the loop: a cell holds up to
     every decided task, and sorting them all at once held the desk's GUI for tens of ms."""
@@ -775,6 +790,7 @@ __all__ = [
     "CitationPrecision",
     "Citations",
     "calibrate",
+    "calibrate_apart",
     "calibration_batches",
     "calibration_csv",
     "citation_lines",

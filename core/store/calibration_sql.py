@@ -92,7 +92,7 @@ def _verdict(row: tuple[object, ...]) -> Verdict | None:
 
 @dataclass(frozen=True, slots=True)
 class DecisionGroup:
-    """How many standing decisions share one verdict, decision, category, model, day, warnings,
+    """How many standing decisions share one verdict, decision, category, model, week, warnings,
     reviewer, reason and validator version (and task, when cases were asked for)."""
 
     status: str | None  # None: the attempt was never validated
@@ -100,7 +100,7 @@ class DecisionGroup:
     category: str | None
     model: str | None
     warnings: str | None
-    day: date
+    day: date  # the decision's day, or the Monday of its week (calibration counts weeks)
     n: int
     reviewer: str = ""
     reason: str | None = None
@@ -200,19 +200,22 @@ async def _standing_of(conn: Any, ids: list[str], batch_id: str | None) -> dict[
     return found
 
 
+def _week_start(conn: Any, at: Any) -> Any:
+    """The Monday on or before ``at``'s day (calibration counts per ISO week): grouping by week, not
+    day, leaves a seventh of the groups to cross into Python."""
+    if conn.dialect.name == "sqlite":  # back six days, then on to the next Monday (or stay on it)
+        return func.date(at, "-6 days", "weekday 1")
+    return cast(func.date_trunc("week", at), Date)
+
+
 async def _common_groups(
     conn: Any, since: datetime | None, until: datetime | None, batch_id: str | None, with_tasks: bool
 ) -> list[DecisionGroup]:
     """The attempts with one feedback row and at most one verdict, grouped in the database."""
     status, category, model, warnings, _, version = _verdict_columns()
     many_fb, many_v = _repeated()
-    day = (
-        func.date(FeedbackRow.created_at)
-        if conn.dialect.name == "sqlite"
-        else cast(FeedbackRow.created_at, Date)
-    )
     keys: tuple[Any, ...] = (
-        status, FeedbackRow.action, category, model, warnings, day, FeedbackRow.reviewer, FeedbackRow.reason,
+        status, FeedbackRow.action, category, model, warnings, _week_start(conn, FeedbackRow.created_at), FeedbackRow.reviewer, FeedbackRow.reason,
         version,
     )  # fmt: skip
     counted: tuple[Any, ...] = (func.count(),)

@@ -146,7 +146,7 @@ class EventRow(Base):
     run_id: Mapped[str | None] = mapped_column(String(32))
     task_id: Mapped[str | None] = mapped_column(String(32), index=True)
     seq: Mapped[int] = mapped_column(Integer)
-    kind: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[str] = mapped_column(String(64), index=True)  # calibration reads by kind (0013)
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     content: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
@@ -179,7 +179,7 @@ class FeedbackRow(Base):
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
-    attempt_id: Mapped[str | None] = mapped_column(String(32))
+    attempt_id: Mapped[str | None] = mapped_column(String(32), index=True)  # migration 0013
     action: Mapped[str] = mapped_column(String(16))
     prompt: Mapped[str | None] = mapped_column(Text)
     note: Mapped[str | None] = mapped_column(Text)

@@ -1,8 +1,9 @@
 """The Calibration window: how far the validator agrees with the analysts' final decisions.
 
 The figures come from ``core.calibration`` (the same ones ``evidence-desk calibration`` prints),
-computed by a coroutine the window is handed, run through ``CoreOps`` so the database work never
-blocks painting. pyqtgraph is not installed and QtCharts is not needed for this: the confusion
+computed by a coroutine the window is handed, run through ``CoreOps``; the desk hands it one that
+computes in a worker thread (``calibration_worker``), so neither the database work nor folding
+100,000 decisions blocks painting. pyqtgraph is not installed and QtCharts is not needed for this: the confusion
 matrix is a ``QTableView`` heatmap and the weekly trend a small ``QPainter`` sparkline.
 """
 
@@ -34,6 +35,7 @@ from desktop.models.calibration_matrix import MatrixModel
 from desktop.models.rows_model import RowsModel, text_cell
 from desktop.ops import CoreOps
 from desktop.views.insight.calibration_cases import CasesFilter
+from desktop.views.insight.calibration_worker import CalibrationWorker
 
 if TYPE_CHECKING:
     from desktop.views.host import DeskHost
@@ -401,6 +403,7 @@ class CalibrationMenuEntry:
     def __init__(self, host: DeskHost) -> None:
         self.host = host
         self.view: CalibrationView | None = None
+        self.worker: CalibrationWorker | None = None
         self.cases = CasesFilter(host)
         self.action = QAction("&Calibration…", host.widget)
         self.action.setToolTip("How far the validator agrees with analysts' final decisions")
@@ -408,14 +411,15 @@ class CalibrationMenuEntry:
         host.menu("Review").addAction(self.action)
 
     def open(self) -> CalibrationView:
-        from core.calibration import calibrate, calibration_batches
+        from core.calibration import calibration_batches
 
         view = self.view
         if view is None:
             workspace = self.host.services.workspace
+            self.worker = CalibrationWorker(workspace.store.url)  # off the GUI thread: it paints meanwhile
             view = CalibrationView(
                 self.host.ops,
-                lambda f: calibrate(workspace.store, f, cases=True),
+                self.worker.calibrate,
                 batches=lambda: calibration_batches(workspace.store),
             )
             view.setWindowFlag(Qt.WindowType.Window)
