@@ -29,7 +29,7 @@ from core.domain.records import (
 )
 from core.errors import StoreError
 from core.store.base import StoreBase
-from core.store.chunks import offload_tree, put_content
+from core.store.chunks import offload_payload, offload_tree, put_content
 from core.store.engine import db_message
 from core.store.eventlog import CONTENT_REF
 from core.store.models import (
@@ -113,6 +113,8 @@ def _offload_rows(
         if attempt.get("packet") is not None:
             attempt["packet"] = offload_tree(conn, attempt["packet"], attempt["task_id"], policy)
     for event in rows[EventRow]:
+        owner = event.get("task_id") or event["session_id"]
+        event["payload"] = offload_payload(conn, event["payload"], owner, policy)
         if policy.offloads(event.get("content")):
             ref = put_content(conn, event["content"], event.get("task_id") or event["session_id"], policy)
             event["payload"] = {**event["payload"], CONTENT_REF: ref.model_dump()}

@@ -23,7 +23,7 @@ from core.domain.records import AttemptRecord, EventRecord, RunRecord, TaskRecor
 from core.domain.status import TaskStatus, ValidationOutcome
 from core.errors import StoreError
 from core.store.base import new_id
-from core.store.chunks import ContentPolicy, offload_tree
+from core.store.chunks import CHUNKED_PAYLOAD, ContentPolicy, offload_tree
 from core.store.eventlog import EventLog, NewEvent, PendingAppend, insert_events
 from core.store.models import AttemptRow, EventRow, RunRow, SessionRow, TaskRow, utcnow
 
@@ -109,6 +109,12 @@ class RecoveryRepository(EventLog):
         async with self._read() as s:
             for event, attempt_id in (await s.execute(q)).all():
                 found[str(attempt_id)].append(EventRecord.model_validate(event))
+        for records in found.values():  # an answer stored as chunks is read back: recovery judges it
+            for i, record in enumerate(records):
+                if CHUNKED_PAYLOAD in record.payload:
+                    records[i] = record.model_copy(
+                        update={"payload": await self.resolve_payload(record.payload)}
+                    )
         return found
 
     async def recover_tasks(self, recoveries: Sequence[TaskRecovery]) -> list[TaskRecord]:
