@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 # Keys of packet and payload dicts whose big values are stored as chunks; the reference sits
 # beside the emptied key under ``<key>_ref`` so old readers still find a (blank) string there.
-OFFLOADED_KEYS = ("content", "output_text")
+OFFLOADED_KEYS = ("content", "output_text", "final_output")
 REF_SUFFIX = "_ref"
 
 

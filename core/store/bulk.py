@@ -29,7 +29,8 @@ from core.domain.records import (
 )
 from core.errors import StoreError
 from core.store.base import StoreBase
-from core.store.chunks import offload_tree, put_content
+from core.store.big_values import BIG_COLUMNS, offload_values
+from core.store.chunks import offload_payload, offload_tree, put_content
 from core.store.engine import db_message
 from core.store.eventlog import CONTENT_REF
 from core.store.models import (
@@ -112,7 +113,17 @@ def _offload_rows(
     for attempt in rows[AttemptRow]:
         if attempt.get("packet") is not None:
             attempt["packet"] = offload_tree(conn, attempt["packet"], attempt["task_id"], policy)
+    for table in (AttemptRow, RunRow, ValidationRow):  # answers, outputs and prompts (0012_big_values)
+        ref_column = BIG_COLUMNS[table][1]  # on every row: one executemany needs one set of keys
+        rows[table] = [
+            offload_values(
+                conn, table, {ref_column: None, **row}, row.get("task_id") or row.get("session_id"), policy
+            )
+            for row in rows[table]
+        ]
     for event in rows[EventRow]:
+        owner = event.get("task_id") or event["session_id"]
+        event["payload"] = offload_payload(conn, event["payload"], owner, policy)
         if policy.offloads(event.get("content")):
             ref = put_content(conn, event["content"], event.get("task_id") or event["session_id"], policy)
             event["payload"] = {**event["payload"], CONTENT_REF: ref.model_dump()}

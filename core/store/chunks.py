@@ -181,6 +181,53 @@ def offload_tree(
     return out
 
 
+# The key of an event payload under which its own big texts wait in the chunk store (as
+# ``{"content": "", "content_ref": ...}``): apart from the payload's ``content_ref``, which is the
+# event's ``content`` column's, so a payload field named ``content`` (a model's answer) never clashes.
+CHUNKED_PAYLOAD = "chunked_fields"
+
+
+def offload_payload(
+    conn: Connection, payload: dict[str, Any], owner: str, policy: ContentPolicy = DEFAULT_POLICY
+) -> dict[str, Any]:
+    """An event payload whose big top-level texts (an answer, a run's output) became chunks.
+
+    The field keeps an empty string, so a reader of the stored row that skips ``resolve_payload``
+    sees a blank text, never a crash or a wrong one; the payload is unchanged when nothing is big.
+    """
+    big = {
+        k: v for k, v in payload.items() if k in OFFLOADED_KEYS and isinstance(v, str) and policy.offloads(v)
+    }
+    if not big:
+        return payload
+    chunked: dict[str, Any] = {}
+    for key, text in big.items():
+        chunked[key] = ""
+        chunked[key + REF_SUFFIX] = put_content(conn, text, owner, policy).model_dump()
+    return {**payload, **dict.fromkeys(big, ""), CHUNKED_PAYLOAD: chunked}
+
+
+def chunked_payload_refs(payload: dict[str, Any]) -> dict[str, ContentRef]:
+    """The payload's own fields stored as chunks (``offload_payload``), by field name."""
+    chunked = payload.get(CHUNKED_PAYLOAD)
+    if not isinstance(chunked, dict):
+        return {}
+    return {
+        key[: -len(REF_SUFFIX)]: ContentRef.model_validate(v)
+        for key, v in chunked.items()
+        if is_ref(chunked, key)
+    }
+
+
+def resolve_payload_sync(conn: Connection, payload: dict[str, Any]) -> dict[str, Any]:
+    """``offload_payload`` undone on a sync connection: the payload as its writer gave it."""
+    refs = chunked_payload_refs(payload)
+    if not refs:
+        return payload
+    out = {k: v for k, v in payload.items() if k != CHUNKED_PAYLOAD}
+    return out | {key: read_content_sync(conn, ref.sha256) for key, ref in refs.items()}
+
+
 def read_content_sync(conn: Connection, sha256: str) -> str:
     """A content object's whole text on a connection already inside a transaction.
 
@@ -258,6 +305,14 @@ class ChunkRepository(StoreBase):
             else:
                 out[key] = await self.resolve_tree(v)
         return out
+
+    async def resolve_payload(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """``offload_payload`` undone: the payload as its writer gave it (its big texts read back)."""
+        refs = chunked_payload_refs(payload)
+        if not refs:
+            return payload
+        out = {k: v for k, v in payload.items() if k != CHUNKED_PAYLOAD}
+        return out | {key: await self.read_content(ref) for key, ref in refs.items()}
 
     async def content_ref(self, sha256: str) -> ContentRef:
         async with self._read() as s:

@@ -25,7 +25,7 @@ from core.store.pgtext import install_nul_guard
 SQLITE_HEADER = b"SQLite format 3\x00"
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # The newest migration's revision; a test keeps it equal to alembic's head.
-SCHEMA_HEAD = "calibration_index"
+SCHEMA_HEAD = "big_values"
 # How long an SQLite writer waits for another process's write lock before "database is locked".
 DEFAULT_BUSY_TIMEOUT = 30.0
 # The PostgreSQL advisory lock every process takes while checking and migrating the schema

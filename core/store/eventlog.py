@@ -36,7 +36,7 @@ from core.domain.records import EventRecord
 from core.domain.usage import UsageTotals
 from core.errors import DatabaseUnreachable, StoreError
 from core.store import engine as engines
-from core.store.chunks import ChunkRepository, put_content
+from core.store.chunks import CHUNKED_PAYLOAD, ChunkRepository, offload_payload, put_content
 from core.store.models import EventRow, SessionRow, utcnow
 from core.store.reachability import is_connection_lost
 
@@ -112,11 +112,12 @@ def _stored_form(
     conn: Connection, ev: NewEvent, owner: str, policy: ContentPolicy
 ) -> tuple[dict[str, Any], str | None]:
     """Payload and content as stored: a big content becomes chunks and a ``content_ref`` in the payload."""
+    payload = offload_payload(conn, ev.payload, owner, policy)
     if not policy.offloads(ev.content):
-        return ev.payload, ev.content
+        return payload, ev.content
     assert ev.content is not None
     ref = put_content(conn, ev.content, owner, policy)
-    return {**ev.payload, CONTENT_REF: ref.model_dump()}, None
+    return {**payload, CONTENT_REF: ref.model_dump()}, None
 
 
 def insert_events(
@@ -166,6 +167,12 @@ def insert_events(
     rows = [row for item in out for row in item]
     if rows:
         conn.execute(_INSERT, rows)
+    # The records handed back carry each payload as its writer gave it, its big texts in memory
+    # still: the rows in the database hold them as chunks (``offload_payload``).
+    events = [ev for a in appends for ev in a.events]
+    for row, ev in zip(rows, events, strict=True):
+        if CHUNKED_PAYLOAD in row["payload"]:
+            row["payload"] = {**ev.payload, **{k: v for k, v in row["payload"].items() if k == CONTENT_REF}}
     return out
 
 
@@ -538,13 +545,18 @@ class EventLog(ChunkRepository):
         )
 
     async def _resolved(self, records: list[EventRecord], resolve: bool) -> list[EventRecord]:
-        """Chunked contents read back into ``content`` (the reference stays in the payload)."""
-        if not resolve:
-            return records
+        """Chunked contents read back into ``content`` (the reference stays in the payload).
+
+        A payload's own big fields (``offload_payload``: an answer, a run's output) are read back
+        whatever ``resolve`` says: a reader of a payload expects its model's fields, and only the
+        event's ``content`` has a reference that streaming readers know how to follow.
+        """
         out: list[EventRecord] = []
         for record in records:
+            if CHUNKED_PAYLOAD in record.payload:
+                record = record.model_copy(update={"payload": await self.resolve_payload(record.payload)})
             ref = record.payload.get(CONTENT_REF)
-            if record.content is None and isinstance(ref, dict):
+            if resolve and record.content is None and isinstance(ref, dict):
                 text = await self.read_content(ContentRef.model_validate(ref))
                 record = record.model_copy(update={"content": text})
             out.append(record)

@@ -97,6 +97,7 @@ class AttemptRow(Base):
     state: Mapped[str] = mapped_column(String(16), default="running")
     finish_reason: Mapped[str | None] = mapped_column(String(64))
     final_output: Mapped[str | None] = mapped_column(Text)
+    final_output_ref: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # big: in chunks (0012)
     validation_status: Mapped[str | None] = mapped_column(String(32))
     validation_score: Mapped[float | None] = mapped_column(Float)
     validation_outcome: Mapped[str | None] = mapped_column(String(32))
@@ -134,6 +135,7 @@ class RunRow(Base):
     state: Mapped[str] = mapped_column(String(16), default="running")
     finish_reason: Mapped[str | None] = mapped_column(String(64))
     output_text: Mapped[str | None] = mapped_column(Text)
+    output_text_ref: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # big: in chunks (0012)
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column()
 
@@ -170,6 +172,7 @@ class ValidationRow(Base):
     result: Mapped[dict[str, Any]] = mapped_column(JSON)
     raw_response: Mapped[str] = mapped_column(Text, default="")
     prompt: Mapped[str | None] = mapped_column(Text)
+    prompt_ref: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # big: in chunks (0012)
     debug: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 

@@ -23,13 +23,14 @@ from core.domain.records import AttemptRecord, EventRecord, RunRecord, TaskRecor
 from core.domain.status import TaskStatus, ValidationOutcome
 from core.errors import StoreError
 from core.store.base import new_id
-from core.store.chunks import ContentPolicy, offload_tree
+from core.store.big_values import offload_values, read_back
+from core.store.chunks import CHUNKED_PAYLOAD, ContentPolicy, offload_tree
 from core.store.eventlog import EventLog, NewEvent, PendingAppend, insert_events
 from core.store.models import AttemptRow, EventRow, RunRow, SessionRow, TaskRow, utcnow
 
 # Columns of an attempt that judging an interruption reads: everything but the evidence packet,
 # which can be megabytes per attempt and decides nothing here.
-_ATTEMPT_FACTS = [c for c in AttemptRow.__table__.columns if c.name != "packet"]
+_ATTEMPT_FACTS = [c for c in AttemptRow.__table__.columns if c.name not in ("packet", "final_output_ref")]
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,9 @@ class RecoveryRepository(EventLog):
             )
             for run in running.all():
                 runs[run.task_id or ""].append(RunRecord.model_validate(run))
+        for task_id in ids:  # an answer or an output in the chunk store, read back
+            attempts[task_id] = await read_back(self, AttemptRow, attempts[task_id])
+            runs[task_id] = await read_back(self, RunRow, runs[task_id])
         return attempts, runs
 
     async def attempt_run_events(self, attempt_ids: Sequence[str]) -> dict[str, list[EventRecord]]:
@@ -109,6 +113,12 @@ class RecoveryRepository(EventLog):
         async with self._read() as s:
             for event, attempt_id in (await s.execute(q)).all():
                 found[str(attempt_id)].append(EventRecord.model_validate(event))
+        for records in found.values():  # an answer stored as chunks is read back: recovery judges it
+            for i, record in enumerate(records):
+                if CHUNKED_PAYLOAD in record.payload:
+                    records[i] = record.model_copy(
+                        update={"payload": await self.resolve_payload(record.payload)}
+                    )
         return found
 
     async def recover_tasks(self, recoveries: Sequence[TaskRecovery]) -> list[TaskRecord]:
@@ -228,10 +238,10 @@ def _offloaded(conn: Connection, recovery: TaskRecovery, policy: ContentPolicy) 
     """A crashed attempt's packet as ``update_attempt`` stores one: big texts as chunk references."""
     assert recovery.ending is not None
     attempt_id, fields = recovery.ending
-    if fields.get("packet") is None:
-        return recovery
-    packet = offload_tree(conn, fields["packet"], recovery.task_id, policy)
-    return replace(recovery, ending=(attempt_id, {**fields, "packet": packet}))
+    fields = offload_values(conn, AttemptRow, fields, recovery.task_id, policy)
+    if fields.get("packet") is not None:
+        fields = {**fields, "packet": offload_tree(conn, fields["packet"], recovery.task_id, policy)}
+    return replace(recovery, ending=(attempt_id, fields))
 
 
 def _end_attempts(conn: Connection, ending: list[TaskRecovery]) -> None:

@@ -9,12 +9,14 @@ from sqlalchemy import select
 
 from core.domain.records import FeedbackRecord, ValidationRecord
 from core.domain.status import TaskStatus
-from core.store.base import StoreBase, new_id
+from core.store.base import new_id
+from core.store.big_values import offload_values, read_back
+from core.store.chunks import ChunkRepository
 from core.store.models import FeedbackRow, ValidationRow, utcnow
 from core.store.search_index import index_feedback, index_validation
 
 
-class ReviewRepository(StoreBase):
+class ReviewRepository(ChunkRepository):
     """A mixin of ``Store``."""
 
     async def add_validation(
@@ -42,14 +44,23 @@ class ReviewRepository(StoreBase):
             debug=debug,
         )
         row.created_at = utcnow()
+        record = ValidationRecord.model_validate(row)
+        policy = self.content_policy
         async with self._write() as s:
+            if policy.offloads(prompt):
+                # The prompt is also the validation event's content: the same chunks, stored once.
+                conn = await s.connection()
+                stored = await conn.run_sync(
+                    offload_values, ValidationRow, {"prompt": prompt}, task_id, policy
+                )
+                row.prompt, row.prompt_ref = stored["prompt"], stored["prompt_ref"]
             s.add(row)
             await index_validation(await s.connection(), task_id, attempt_index, result, row.created_at)
-        return ValidationRecord.model_validate(row)
+        return record
 
     async def list_validations(self, task_id: str) -> list[ValidationRecord]:
         q = select(ValidationRow).where(ValidationRow.task_id == task_id).order_by(ValidationRow.created_at)
-        return await self._select(ValidationRecord, q)
+        return await read_back(self, ValidationRow, await self._select(ValidationRecord, q))
 
     async def add_feedback(
         self,

@@ -29,6 +29,7 @@ from core.search.index import (
     passages,
 )
 from core.store.base import StoreBase
+from core.store.big_values import text_of_row_sync
 from core.store.chunks import chunk_shas_sync, chunk_text_sync
 from core.store.models import (
     AttemptRow,
@@ -144,6 +145,7 @@ _ATTEMPT_COLUMNS = (
     AttemptRow.task_id,
     AttemptRow.index,
     AttemptRow.final_output,
+    AttemptRow.final_output_ref,
     AttemptRow.packet,
     AttemptRow.finished_at,
     AttemptRow.started_at,
@@ -155,7 +157,8 @@ async def index_attempt(conn: AsyncConnection, attempt_id: str) -> None:
     found = (await conn.execute(select(*_ATTEMPT_COLUMNS).where(AttemptRow.id == attempt_id))).first()
     if found is None:
         return
-    task_id, index, answer, packet, finished, started = found
+    task_id, index, answer, answer_ref, packet, finished, started = found
+    answer = await conn.run_sync(text_of_row_sync, answer, answer_ref)
     await _clear(conn, task_id, index, (DocKind.ANSWER, DocKind.EVIDENCE))
     out = _DocWriter(conn)
     await _attempt_docs(conn, out, task_id, index, answer, packet, finished or started or utcnow())
@@ -210,7 +213,8 @@ async def index_tasks(conn: AsyncConnection, task_ids: Iterable[str]) -> None:
         )
         out = _DocWriter(conn)
         attempts = await conn.execute(select(*_ATTEMPT_COLUMNS).where(AttemptRow.task_id.in_(batch)))
-        for task_id, index, answer, stored, finished, started in attempts.all():
+        for task_id, index, answer, answer_ref, stored, finished, started in attempts.all():
+            answer = await conn.run_sync(text_of_row_sync, answer, answer_ref)
             await _attempt_docs(conn, out, task_id, index, answer, stored, finished or started or utcnow())
         await out.flush()
         docs: list[dict[str, Any]] = []

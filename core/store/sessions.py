@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, func, insert, select, update
 
 from core.domain.records import RunRecord, SessionRecord
 from core.store.base import new_id
+from core.store.big_values import offload_values, read_back
 from core.store.eventlog import EventLog, NewEvent
 from core.store.models import RunRow, SessionRow, utcnow
 
@@ -75,17 +76,21 @@ class SessionRepository(EventLog):
         return await self._insert(row, RunRecord)
 
     async def finish_run(self, run_id: str, *, finish_reason: str, output_text: str) -> None:
+        values = {
+            "state": "finished",
+            "finish_reason": finish_reason,
+            "output_text": output_text,
+            "finished_at": utcnow(),
+        }
+        policy = self.content_policy
         async with self._write() as s:
-            await s.execute(
-                update(RunRow)
-                .where(RunRow.id == run_id)
-                .values(
-                    state="finished",
-                    finish_reason=finish_reason,
-                    output_text=output_text,
-                    finished_at=utcnow(),
+            if policy.offloads(output_text):
+                owner = await s.scalar(
+                    select(func.coalesce(RunRow.task_id, RunRow.session_id)).where(RunRow.id == run_id)
                 )
-            )
+                conn = await s.connection()
+                values = await conn.run_sync(offload_values, RunRow, values, owner, policy)
+            await s.execute(update(RunRow).where(RunRow.id == run_id).values(values))
 
     async def start_run(
         self,
@@ -143,13 +148,16 @@ class SessionRepository(EventLog):
             "finished_at": utcnow(),
         }
 
+        policy = self.content_policy
+
         def finish(conn: Connection) -> None:
-            conn.execute(update(RunRow).where(RunRow.id == run_id).values(values))
+            stored = offload_values(conn, RunRow, values, task_id or session_id, policy)
+            conn.execute(update(RunRow).where(RunRow.id == run_id).values(stored))
 
         await self.commit_events(session_id, [finished], run_id=run_id, task_id=task_id, before=finish)
 
     async def get_run(self, run_id: str) -> RunRecord:
-        return await self._get(RunRecord, RunRow, run_id, "run")
+        return (await read_back(self, RunRow, [await self._get(RunRecord, RunRow, run_id, "run")]))[0]
 
     async def list_runs(
         self, *, task_id: str | None = None, attempt_id: str | None = None
@@ -159,4 +167,4 @@ class SessionRepository(EventLog):
             q = q.where(RunRow.task_id == task_id)
         if attempt_id is not None:
             q = q.where(RunRow.attempt_id == attempt_id)
-        return await self._select(RunRecord, q.order_by(RunRow.started_at))
+        return await read_back(self, RunRow, await self._select(RunRecord, q.order_by(RunRow.started_at)))

@@ -1,0 +1,74 @@
+"""A huge model answer is stored as chunks like a tool result, and every reader gets it back whole.
+
+An 11 MB answer once made 11 MB values: the attempt's answer column and packet, the run's output
+column, two event payloads (the model's response and the run's end) and the validator's stored
+prompt (the answer twice). No stored value may be over 4 MiB (far from SQLite's and PostgreSQL's
+limits), while ``show``, the validator's stored prompt and an export bundle (and its import) still
+carry the whole answer: the marker at its very end proves nothing was cut.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import zipfile
+from pathlib import Path
+
+from tests.integration.conftest import Desk, verdict
+from tests.keyrings import MemoryKeyring
+
+MARK = 4 * 1024 * 1024
+END = "END-OF-THE-HUGE-ANSWER-7f3a"
+LINE = "The answer runs on, line after line, with words enough to look like prose. " * 20 + "\n"
+
+
+def _answer(size: int) -> str:
+    return (LINE * (size // len(LINE) + 1))[: size - len(END)] + END
+
+
+def _longest_values(db: Path) -> dict[str, int]:
+    """``table.column`` -> its longest stored value (characters for text, bytes for blobs)."""
+    found: dict[str, int] = {}
+    with sqlite3.connect(db) as conn:
+        tables = [r[0] for r in conn.execute("select name from sqlite_master where type = 'table'")]
+        for table in tables:
+            for column in [r[1] for r in conn.execute(f'pragma table_info("{table}")')]:
+                longest = conn.execute(f'select max(length("{column}")) from "{table}"').fetchone()[0]
+                found[f"{table}.{column}"] = int(longest or 0)
+    return found
+
+
+def test_a_5_mib_answer_stores_no_value_over_4_mib_and_reads_back_whole(
+    desk: Desk, memory_keyring: MemoryKeyring
+) -> None:
+    answer = _answer(5 * 1024 * 1024)  # just over the 4 MiB mark: the test stays quick
+    desk.script(
+        [
+            {"model": "agent", "turns": [{"content": answer}]},
+            {"model": "validator", "turns": [{"content": verdict("accepted", 0.9)}]},
+        ]
+    )
+    task_id = str(desk.cli_json("run", "Write it all out.")["id"])
+
+    over = {name: n for name, n in _longest_values(desk.db).items() if n > MARK}
+    assert over == {}, over
+    assert desk.rows("select count(*) from content_objects")[0][0] >= 1
+
+    shown = desk.cli_json("show", task_id)
+    assert shown["attempts"][0]["final_output"] == answer
+    assert END in shown["validations"][0]["prompt"]  # the validator saw the whole answer
+    code, out, err = desk.cli("show", task_id)  # plain text streams from the chunk store
+    assert code == 0, err
+    assert out.count(END) >= 2  # the answer, and the validator's prompt
+    del shown, out
+
+    bundle = desk.root / "big.zip"
+    code, _, err = desk.cli("export", task_id, "-o", str(bundle))
+    assert code == 0, err
+    with zipfile.ZipFile(bundle) as zf:
+        assert any(END in zf.read(name).decode("utf-8", "replace") for name in zf.namelist())
+    other = desk.root / "other.sqlite3"
+    code, out, err = desk.cli("import", str(bundle), "--trust", "--db", str(other))
+    assert code == 0, out + err
+    assert desk.cli_json("show", task_id, "--db", str(other))["attempts"][0]["final_output"] == answer
+    over = {name: n for name, n in _longest_values(other).items() if n > MARK}
+    assert over == {}, over
