@@ -179,7 +179,8 @@ async def cmd_revalidate(args: argparse.Namespace, settings: Settings) -> int:
 async def _revalidate_on_workers(
     ws: Workspace, candidate: Candidate, selection: ReplaySelection, args: argparse.Namespace
 ) -> int:
-    """Queue one job per attempt left to judge; with --wait, follow them (failed jobs: exit 1)."""
+    """Queue one job per attempt left to judge; with --wait, follow them (failed jobs, or
+    attempts left without a verdict: exit 1)."""
     from core.judge.replay_queue import queue_replay, wait_for_replay
 
     queued = await queue_replay(ws, candidate, selection)
@@ -205,13 +206,14 @@ async def _revalidate_on_workers(
 
     state = await wait_for_replay(ws.store, queued, show)
     if args.json:
-        emit({**queued.as_json(), "judged": state.judged, "failed": state.failed})
+        emit({**queued.as_json(), "judged": state.judged, "failed": state.failed, "unjudged": state.unjudged})
     else:
         print(
             f"candidate {queued.candidate} (validator {queued.validator_version}): {state.judged} of "
             f"{queued.selected} decided attempts judged on the workers, {state.failed} failed"
+            + (f", {state.unjudged} without a verdict (skipped or no job)" if state.unjudged else "")
         )
-    return EXIT_FAILURE if state.failed else EXIT_OK
+    return EXIT_FAILURE if state.failed or state.unjudged else EXIT_OK
 
 
 async def cmd_compare(args: argparse.Namespace, settings: Settings) -> int:

@@ -160,26 +160,32 @@ class ReplayState:
     judged: int
     selected: int
     waiting: int
-    running: int
+    running: int  # a stalled job of a dead worker too: it is `doing` until a worker retries it
     failed: int  # attempts whose job failed and that hold no verdict
+    unjudged: int = 0  # attempts with no verdict whose job ended without one (skipped) or is gone
 
     @property
     def finished(self) -> bool:
         return self.waiting == 0 and self.running == 0
 
     def line(self) -> str:
-        return (
+        line = (
             f"revalidate: {self.judged}/{self.selected} judged, {self.waiting} queued, "
             f"{self.running} running, {self.failed} failed"
         )
+        return f"{line}, {self.unjudged} without a verdict" if self.unjudged else line
 
 
 async def replay_state(store: Store, session_id: str, attempt_ids: Sequence[str]) -> ReplayState:
-    verdicts = await shadow_verdicts(store, session_id)
+    """The jobs are read BEFORE the verdicts: a job body commits its verdict before procrastinate
+    marks the job succeeded, so every job this read finds ended has its verdict visible to the
+    next read. Read the other way round, a verdict committed between the two reads by the last
+    running job went unseen while its job counted as ended: the replay looked finished one verdict
+    short, with nothing failed."""
     wanted = set(attempt_ids)
-    judged = {a for a in verdicts if a in wanted}
     counts = {"todo": 0, "doing": 0}
-    failed: set[str] = set()
+    live: set[str] = set()  # attempts with a job waiting or running
+    failed_jobs: set[str] = set()
     async with store.engine.connect() as conn:
         rows = await conn.execute(
             text(
@@ -193,11 +199,20 @@ async def replay_state(store: Store, session_id: str, attempt_ids: Sequence[str]
             if attempt not in wanted:
                 continue
             if status == "failed":
-                if attempt not in judged:
-                    failed.add(attempt)
+                failed_jobs.add(attempt)
             else:
                 counts[str(status)] += 1
-    return ReplayState(len(judged), len(wanted), counts["todo"], counts["doing"], len(failed))
+                live.add(attempt)
+    judged = {a for a in await shadow_verdicts(store, session_id) if a in wanted}
+    failed = failed_jobs - judged - live  # a failed try whose retry still runs is not failed yet
+    return ReplayState(
+        len(judged),
+        len(wanted),
+        counts["todo"],
+        counts["doing"],
+        len(failed),
+        len(wanted - judged - live - failed),
+    )
 
 
 async def wait_for_replay(

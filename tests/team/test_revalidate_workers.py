@@ -17,11 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import create_engine, event, make_url, text
 
 from core.cli.main import main as cli_main
 from core.config import load_settings
 from core.domain.evidence import TaskEvidencePacket
 from core.domain.status import TaskStatus
+from core.judge.candidates import load_candidate
+from core.judge.replay import Replayer, ReplaySelection
+from core.judge.replay_queue import ReplayState, job_lock, queue_replay, replay_state
 from core.workspace import Workspace
 from tests.core.test_validation import verdict
 from tests.team.conftest import sync_rows, worker_process
@@ -123,13 +127,18 @@ def test_revalidate_on_workers_survives_a_killed_worker_and_stores_each_verdict_
     a.wait(timeout=60)
     assert len(_shadows(pg_url)) == 3
 
+    # No worker lives: A's two running jobs are left to procrastinate's stalled-job retry, not
+    # queued twice (asked before B starts, so what B has done yet cannot change the count)
+    code, requeued, err = _cli(capsys, "revalidate", "--candidate", "strict", *db)
+    assert code == 0, err
+    assert (requeued["queued"], requeued["already_queued"], requeued["already_done"]) == (0, 5, 3)
+
     b = worker_process(pg_url, fast, *FAST, "--concurrency", "4", "--name", "b", **env)
     processes.append(b)
     code, done, err = _cli(capsys, "revalidate", "--candidate", "strict", "--wait", *db)
     assert code == 0, err
-    # A's two running jobs are left to procrastinate's stalled-job retry, not queued twice
-    assert (done["queued"], done["already_queued"], done["already_done"]) == (0, 5, 3)
-    assert (done["judged"], done["failed"]) == (CASES, 0)
+    assert done["queued"] == 0 and done["already_queued"] + done["already_done"] == CASES
+    assert (done["judged"], done["failed"], done["unjudged"]) == (CASES, 0, 0)
     assert f"revalidate: {CASES}/{CASES} judged, 0 queued, 0 running, 0 failed" in err
     b.send_signal(signal.SIGTERM)
     _, b_err = b.communicate(timeout=120)
@@ -147,3 +156,75 @@ def test_revalidate_on_workers_survives_a_killed_worker_and_stores_each_verdict_
     assert code == 0 and (again.get("queued", 0), again["already_done"]) == (0, CASES)  # nothing left
     assert sorted(t[0] for t in before) == sorted(ids)
     assert {t[1] for t in before} == {"closed"}
+
+
+def _sync_write(pg_url: str, *statements: str, **params: str) -> None:
+    """One transaction from outside the store, as a worker would commit it."""
+    engine = create_engine(make_url(pg_url).set(drivername="postgresql+psycopg"))
+    try:
+        with engine.begin() as conn:
+            for sql in statements:
+                conn.execute(text(sql), params)
+    finally:
+        engine.dispose()
+
+
+async def _state_across_the_last_verdict(pg_url: str, script: Path) -> tuple[ReplayState, ReplayState]:
+    """Seven attempts judged and their jobs ended, the eighth's job running; while `replay_state`
+    reads, right after its first query, the last job commits its verdict and ends (what a worker
+    does: the verdict first, then procrastinate's `succeeded`). Then the state once more."""
+    ws = await Workspace.open(load_settings(script=script, db_url=pg_url))
+    try:
+        candidate = load_candidate(ws.settings, "strict")
+        queued = await queue_replay(ws, candidate, ReplaySelection())
+        replayer = await Replayer.open(ws, candidate, shared=True)
+        for task_id, attempt_id in sync_rows(pg_url, "select task_id, id from attempts order by task_id"):
+            await replayer.judge(task_id, attempt_id, 1)
+        last = queued.attempt_ids[-1]
+        _sync_write(
+            pg_url,
+            "update events set kind = 'held_back' where kind = 'shadow_verdict_recorded' "
+            "and payload::jsonb ->> 'attempt_id' = :last",
+            "update procrastinate_jobs set status = 'doing' where lock = :lock",
+            "update procrastinate_jobs set status = 'succeeded' where lock <> :lock",
+            last=last,
+            lock=job_lock(queued.session_id, last),
+        )
+        fired: list[str] = []
+
+        def last_job_ends(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+            if not fired and ("procrastinate_jobs" in statement or "events" in statement):
+                fired.append(statement)
+                _sync_write(
+                    pg_url,
+                    "update events set kind = 'shadow_verdict_recorded' where kind = 'held_back'",
+                    "update procrastinate_jobs set status = 'succeeded' where status = 'doing'",
+                )
+
+        engine = ws.store.engine.sync_engine
+        event.listen(engine, "after_cursor_execute", last_job_ends)
+        try:
+            during = await replay_state(ws.store, queued.session_id, queued.attempt_ids)
+        finally:
+            event.remove(engine, "after_cursor_execute", last_job_ends)
+        assert fired, "the last job never ended during the read"
+        after = await replay_state(ws.store, queued.session_id, queued.attempt_ids)
+        return during, after
+    finally:
+        await ws.close()
+
+
+@pytest.mark.slow
+def test_replay_state_never_looks_finished_short_of_a_verdict_the_last_job_is_storing(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The `--wait` of the killed-worker test once returned 7 of 8 judged, 0 failed: the verdicts
+    were read before the jobs, and the last job stored its verdict and ended in between."""
+    fast = _script(tmp_path / "fast.json", hang_after_case_2=False)
+    asyncio.run(_decide(pg_url, fast))
+    monkeypatch.setenv("EVIDENCE_DESK_VALIDATOR_CANDIDATES", CANDIDATES)
+    during, after = asyncio.run(_state_across_the_last_verdict(pg_url, fast))
+    # whichever it saw, it must not be "finished" without the eighth verdict
+    assert during.judged == CASES or not during.finished, during
+    assert (during.failed, during.unjudged) == (0, 0), during
+    assert after == ReplayState(CASES, CASES, 0, 0, 0, 0)
