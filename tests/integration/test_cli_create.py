@@ -32,3 +32,13 @@ def test_create_makes_the_named_workspace_and_later_commands_need_no_flag(
     assert new.is_file()
     assert cli_main(["list", "--db", str(new)]) == 0  # it exists now
     assert cli_main(["list", "--db", f"sqlite+aiosqlite:///{new}"]) == 0  # the same file as a URL
+
+
+def test_an_empty_postgresql_database_needs_no_create(
+    pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Decided: only SQLite files are refused. A PostgreSQL database exists only because someone ran
+    ``createdb`` (the runbook's step 1); the first command migrates it, and a mistyped database name
+    is refused by the server (tests/core/test_db_errors.py)."""
+    capsys.readouterr()
+    assert cli_main(["list", "--db", pg_url]) == 0, capsys.readouterr().err
