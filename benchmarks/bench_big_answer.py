@@ -71,7 +71,7 @@ def child(folder: Path, size: int) -> int:
     stat = placeholder.stat()
     scripted._cache[scripted.resolved_script_path(placeholder)] = (stat.st_mtime_ns, stat.st_size, big)
     del big
-    argv = ["run", "Write it all out.", "--json", "--db", str(folder / "ws.sqlite3")]
+    argv = ["run", "Write it all out.", "--json", "--db", str(folder / "ws.sqlite3"), "--create"]
     return cli_main([*argv, "--script", str(placeholder), "--corpus", str(folder / "corpus")])
 
 

@@ -272,7 +272,9 @@ def batch_round(db: str, rows: Path) -> Queueing:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    subprocess.run(_cli("batch", str(rows), "--db", db, "--json"), env=env, check=True, capture_output=True)
+    subprocess.run(
+        _cli("batch", str(rows), "--db", db, "--create", "--json"), env=env, check=True, capture_output=True
+    )
     seconds = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime

@@ -186,7 +186,7 @@ def check_scripted_run(exe: Path, env: dict[str, str], work: Path) -> str:
     script = work / "script.json"
     script.write_text(json.dumps(SMOKE_SCRIPT, indent=1), encoding="utf-8")
     db = work / "run.db"
-    args = ["run", "What colour is the reference lamp in the archive room?", "--db", str(db)]
+    args = ["run", "What colour is the reference lamp in the archive room?", "--db", str(db), "--create"]
     proc = run(exe, [*args, "--script", str(script), "--corpus", str(corpus), "--json"], env)
     expect_ok(proc, "run")
     task = json.loads(proc.stdout)

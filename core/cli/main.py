@@ -28,6 +28,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     """The whole parser and every command's handler by name."""
     common = Parser(add_help=False)
     common.add_argument("--db", metavar="URL", help="workspace database (file path or SQLAlchemy URL)")
+    common.add_argument(
+        "--create", action="store_true", help="create the workspace file --db names if it does not exist"
+    )
     common.add_argument("--script", metavar="FILE", help="scripted-provider script for scripted/* models")
     common.add_argument("--corpus", metavar="DIR", help="documents folder the agent searches")
     common.add_argument("--json", action="store_true", help="machine-readable output")
@@ -70,6 +73,7 @@ def _run(handler: Handler, args: argparse.Namespace) -> int:
     try:
         _check_config_file()
         settings = load_settings(db_url=args.db, script=args.script, corpus=args.corpus)
+        _check_named_workspace(args)
         if settings.rules is not None:  # read on every validation later; refuse a bad one now
             read_input_text(settings.rules, what="rules file")
         return asyncio.run(handler(args, settings))
@@ -125,6 +129,23 @@ def _log_file() -> logging.Handler | None:
         )
     except OSError:
         return None
+
+
+def _check_named_workspace(args: argparse.Namespace) -> None:
+    """A ``--db`` file that does not exist is refused unless ``--create`` says to make it.
+
+    A mistyped path used to become a new, empty workspace without a word, and the analyst's tasks
+    seemed gone. The default workspace (no ``--db``) is still created on first use, and ``demo``
+    builds its own workspace beside the one named.
+    """
+    if not args.db or args.create or args.command == "demo":
+        return
+    from core.errors import ConfigurationError
+    from core.workspace import missing_workspace
+
+    missing = missing_workspace(args.db)
+    if missing is not None:
+        raise ConfigurationError(f"no workspace at {missing}; add --create to make a new one there")
 
 
 def _check_config_file() -> None:

@@ -30,7 +30,7 @@ def _one_line_exit_4(capsys: pytest.CaptureFixture[str], *args: str) -> str:
 
 def _workspace(tmp_path: Path) -> Path:
     db = tmp_path / "ws.sqlite3"
-    assert cli_main(["list", "--db", str(db)]) == 0
+    assert cli_main(["list", "--db", str(db), "--create"]) == 0
     return db
 
 

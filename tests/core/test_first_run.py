@@ -133,7 +133,7 @@ def test_cli_run_with_only_the_agent_configured_says_what_stands_in(
     monkeypatch.setenv("EVIDENCE_DESK_API_BASE", fake_llm.openai_base)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local-placeholder")
     fake_llm.push(Reply.text("Whales sing for up to twenty hours."))
-    code = cli_main(["run", "Which whale sings the longest song?", "--db", sqlite_url, "--json"])
+    code = cli_main(["run", "Which whale sings the longest song?", "--db", sqlite_url, "--create", "--json"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "needs a script" not in captured.err

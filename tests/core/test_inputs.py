@@ -66,7 +66,7 @@ def test_cli_refuses_deep_and_binary_files_with_exit_4(
     binary = tmp_path / "bin.json"
     binary.write_bytes(b"\xff\xfe\x00\x01garbage")
     for bad in (deep, binary):
-        args = ["run", "task", "--db", str(tmp_path / "ws.sqlite3"), "--script", str(script)]
+        args = ["run", "task", "--db", str(tmp_path / "ws.sqlite3"), "--create", "--script", str(script)]
         args += [flag, str(bad)] if flag != "--script" else []
         if flag == "--script":
             args[args.index("--script") + 1] = str(bad)

@@ -114,7 +114,7 @@ def test_the_team_panes_shot_shows_batches_and_schedules_with_the_queue_narrowed
     db = tmp_path / "team.sqlite3"
     rows = tmp_path / "flagged.jsonl"
     rows.write_text("\n".join(json.dumps({"key": str(n), "text": f"flagged {n}"}) for n in range(3)), "utf-8")
-    _ok(_child(home, "core.cli", "batch", str(rows), "--db", str(db), "--json"))
+    _ok(_child(home, "core.cli", "batch", str(rows), "--db", str(db), "--create", "--json"))
     script = str(ROOT / "resources" / "demo" / "script.json")
     _ok(
         _child(

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def child_cli(*args: str, db: Path, root: Path, **env: str) -> tuple[list[str], dict[str, str]]:
     """The argv and environment that run ``evidence-desk ARGS`` as a real child process (one that a
     test can SIGKILL) on the workspace ``db`` with ``root``'s script and corpus."""
-    argv = [sys.executable, "-m", "core.cli", *args, "--db", str(db)]
+    argv = [sys.executable, "-m", "core.cli", *args, "--db", str(db), "--create"]
     argv += ["--script", str(root / "script.json"), "--corpus", str(root / "corpus")]
     return argv, {**os.environ, "PYTHONPATH": str(ROOT), **env}
 
@@ -77,7 +77,8 @@ class Desk:
             "--corpus": str(self.root / "corpus"),
         }
         extra = [part for flag, value in defaults.items() if flag not in args for part in (flag, value)]
-        code = cli_main([*args, *extra])
+        # A scratch workspace is made on first use, as the analyst's --create would.
+        code = cli_main([*args, *extra, "--create"])
         out, err = self.capsys.readouterr()
         return code, out, err
 

@@ -179,7 +179,7 @@ def test_run_json_prices_scripted_calls_at_zero(tmp_path: Path, capsys: pytest.C
     script.write_text(json.dumps({"conversations": conversations}), encoding="utf-8")
     db = tmp_path / "ws.sqlite3"
     capsys.readouterr()
-    code = cli_main(["run", "How deep?", "--json", "--db", str(db), "--script", str(script)])
+    code = cli_main(["run", "How deep?", "--json", "--db", str(db), "--create", "--script", str(script)])
     assert code == 0
     result = json.loads(capsys.readouterr().out)
     assert result["cost_usd"] == 0.0 and result["calls"] == 2

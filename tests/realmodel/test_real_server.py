@@ -105,6 +105,7 @@ def _cli(tmp: Path, config: Path, *args: str) -> tuple[list[str], dict[str, str]
         *args,
         "--db",
         str(tmp / "ws.sqlite3"),
+        "--create",  # the first command makes the workspace
         "--script",
         str(tmp / "script.json"),
     ]

@@ -169,7 +169,8 @@ def test_sigkill_at_random_points_then_recover(tmp_path: Path, capsys: pytest.Ca
             and _rows(victim.db, "select 1 from tasks where status in ('running', 'validating')")
         )
         capsys.readouterr()
-        assert cli_main(["recover", "--db", str(victim.db), "--json"]) == 0
+        # --create: a victim killed before its workspace file existed has none to recover yet
+        assert cli_main(["recover", "--db", str(victim.db), "--create", "--json"]) == 0
         recovered = json.loads(capsys.readouterr().out)
         if not victim.db.exists() or _events_committed(victim.db) is None:
             continue  # killed before the task was written: nothing to recover, nothing to check

@@ -25,7 +25,7 @@ def test_library_warnings_go_to_the_log_file_not_to_stderr(tmp_path: Path) -> No
     env.pop("EVIDENCE_DESK_DEBUG", None)
     argv = [sys.executable, "-X", "warn_default_encoding", "-m", "core.cli", "list"]
     done = subprocess.run(
-        [*argv, "--db", str(tmp_path / "ws.sqlite3")],
+        [*argv, "--db", str(tmp_path / "ws.sqlite3"), "--create"],
         env=env,
         capture_output=True,
         text=True,

@@ -25,7 +25,9 @@ def test_a_batch_of_1000_rows_rerun_is_1000_tasks_not_2000(
 ) -> None:
     batch = write_jsonl(tmp_path / "flagged.jsonl", ROWS)
     script = write_script(tmp_path / "script.json")
-    code, out, err = _cli(capsys, "batch", str(batch), "--db", db_url, "--script", str(script), "--json")
+    code, out, err = _cli(
+        capsys, "batch", str(batch), "--db", db_url, "--create", "--script", str(script), "--json"
+    )
     assert code == 0, err
     first = json.loads(out)
     assert first["created"] == ROWS and len(first["task_ids"]) == ROWS
@@ -57,7 +59,7 @@ def test_csv_batch_keeps_keys_answers_and_extra_columns(
         "a2,How high is Everest?,Everest,,ticket-10\n",
         encoding="utf-8",
     )
-    code, _out, err = _cli(capsys, "batch", str(batch), "--db", db_url, "--json")
+    code, _out, err = _cli(capsys, "batch", str(batch), "--db", db_url, "--create", "--json")
     assert code == 0, err
     rows = sync_rows(
         db_url, "select batch_key, title, given_answer, task_metadata from tasks order by batch_key"
@@ -80,7 +82,7 @@ def test_a_bad_batch_file_is_refused_in_one_line_and_queues_nothing(
 ) -> None:
     batch = tmp_path / "rows.jsonl"
     batch.write_text(content, encoding="utf-8")
-    code, _out, err = _cli(capsys, "batch", str(batch), "--db", sqlite_url)
+    code, _out, err = _cli(capsys, "batch", str(batch), "--db", sqlite_url, "--create")
     assert code == 4
     assert message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "workspace.sqlite3").exists()  # refused before the workspace was opened
@@ -97,7 +99,7 @@ def test_the_queue_filters_by_batch(db_url: str, tmp_path: Path, capsys: pytest.
     second = write_jsonl(tmp_path / "b.jsonl", 2, prefix="Beta")
     ids = {}
     for path in (first, second):
-        code, out, err = _cli(capsys, "batch", str(path), "--db", db_url, "--json")
+        code, out, err = _cli(capsys, "batch", str(path), "--db", db_url, "--create", "--json")
         assert code == 0, err
         ids[path.name] = json.loads(out)["batch_id"]
 

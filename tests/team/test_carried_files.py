@@ -160,7 +160,7 @@ def test_a_missing_or_unreadable_file_is_refused_when_queuing(
     what: str, sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     script = _team_script(tmp_path / "s.json")
-    base = ["--db", sqlite_url, "--script", str(script)]
+    base = ["--db", sqlite_url, "--create", "--script", str(script)]
     rows = write_jsonl(tmp_path / "rows.jsonl", 2)
     bad_utf8 = tmp_path / "latin1.json"
     bad_utf8.write_bytes(b'{"mode": "parallel", "nodes": [{"id": "caf\xe9"}]}')

@@ -151,7 +151,7 @@ def test_a_schedules_task_resumed_by_a_worker_keeps_the_schedules_validation_set
     """A firing's runner died mid-run; the worker that resumes the task runs it as a heartbeat
     (verify_heartbeat off: not validated), never as a plain task (the settings' validate-always)."""
     script = heartbeat_script(tmp_path / "s.json")
-    base = ["--db", sqlite_url, "--script", str(script)]
+    base = ["--db", sqlite_url, "--create", "--script", str(script)]
     assert cli_main(["schedule", "add", "Work through it", "--every", "3600", "--json", *base]) == 0
     added = json.loads(capsys.readouterr().out)
     runner = _dead_runner()

@@ -124,7 +124,7 @@ def test_schedule_add_list_remove_on_the_command_line(
     sqlite_url: str, tmp_path: Path, checklist: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     script = str(_script(tmp_path / "s.json"))
-    base = ["--db", sqlite_url, "--script", script]
+    base = ["--db", sqlite_url, "--create", "--script", script]
     assert (
         cli_main(
             [

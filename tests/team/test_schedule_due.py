@@ -17,7 +17,7 @@ def test_a_worker_does_not_run_a_schedule_before_it_is_due(
 ) -> None:
     script = write_script(tmp_path / "script.json")
     base = ["--db", sqlite_url, "--script", str(script)]
-    assert cli_main(["schedule", "add", "Work through the list", "--every", "3600", *base]) == 0
+    assert cli_main(["schedule", "add", "Work through the list", "--every", "3600", *base, "--create"]) == 0
     capsys.readouterr()
     assert cli_main(["worker", "--once", "--json", *base]) == 0
     summary = json.loads(capsys.readouterr().out)

@@ -85,7 +85,9 @@ def test_validate_only_rows_are_judged_as_given_with_no_agent_call(
     """SQLite: the worker runs in-process; PostgreSQL: a procrastinate worker runs the jobs."""
     script = _script(tmp_path / "script.json")
     batch = _batch(tmp_path / "rows.jsonl")
-    code, _out, err = _cli(capsys, "batch", str(batch), "--db", db_url, "--script", str(script), "--json")
+    code, _out, err = _cli(
+        capsys, "batch", str(batch), "--db", db_url, "--create", "--script", str(script), "--json"
+    )
     assert code == 0, err
     code, out, err = _cli(capsys, "worker", "--db", db_url, "--script", str(script), "--once", "--json")
     assert code == 0, err
@@ -138,7 +140,7 @@ def test_revise_on_a_validate_only_task_runs_the_agent_with_the_note(
     """Decided: a Revise asks for a new answer, so the agent writes one, continuing the session."""
     script = _script(tmp_path / "script.json")
     batch = _batch(tmp_path / "rows.jsonl")
-    assert _cli(capsys, "batch", str(batch), "--db", sqlite_url, "--script", str(script))[0] == 0
+    assert _cli(capsys, "batch", str(batch), "--db", sqlite_url, "--create", "--script", str(script))[0] == 0
     assert _cli(capsys, "worker", "--db", sqlite_url, "--script", str(script), "--once")[0] == 0
     tides_id = _by_key(sqlite_url)["tides"][0]
     code, out, err = _cli(

@@ -23,7 +23,7 @@ def _queue(db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> t
     texts = ["Fine question 1?", "Broken question?", "Fine question 2?"]
     rows.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
     capsys.readouterr()
-    assert cli_main(["batch", str(rows), "--db", db_url, "--script", str(script), "--json"]) == 0
+    assert cli_main(["batch", str(rows), "--db", db_url, "--create", "--script", str(script), "--json"]) == 0
     return script, list(json.loads(capsys.readouterr().out)["task_ids"])
 
 

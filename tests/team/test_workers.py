@@ -37,7 +37,7 @@ def _batch(
 ) -> list[str]:
     batch = write_jsonl(tmp_path / "rows.jsonl", rows)
     capsys.readouterr()
-    assert cli_main(["batch", str(batch), "--db", db_url, "--script", str(script), "--json"]) == 0
+    assert cli_main(["batch", str(batch), "--db", db_url, "--create", "--script", str(script), "--json"]) == 0
     return list(json.loads(capsys.readouterr().out)["task_ids"])
 
 
