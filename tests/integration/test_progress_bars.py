@@ -77,7 +77,7 @@ def _commands(desk: Desk, task_id: str, tag: str) -> list[tuple[str, list[str]]]
     return [
         ("export", ["export", task_id, "-o", str(bundle)]),
         ("verify", ["verify", str(bundle)]),
-        ("import", ["import", str(bundle), "--trust", "--db", str(other)]),
+        ("import", ["import", str(bundle), "--trust", "--db", str(other), "--create"]),
         ("report", ["report", task_id, "-o", str(desk.root / f"{tag}.html")]),
         ("reindex", ["search", "--reindex"]),
     ]
