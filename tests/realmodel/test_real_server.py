@@ -154,7 +154,13 @@ def _answered_calls(tmp: Path, task_id: str) -> int:
         for k, p in events
         if k == "llm_call_failed" and json.loads(p).get("kind") in {"truncated", "stream_cut"}
     )
-    outside = sum(int(json.loads(p).get("calls") or 0) for k, p in events if k == "model_calls_recorded")
+    # A team node's verdict is counted by its validation snapshot already; the product records its
+    # calls again as "node-verdict" only because such a verdict writes no validation row.
+    outside = sum(
+        int(json.loads(p).get("calls") or 0)
+        for k, p in events
+        if k == "model_calls_recorded" and json.loads(p).get("purpose") != "node-verdict"
+    )
     judged = sum(
         int(json.loads(p).get("llm_calls") or 0) for k, p in events if k == "task_validation_snapshotted"
     )
@@ -305,7 +311,9 @@ def test_team_task(llama: LlamaServer, workdir: Path) -> None:
     )
     before = llama.answered()
     summary, _done, elapsed = _run(workdir, config, "--team", str(team), "What is the capital of Spain?")
-    _check_task(workdir, llama, "team", summary, elapsed, _served(llama, before))
+    served = _served(llama, before)
+    _check_task(workdir, llama, "team", summary, elapsed, served)
+    assert _answered_calls(workdir, summary["id"]) == served  # nodes, node verdicts, synthesis, judge
     nodes = _rows(
         workdir,
         "SELECT COUNT(*) FROM runs WHERE session_id IN (SELECT id FROM sessions WHERE task_id = ?)",
