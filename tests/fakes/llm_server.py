@@ -96,8 +96,10 @@ class Reply:
     # reason and no usage (llama-cpp-python's server when a second request interrupts a stream);
     # "drop" sends the text, then closes the connection mid-body; "finish_no_done" and
     # "finish_then_drop" send a finish reason, then end without ``[DONE]`` (cleanly, or by closing
-    # the connection). Non-streamed requests ignore it.
+    # the connection); "stall" sends the text, then nothing until the server stops (a read timeout
+    # mid-answer). Non-streamed requests ignore it.
     cut: str | None = None
+    stream_usage: bool = True  # False: a stream without the usage chunk (llama-cpp-python's server)
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -298,7 +300,9 @@ class FakeLLMServer:
             return self._fault(reply, recorded, model)
         if request.path == OLLAMA_CHAT:
             return _ollama_reply(reply, model, recorded.stream)
-        return _openai_reply(reply, model, recorded.stream, request.environ.get("werkzeug.socket"))
+        return _openai_reply(
+            reply, model, recorded.stream, request.environ.get("werkzeug.socket"), self._released
+        )
 
     def _fault(self, reply: Reply, recorded: RecordedRequest, model: str) -> Response:
         ollama = recorded.path == OLLAMA_CHAT
@@ -345,9 +349,11 @@ def _openai_envelope(model: str, obj: str = "chat.completion") -> dict[str, Any]
     }
 
 
-def _openai_reply(reply: Reply, model: str, stream: bool, sock: Any = None) -> Response:
+def _openai_reply(
+    reply: Reply, model: str, stream: bool, sock: Any = None, released: threading.Event | None = None
+) -> Response:
     if stream and reply.cut is not None:
-        return Response(_openai_cut_stream(reply, model, sock), content_type="text/event-stream")
+        return Response(_openai_cut_stream(reply, model, sock, released), content_type="text/event-stream")
     if stream:
         return Response(_openai_stream(reply, model), content_type="text/event-stream")
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
@@ -395,11 +401,14 @@ def _openai_stream(reply: Reply, model: str) -> Iterator[str]:
         for part in (arguments[:half], arguments[half:]):
             yield chunk({"tool_calls": [{"index": i, "function": {"arguments": part}}]})
     yield chunk({}, reply.finish_reason)
-    yield f"data: {json.dumps({**envelope, 'choices': [], 'usage': _usage(reply)})}\n\n"
+    if reply.stream_usage:
+        yield f"data: {json.dumps({**envelope, 'choices': [], 'usage': _usage(reply)})}\n\n"
     yield "data: [DONE]\n\n"
 
 
-def _openai_cut_stream(reply: Reply, model: str, sock: Any) -> Iterator[str]:
+def _openai_cut_stream(
+    reply: Reply, model: str, sock: Any, released: threading.Event | None = None
+) -> Iterator[str]:
     envelope = _openai_envelope(model, "chat.completion.chunk")
     text = reply.content or ""
     step = max(1, len(text) // 4)
@@ -408,6 +417,10 @@ def _openai_cut_stream(reply: Reply, model: str, sock: Any) -> Iterator[str]:
         yield f"data: {json.dumps({**envelope, 'choices': [{'index': 0, 'delta': delta, 'finish_reason': None}]})}\n\n"
     if reply.cut == "no_finish":
         yield "data: [DONE]\n\n"
+        return
+    if reply.cut == "stall":
+        if released is not None:
+            released.wait()
         return
     if reply.cut.startswith("finish_"):
         # The finish reason arrives, then the stream ends without ``[DONE]``: closed cleanly
