@@ -8,7 +8,16 @@ chunk builder; the loop side streams only when the gateway offers it). Aim: at m
 
 Then streamed against non-streamed per turn on the same server, for the loop and for bare litellm:
 the loop's ratio beside litellm's own shows how much of a streamed turn's extra cost is ours.
-Aim: the loop's streamed turn at most 1.2x its non-streamed one.
+Aim: the loop's streamed turn at most 1.2x its non-streamed one. (The loop reads ``openai/``
+streams past litellm's stream wrapper, core/llm/streaming.py; the bare side still goes through it.
+These are wall-clock figures with the fake server in this process; bench_stream_cost.py gives the
+client's CPU alone, layer by layer, down to raw httpx.)
+
+Last, when ``tests/realmodel/provision.py`` has provisioned the real llama-cpp-python server and
+SmolLM2 model (``make real-model``), streamed against non-streamed calls to that server on a free
+loopback port, through the gateway and through the bare OpenAI SDK: a few short answers each way,
+interleaved, with the client's CPU per call beside the wall time (the model's own work is in the
+server's process). ``--no-real`` skips it; unprovisioned, it says so and is skipped.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -137,6 +147,83 @@ async def bench_bare(server: FakeLLMServer, *, stream: bool) -> float:
     return RUNS * TURNS_PER_RUN / (time.perf_counter() - started)
 
 
+REAL_TURNS = 6
+REAL_MAX_TOKENS = 16
+
+
+async def bench_real_server() -> None:
+    """Streamed against unstreamed calls to the real llama.cpp-family server, if provisioned."""
+    import openai
+
+    from core.profiles import ModelProfile, ModelRole
+    from tests.realmodel.server import LlamaServer, provisioned
+
+    where = provisioned()
+    if where is None:
+        print("real llama.cpp server: skipped (not provisioned; `make real-model` provisions it)")
+        return
+    server = LlamaServer(
+        python=where["python"],
+        model=where["model"],
+        model_name=where["model_name"],
+        log=scratch_dir() / "llama-server.log",
+    )
+    model = f"openai/{where['model_name']}"
+    profile = ModelProfile(
+        model=model, api_base=server.api_base, no_api_key=True, temperature=0, max_tokens=REAL_MAX_TOKENS
+    )
+    settings = load_settings(agent_model=model, profiles={ModelRole.AGENT: profile})
+    gateway = LLMGateway(settings)
+    server.start()
+    try:
+        sdk = openai.AsyncOpenAI(base_url=server.api_base, api_key="none")
+
+        async def call(side: str, stream: bool, messages: list[dict[str, Any]]) -> None:
+            if side == "gateway":
+                await gateway.complete(model=model, role=ModelRole.AGENT, messages=messages, stream=stream)
+                return
+            extra: dict[str, Any] = (
+                {"stream": True, "stream_options": {"include_usage": True}} if stream else {}
+            )
+            reply = await sdk.chat.completions.create(
+                model=where["model_name"],
+                messages=messages,
+                max_tokens=REAL_MAX_TOKENS,
+                temperature=0,
+                **extra,
+            )  # type: ignore[call-overload]
+            if stream:
+                _ = [chunk async for chunk in reply]
+
+        cost: dict[tuple[str, bool], list[tuple[float, float]]] = {}
+        for turn in range(REAL_TURNS + 1):  # the first round warms the server and the clients up
+            for side in ("gateway", "OpenAI SDK"):
+                for stream in (False, True):
+                    messages = [{"role": "user", "content": f"Name one colour. ({turn})"}]
+                    wall, cpu = time.perf_counter(), time.process_time()
+                    await call(side, stream, messages)
+                    if turn:
+                        spent = (time.perf_counter() - wall, time.process_time() - cpu)
+                        cost.setdefault((side, stream), []).append(spent)
+        await sdk.close()
+    finally:
+        server.stop()
+    print(
+        f"real llama.cpp server ({where['model_name']}), {REAL_TURNS} calls each, max_tokens {REAL_MAX_TOKENS}:"
+    )
+    for side in ("gateway", "OpenAI SDK"):
+        plain, streamed = cost[side, False], cost[side, True]
+        wall = sum(w for w, _ in streamed) / sum(w for w, _ in plain)
+        cpu = sum(c for _, c in streamed) / sum(c for _, c in plain)
+        print(
+            f"  {side:<10} non-streamed {1000 * statistics.median(w for w, _ in plain):6.0f} ms wall, "
+            f"{1000 * statistics.median(c for _, c in plain):5.1f} ms client CPU; streamed "
+            f"{1000 * statistics.median(w for w, _ in streamed):6.0f} ms, "
+            f"{1000 * statistics.median(c for _, c in streamed):5.1f} ms (medians); "
+            f"streamed / non-streamed {wall:.2f}x wall, {cpu:.2f}x client CPU"
+        )
+
+
 def _line(label: str, rate: float) -> str:
     return f"{label:<42} {rate:8.1f} turns/s ({1000 / rate:6.2f} ms/turn)"
 
@@ -172,6 +259,8 @@ async def main() -> None:
                 print(f"streamed / non-streamed per turn, {label}: {ratio:.2f}x{aim}")
     finally:
         server.stop()
+    if "--no-real" not in sys.argv:
+        await bench_real_server()
 
 
 if __name__ == "__main__":
