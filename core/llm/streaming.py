@@ -172,23 +172,28 @@ async def _read_sdk_stream(
     its exception mapping for a refused or failed request); an error raised while reading is
     mapped by litellm's own ``exception_type`` as its wrapper does, and the wrapper is closed.
     """
-    sdk_stream = stream.completion_stream
     chunks: list[Any] = []  # only for litellm's builder, should the stream need it (see below)
     assembly = _Assembly()
     dropped = False
+    pieces = stream.completion_stream.__aiter__()
     try:
-        async for chunk in sdk_stream:
+        while True:
+            try:
+                chunk = await pieces.__anext__()
+            except StopAsyncIteration:
+                break
+            except Exception as exc:  # only the reading: the sink's own errors are not the stream's
+                dropped = bool(chunks) and _connection_lost(exc)
+                if dropped:
+                    break
+                mapped = _mapped(litellm, stream, exc)
+                if mapped is exc:
+                    raise
+                raise mapped from exc
             chunks.append(chunk)
             text = assembly.add(chunk)
             if on_delta is not None and text:
                 on_delta(text)
-    except Exception as exc:
-        dropped = bool(chunks) and _connection_lost(exc)
-        if not dropped:
-            mapped = _mapped(litellm, stream, exc)
-            if mapped is exc:
-                raise
-            raise mapped from exc
     finally:
         await stream.aclose()
     if not chunks:

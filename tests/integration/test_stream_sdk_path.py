@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from core.config import load_settings
-from core.llm import LLMGateway, LLMTimeout
+from core.llm import LLMError, LLMGateway, LLMTimeout
 from core.llm.gateway import _import_litellm
 from core.profiles import ModelProfile, ModelRole
 from tests.fakes.llm_server import FakeLLMServer, Reply
@@ -107,3 +107,20 @@ async def test_a_stream_that_stalls_mid_answer_is_a_timeout_and_is_retried(fake_
     assert caught.value.kind == "timeout" and caught.value.transient
     assert len(fake_llm.chat_requests()) == 2  # the stalled try and its one retry
     assert "".join(deltas).startswith("About 10,")
+
+
+async def test_a_failing_delta_sink_is_not_taken_for_a_stream_failure(fake_llm: FakeLLMServer) -> None:
+    fake_llm.push(Reply.text("About 10,935 metres."), Reply.text("About 10,935 metres."))
+
+    def sink(piece: str) -> None:
+        raise ValueError("the watcher broke")
+
+    with pytest.raises(LLMError) as caught:
+        await _gateway(fake_llm, llm_num_retries=1).complete(
+            model=MODEL, role=ModelRole.AGENT, messages=MESSAGES, stream=True, on_delta=sink
+        )
+
+    # Our own fault, not the provider's: never mapped to a connection error and retried.
+    assert caught.value.kind == "unexpected" and not caught.value.transient
+    assert "the watcher broke" in str(caught.value)
+    assert len(fake_llm.chat_requests()) == 1
