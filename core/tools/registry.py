@@ -16,6 +16,7 @@ between calls (``core.tools.workers``): starting one per call cost every turn a 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import json
@@ -244,12 +245,16 @@ class Tool:
         else:
             running, abandon = _start_in_daemon_thread(self.name, self.fn, kwargs)
         try:
-            # asyncio.wait, not wait_for: a TimeoutError raised *by* the tool is the tool's own error.
-            done, _ = await asyncio.wait({running}, timeout=timeout_s)
+            # Awaited straight under a deadline (``asyncio.wait`` cost a waiter future and an extra
+            # loop pass per call). The tool's own exceptions are read from ``running`` below, so a
+            # TimeoutError out of this block is the deadline's, never one the tool raised.
+            async with asyncio.timeout(timeout_s):
+                with contextlib.suppress(Exception):  # a failed tool: its error is read below
+                    await running
         except asyncio.CancelledError:
             _abandon(running, abandon)
             raise
-        if not done:
+        except TimeoutError:
             _abandon(running, abandon)  # stops a coroutine; a thread cannot be stopped and finishes alone
             logger.warning("tool %s exceeded its %g s limit and was abandoned", self.name, timeout_s)
             return ToolResult(
