@@ -310,30 +310,38 @@ def _raise_scripted_error(kind: str, model: str, detail: str) -> None:
     raise BadRequestError(message=message, model=model, llm_provider=provider)
 
 
-_FREE_ENTRY = {
-    "input_cost_per_token": 0.0,
-    "output_cost_per_token": 0.0,
-    "cache_creation_input_token_cost": 0.0,
-    "cache_read_input_token_cost": 0.0,
+NOMINAL_RATE_USD = 1e-15
+"""What litellm's own map says a scripted token costs. Never a price anyone pays: our prices come
+from ``core.llm.cost``, which keeps every scripted call at zero whatever litellm's map says."""
+
+_MAP_ENTRY = {
+    "input_cost_per_token": NOMINAL_RATE_USD,
+    "output_cost_per_token": NOMINAL_RATE_USD,
+    "cache_creation_input_token_cost": NOMINAL_RATE_USD,
+    "cache_read_input_token_cost": NOMINAL_RATE_USD,
     "litellm_provider": PROVIDER_NAME,
     "mode": "chat",
 }
-_registered_free: set[str] = set()
+_registered: set[str] = set()
 
 
-def _register_free(litellm: Any, model: str) -> None:
-    """Put ``scripted/<model>`` in litellm's cost map as free, once per name.
+def _register_in_cost_map(litellm: Any, model: str) -> None:
+    """Put ``scripted/<model>`` in litellm's cost map, once per name.
 
     After every call litellm prices the response; for a model its map lacks it falls through a
     ladder of name variants and ~600 capability regexes, a third of the provider's cost per turn
-    in ``bench_loop_overhead``. An exact entry ends that lookup at its first step.
+    in ``bench_loop_overhead``. An exact entry ends that lookup at its first step. The rate is
+    nominal rather than zero because litellm follows every call it priced at zero with a
+    diagnostic (a second map lookup, a walk of the usage and the entry) looking for a missing
+    price: work a priced model never causes, and ~50 us of CPU per scripted call. litellm's
+    figure is used nowhere: ``core.llm.cost.call_price`` prices scripted calls at zero itself.
     """
-    if model in _registered_free:
+    if model in _registered:
         return
     with _cache_lock:
-        if model not in _registered_free:
-            litellm.register_model({f"{PROVIDER_NAME}/{model}": dict(_FREE_ENTRY)})
-            _registered_free.add(model)
+        if model not in _registered:
+            litellm.register_model({f"{PROVIDER_NAME}/{model}": dict(_MAP_ENTRY)})
+            _registered.add(model)
 
 
 @functools.cache
@@ -371,7 +379,7 @@ async def _answer(
         _stats.requests.append(record)
         raise
     _stats.requests.append(ScriptedRequest(**{**record.__dict__, "conversation": ci, "turn": ti}))
-    _register_free(litellm, model)
+    _register_in_cost_map(litellm, model)
     key = (str(path), ci, ti)
     seen = _stats.calls.get(key, 0)
     _stats.calls[key] = seen + 1
