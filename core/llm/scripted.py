@@ -183,18 +183,20 @@ def _field(message: Any, name: str) -> Any:
 
 def request_text(messages: Sequence[Any]) -> str:
     """The text ``match`` regexes search: every message's content joined with newlines."""
-    return "\n".join(
-        [
-            content
-            if type(m) is dict and type(content := m.get("content")) is str
-            else _part_text(_field(m, "content"))
-            for m in messages
-        ]
-    )  # plain dicts with text content (nearly every message) skip the general readers
+    return "\n".join([_content_text(m) for m in messages])
+
+
+def _content_text(message: Any) -> str:
+    if type(message) is dict:  # nearly every message: a plain dict, its content text or None
+        content = message.get("content")
+        return content if type(content) is str else _part_text(content)
+    return _part_text(_field(message, "content"))
 
 
 def assistant_turns(messages: Sequence[Any]) -> int:
-    return sum(1 for m in messages if _field(m, "role") == "assistant")
+    return sum(
+        1 for m in messages if (m.get("role") if type(m) is dict else _field(m, "role")) == "assistant"
+    )
 
 
 def select_turn(
