@@ -379,9 +379,12 @@ class AgentLoop:
         """Run the turn's calls concurrently; append results to the transcript in call order."""
         self._progress(state, "tools", current_tool=", ".join(c.name for c in response.tool_calls))
         state.tool_calls += len(response.tool_calls)
-        results: list[ToolResult] = await asyncio.gather(
-            *(self.tools.execute(c.name, c.arguments) for c in response.tool_calls)
-        )
+        asked = response.tool_calls
+        results: list[ToolResult]
+        if len(asked) == 1:  # the common turn: no task and no gathering future for a single call
+            results = [await self.tools.execute(asked[0].name, asked[0].arguments)]
+        else:
+            results = await asyncio.gather(*(self.tools.execute(c.name, c.arguments) for c in asked))
         events: list[NewEvent] = []
         for call, result in zip(response.tool_calls, results, strict=True):
             calls, failed, first = state.tool_errors

@@ -17,6 +17,7 @@ seconds and ``import core.llm`` must stay cheap.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import re
@@ -108,36 +109,39 @@ def _json_path(loc: Sequence[int | str]) -> str:
     return out or "(top level)"
 
 
-_cache: dict[Path, tuple[int, int, Script]] = {}
+_cache: dict[str, tuple[int, int, Script]] = {}
 _cache_lock = threading.Lock()
-_resolved: dict[Path, Path] = {}
+_resolved: dict[str, Path] = {}
 
 
-def resolved_script_path(path: Path) -> Path:
+def resolved_script_path(path: Path | str) -> Path:
     """``path.resolve()``, remembered for absolute paths: resolving walks every directory with a
     system call, twice per scripted call (gateway and provider), and a script does not move while
-    a process uses it. Relative paths depend on the working directory and are resolved each time."""
-    hit = _resolved.get(path)
+    a process uses it. Relative paths depend on the working directory and are resolved each time.
+
+    Remembered by the path's text: a ``Path`` built or hashed per call cost more than the stat."""
+    key = os.fspath(path)
+    hit = _resolved.get(key)
     if hit is not None:
         return hit
-    resolved = path.resolve()
-    if path.is_absolute():
-        _resolved[path] = resolved
+    resolved = Path(key).resolve()
+    if os.path.isabs(key):
+        _resolved[key] = resolved
     return resolved
 
 
-def load_script(path: Path) -> Script:
+def load_script(path: Path | str) -> Script:
     """Parse and validate a script, cached per file until its mtime or size changes.
 
     Raises ``ConfigurationError`` naming the file and the JSON path of the first faults, so an
     analyst editing a replay script can find the mistake without reading a traceback.
     """
-    path = Path(path)
     try:
         resolved = resolved_script_path(path)
-        stat = resolved.stat()
+        key = str(resolved)  # kept by the Path after its first use
+        stat = os.stat(key)
         with _cache_lock:
-            hit = _cache.get(resolved)
+            hit = _cache.get(key)
         if hit is not None and hit[0] == stat.st_mtime_ns and hit[1] == stat.st_size:
             return hit[2]
     except OSError as exc:
@@ -150,7 +154,7 @@ def load_script(path: Path) -> Script:
         more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
         raise ConfigurationError(f"invalid script {path}: {problems}{more}") from None
     with _cache_lock:
-        _cache[resolved] = (stat.st_mtime_ns, stat.st_size, script)
+        _cache[key] = (stat.st_mtime_ns, stat.st_size, script)
     return script
 
 
@@ -179,21 +183,38 @@ def _field(message: Any, name: str) -> Any:
 
 def request_text(messages: Sequence[Any]) -> str:
     """The text ``match`` regexes search: every message's content joined with newlines."""
-    return "\n".join(_part_text(_field(m, "content")) for m in messages)
+    return "\n".join([_content_text(m) for m in messages])
+
+
+def _content_text(message: Any) -> str:
+    if type(message) is dict:  # nearly every message: a plain dict, its content text or None
+        content = message.get("content")
+        return content if type(content) is str else _part_text(content)
+    return _part_text(_field(message, "content"))
 
 
 def assistant_turns(messages: Sequence[Any]) -> int:
-    return sum(1 for m in messages if _field(m, "role") == "assistant")
+    return sum(
+        1 for m in messages if (m.get("role") if type(m) is dict else _field(m, "role")) == "assistant"
+    )
 
 
-def select_turn(script: Script, path: Path, name: str, messages: Sequence[Any]) -> tuple[int, int, Turn]:
-    """Pick (conversation index, turn index, turn): first conversation for NAME whose match is found."""
-    text = request_text(messages)
+def select_turn(
+    script: Script, path: Path, name: str, messages: Sequence[Any], text: str | None = None
+) -> tuple[int, int, Turn]:
+    """Pick (conversation index, turn index, turn): first conversation for NAME whose match is found.
+
+    ``text`` is ``request_text(messages)`` when the caller has it; otherwise it is made only if a
+    conversation of NAME has a ``match`` to search.
+    """
     for ci, conv in enumerate(script.conversations):
         if conv.model != name:
             continue
-        if conv.match is not None and re.search(conv.match, text) is None:
-            continue
+        if conv.match is not None:
+            if text is None:
+                text = request_text(messages)
+            if re.search(conv.match, text) is None:
+                continue
         ti = assistant_turns(messages)
         if ti >= len(conv.turns):
             raise ScriptLookupError(
@@ -291,30 +312,44 @@ def _raise_scripted_error(kind: str, model: str, detail: str) -> None:
     raise BadRequestError(message=message, model=model, llm_provider=provider)
 
 
-_FREE_ENTRY = {
-    "input_cost_per_token": 0.0,
-    "output_cost_per_token": 0.0,
-    "cache_creation_input_token_cost": 0.0,
-    "cache_read_input_token_cost": 0.0,
+NOMINAL_RATE_USD = 1e-15
+"""What litellm's own map says a scripted token costs. Never a price anyone pays: our prices come
+from ``core.llm.cost``, which keeps every scripted call at zero whatever litellm's map says."""
+
+_MAP_ENTRY = {
+    "input_cost_per_token": NOMINAL_RATE_USD,
+    "output_cost_per_token": NOMINAL_RATE_USD,
+    "cache_creation_input_token_cost": NOMINAL_RATE_USD,
+    "cache_read_input_token_cost": NOMINAL_RATE_USD,
     "litellm_provider": PROVIDER_NAME,
     "mode": "chat",
 }
-_registered_free: set[str] = set()
+_registered: set[str] = set()
 
 
-def _register_free(litellm: Any, model: str) -> None:
-    """Put ``scripted/<model>`` in litellm's cost map as free, once per name.
+def _register_in_cost_map(litellm: Any, model: str) -> None:
+    """Put ``scripted/<model>`` in litellm's cost map, once per name.
 
     After every call litellm prices the response; for a model its map lacks it falls through a
     ladder of name variants and ~600 capability regexes, a third of the provider's cost per turn
-    in ``bench_loop_overhead``. An exact entry ends that lookup at its first step.
+    in ``bench_loop_overhead``. An exact entry ends that lookup at its first step. The rate is
+    nominal rather than zero because litellm follows every call it priced at zero with a
+    diagnostic (a second map lookup, a walk of the usage and the entry) looking for a missing
+    price: work a priced model never causes, and ~50 us of CPU per scripted call. litellm's
+    figure is used nowhere: ``core.llm.cost.call_price`` prices scripted calls at zero itself.
     """
-    if model in _registered_free:
+    if model in _registered:
         return
     with _cache_lock:
-        if model not in _registered_free:
-            litellm.register_model({f"{PROVIDER_NAME}/{model}": dict(_FREE_ENTRY)})
-            _registered_free.add(model)
+        if model not in _registered:
+            litellm.register_model({f"{PROVIDER_NAME}/{model}": dict(_MAP_ENTRY)})
+            _registered.add(model)
+
+
+@functools.cache
+def _script_path(api_base: str) -> Path:
+    """The script named by a call's ``api_base``; one ``Path`` per text, its parsed parts kept."""
+    return Path(api_base)
 
 
 async def _answer(
@@ -333,19 +368,20 @@ async def _answer(
     if not api_base:
         _stats.requests.append(record)
         raise ScriptLookupError(f"scripted/{model}: no script path given (pass it as api_base)")
-    path = Path(api_base)
+    path = _script_path(api_base)
     try:
         script = load_script(path)
     except ConfigurationError as exc:
         _stats.requests.append(record)
         raise ScriptLookupError(str(exc)) from None
+    text = request_text(messages)  # searched by ``match`` and measured for the usage estimate
     try:
-        ci, ti, turn = select_turn(script, path, model, messages)
+        ci, ti, turn = select_turn(script, path, model, messages, text)
     except ScriptLookupError:
         _stats.requests.append(record)
         raise
     _stats.requests.append(ScriptedRequest(**{**record.__dict__, "conversation": ci, "turn": ti}))
-    _register_free(litellm, model)
+    _register_in_cost_map(litellm, model)
     key = (str(path), ci, ti)
     seen = _stats.calls.get(key, 0)
     _stats.calls[key] = seen + 1
@@ -375,7 +411,7 @@ async def _answer(
         prompt_tokens, completion_tokens = turn.usage.prompt_tokens, turn.usage.completion_tokens
     else:
         produced = (turn.content or "") + "".join(t["function"]["arguments"] for t in tool_calls)
-        prompt_tokens = _estimate_tokens(request_text(messages))
+        prompt_tokens = _estimate_tokens(text)
         completion_tokens = _estimate_tokens(produced)
     message: dict[str, Any] = {"role": "assistant", "content": turn.content}
     if tool_calls:

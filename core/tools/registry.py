@@ -16,6 +16,7 @@ between calls (``core.tools.workers``): starting one per call cost every turn a 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import json
@@ -244,12 +245,11 @@ class Tool:
         else:
             running, abandon = _start_in_daemon_thread(self.name, self.fn, kwargs)
         try:
-            # asyncio.wait, not wait_for: a TimeoutError raised *by* the tool is the tool's own error.
-            done, _ = await asyncio.wait({running}, timeout=timeout_s)
+            finished = await _finishes_within(running, timeout_s)
         except asyncio.CancelledError:
             _abandon(running, abandon)
             raise
-        if not done:
+        if not finished:
             _abandon(running, abandon)  # stops a coroutine; a thread cannot be stopped and finishes alone
             logger.warning("tool %s exceeded its %g s limit and was abandoned", self.name, timeout_s)
             return ToolResult(
@@ -267,6 +267,27 @@ class Tool:
             return ToolResult(content=f"{self.name} failed: {exc}", is_error=True)
         except Exception as exc:  # the model must see the failure; CancelledError is not an Exception
             return ToolResult(content=f"{self.name} failed: {type(exc).__name__}: {exc}", is_error=True)
+
+
+async def _finishes_within(running: asyncio.Future[Any], timeout_s: float) -> bool:
+    """Whether the call ended before its deadline; never raises the call's own error (read later),
+    so a TimeoutError the tool raised stays the tool's error, not a timeout.
+
+    A thread's plain future is awaited straight under the deadline: cancelling it is immediate,
+    and ``asyncio.wait`` cost a waiter future and an extra loop pass on every call. A coroutine's
+    task is waited on with ``asyncio.wait``, which returns at the deadline even when the task is
+    slow to honour its cancellation (awaiting it directly would wait for that).
+    """
+    if isinstance(running, asyncio.Task):
+        done, _ = await asyncio.wait({running}, timeout=timeout_s)
+        return bool(done)
+    try:
+        async with asyncio.timeout(timeout_s):
+            with contextlib.suppress(Exception):  # the tool failed: its error is read by the caller
+                await running
+    except TimeoutError:
+        return False
+    return True
 
 
 def _abandon(running: asyncio.Future[Any], abandon: Callable[[], None] | None) -> None:

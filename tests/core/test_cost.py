@@ -36,6 +36,20 @@ def test_a_call_is_priced_from_litellm_then_from_settings_and_scripted_is_free()
     assert call_cost(litellm, "scripted/agent", 1000, 100, priced) == 0.0
 
 
+async def test_a_scripted_call_is_free_though_litellms_map_gives_it_a_nominal_rate(
+    make_settings: ScriptFactory,
+) -> None:
+    """litellm's map carries scripted models at a nominal rate (so litellm skips its zero-cost
+    diagnostic after each call); what a call costs is ours to say, and a scripted one costs nothing."""
+    turns = [{"content": "answer", "usage": {"prompt_tokens": 10_000_000, "completion_tokens": 10_000_000}}]
+    gateway = LLMGateway(make_settings([{"model": "agent", "turns": turns}]))
+    response = await gateway.complete(model="scripted/agent", messages=[{"role": "user", "content": "q"}])
+    litellm = _import_litellm()
+    assert sum(litellm.cost_per_token(model="scripted/agent", prompt_tokens=1000, completion_tokens=0)) > 0
+    assert response.usage.prompt_tokens == 10_000_000 and response.usage.cost_usd == 0.0
+    assert response.usage.unpriced_calls == 0
+
+
 def _registry() -> ToolRegistry:
     reg = ToolRegistry()
 

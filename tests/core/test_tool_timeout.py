@@ -93,6 +93,28 @@ async def test_blocking_async_tool_is_cancelled_on_timeout() -> None:
     await cancelled.wait()
 
 
+async def test_an_async_tool_slow_to_honour_cancellation_does_not_hold_its_call_past_the_limit() -> None:
+    released = asyncio.Event()
+
+    async def stubborn() -> str:
+        """Wait for ever; once cancelled, clean up for as long as the test says."""
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            await released.wait()
+            raise
+        return "never"
+
+    reg = ToolRegistry(timeout_s=LIMIT_S)
+    reg.register(stubborn)
+    call = asyncio.ensure_future(reg.execute("stubborn", {}))
+    # The 30 s bound only keeps a failure from hanging the suite; the clean-up is released after it.
+    done, _ = await asyncio.wait({call}, timeout=30)
+    released.set()
+    assert done, "the call waited for the tool's clean-up instead of returning at its limit"
+    assert call.result().is_error and "stubborn did not finish within" in call.result().content
+
+
 async def test_a_timeout_raised_by_the_tool_itself_is_an_ordinary_failure() -> None:
     async def times_out() -> str:
         """Fail with the tool's own timeout."""
