@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy import text
 
-from core.domain.event_codec import decode_as, encode
+from core.domain.event_codec import decode_as
 from core.domain.event_payloads import ShadowVerdict
 from core.domain.evidence import TaskEvidencePacket
 from core.domain.facts import EventKind, FinishReason, WarningCode
@@ -37,7 +37,7 @@ from core.evidence.packet import earlier_packets
 from core.judge.candidates import Candidate
 from core.llm import LLMGateway
 from core.profiles import ModelRole
-from core.store import AttemptRecord, Store
+from core.store import AttemptRecord, Store, new_event
 from core.store.judge_sql import (
     SHADOW_SESSION_KIND,
     DecidedAttempt,
@@ -181,8 +181,9 @@ class Replayer:
         async with self._only_writer(attempt_id):
             if shared and await has_shadow_verdict(self.store, self.session_id, attempt_id):
                 return ALREADY_JUDGED, ""
-            # No task on the row: the task's log, spend and verdict never see a shadow.
-            await self.store.append_event(self.session_id, *encode(verdict), content=done.stored_prompt)
+            # No task on the row: the task's log, spend and verdict never see a shadow. Committed
+            # before this returns, and no record read back: nobody uses it.
+            await self.store.commit_events(self.session_id, [new_event(verdict, content=done.stored_prompt)])
         return str(done.report.result.status), ""
 
     @contextlib.asynccontextmanager
