@@ -3,6 +3,8 @@ session, no task touched, a second run judges nothing, a new candidate version a
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from core.domain.evidence import TaskEvidencePacket
@@ -56,6 +58,28 @@ async def test_a_replays_case_rows_are_the_stores_own_records(
         assert rows.feedback == await ws.store.list_feedback(task_id) and len(rows.feedback) == 1
         with pytest.raises(StoreError, match="no task with id"):
             await case_rows(ws.store, "f" * 32)
+    finally:
+        await ws.close()
+
+
+async def test_a_replay_returns_with_every_verdict_committed(
+    make_settings: ScriptFactory, db_url: str
+) -> None:
+    # Alone on its attempts, a replay's verdicts are written behind (they share commits); it
+    # returns only once all are committed, without waiting out the writer's window.
+    conversations = [{"model": "candidate", "turns": [{"content": verdict("accepted")}]}]
+    settings = make_settings(
+        conversations, db_url=db_url, validator_candidates={"c": {"model": "scripted/candidate"}}
+    )
+    ws = await Workspace.open(settings)
+    try:
+        await _decided(ws, 6)
+        ws.store.write_behind_s = 3600.0  # only a waiter ends the window
+        summary = await asyncio.wait_for(
+            revalidate(ws, load_candidate(settings, "c"), ReplaySelection(), concurrency=3), timeout=120
+        )
+        stored = await ws.store.get_session_events(summary.session_id, flush=False)
+        assert summary.judged == len(stored) == 6
     finally:
         await ws.close()
 
