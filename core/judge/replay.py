@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy import text
 
-from core.domain.event_codec import decode_as, encode
+from core.domain.event_codec import decode_as
 from core.domain.event_payloads import ShadowVerdict
 from core.domain.evidence import TaskEvidencePacket
 from core.domain.facts import EventKind, FinishReason, WarningCode
@@ -37,7 +37,7 @@ from core.evidence.packet import earlier_packets
 from core.judge.candidates import Candidate
 from core.llm import LLMGateway
 from core.profiles import ModelRole
-from core.store import AttemptRecord, Store
+from core.store import AttemptRecord, Store, new_event
 from core.store.judge_sql import (
     SHADOW_SESSION_KIND,
     DecidedAttempt,
@@ -138,6 +138,9 @@ class Replayer:
     def __init__(self, ws: Workspace, candidate: Candidate, session_id: str, *, shared: bool) -> None:
         self.store = ws.store
         self.shared = shared  # other processes may judge the same attempts (workers' jobs)
+        # Queue each verdict for the event writer instead of waiting for its commit (``revalidate``
+        # alone, which flushes before it returns): see ``revalidate``.
+        self.write_behind = False
         self.candidate = candidate
         self.session_id = session_id
         ctx = dataclasses.replace(
@@ -181,8 +184,13 @@ class Replayer:
         async with self._only_writer(attempt_id):
             if shared and await has_shadow_verdict(self.store, self.session_id, attempt_id):
                 return ALREADY_JUDGED, ""
-            # No task on the row: the task's log, spend and verdict never see a shadow.
-            await self.store.append_event(self.session_id, *encode(verdict), content=done.stored_prompt)
+            # No task on the row: the task's log, spend and verdict never see a shadow. No record
+            # is read back: nobody uses it.
+            event = new_event(verdict, content=done.stored_prompt)
+            if self.write_behind:
+                self.store.enqueue_events(self.session_id, [event])
+            else:
+                await self.store.commit_events(self.session_id, [event])
         return str(done.report.result.status), ""
 
     @contextlib.asynccontextmanager
@@ -232,10 +240,19 @@ async def revalidate(
     concurrency: int = 4,
     on_progress: Callable[[ReplayProgress], None] | None = None,
 ) -> ReplaySummary:
-    """Judge every selected decided attempt the candidate has not judged yet, and record each verdict."""
+    """Judge every selected decided attempt the candidate has not judged yet, and record each verdict.
+
+    Alone on its attempts (not ``shared``: one process on SQLite), the verdicts are written behind:
+    each waits up to the event writer's window for others to share its commit, and no verdict
+    waits for its own, so the verdicts in flight do not queue behind each other's commits. A kill
+    loses at most the verdicts of that window, which the next run judges again (an attempt is
+    done when its verdict is stored, so none is stored twice); the replay returns only once every
+    verdict is committed, and raises if one could not be.
+    """
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise ValueError(f"concurrency must be 1..{MAX_CONCURRENCY}, not {concurrency}")
     replayer = await Replayer.open(ws, candidate)
+    replayer.write_behind = not replayer.shared
     decided, todo, missing = await select_todo(ws.store, replayer.session_id, selection)
     summary = ReplaySummary(
         candidate.name, candidate.version, replayer.session_id, len(decided), len(decided) - len(todo)
@@ -261,6 +278,7 @@ async def revalidate(
     async with asyncio.TaskGroup() as group:
         for d in todo:
             group.create_task(one(d))
+    await ws.store.flush(replayer.session_id)
     return summary
 
 
@@ -326,8 +344,12 @@ async def _earlier(store: Store, attempts: list[AttemptRecord], index: int) -> l
 
 async def _history_before_verdict(store: Store, session_id: str, attempt_index: int) -> list[dict[str, Any]]:
     """The session's transcript up to the live verdict of ``attempt_index`` (the whole session when
-    that attempt was never judged): what the live validator was shown as the conversation."""
-    events = await store.get_session_events(session_id)
+    that attempt was never judged): what the live validator was shown as the conversation.
+
+    Not flushed first: the task was decided, so this session's events up to the verdict were
+    committed before the analyst's decision was, and the replay's own queued verdicts (another
+    session) need not be committed for this read."""
+    events = await store.get_session_events(session_id, flush=False)
     cut = len(events)
     for position, ev in enumerate(events):
         if (

@@ -60,6 +60,18 @@ class EndpointResolver:
             self._cache[found] = resolved
         return resolved
 
+    async def resolved(self, model: str, role: ModelRole | None = None) -> ResolvedProfile | None:
+        """``profile`` for the event loop: a worker-thread hop only the first time per role (a
+        keyring read), the cached profile at once after that (a hop per verdict was a thread
+        wake-up each way, slow on a busy machine, for a dictionary lookup)."""
+        found = self.role_of(model, role)
+        if found is None:
+            return None
+        with self._lock:
+            if found in self._cache:
+                return self._cache[found]
+        return await asyncio.to_thread(self.profile, model, role)
+
     def check_key(self, litellm: Any, profile: ResolvedProfile) -> None:
         """No key from the profile and none where litellm looks: refuse before anything is sent."""
         if profile.api_key is not None or profile.no_api_key or profile.model.startswith(_SCRIPTED_PREFIX):

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
-from sqlalchemy import Select
+from sqlalchemy import Connection, Engine, Select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -25,6 +25,7 @@ from core.store import engine as engines
 from core.store.reachability import is_connection_lost
 
 R = TypeVar("R", bound=BaseModel)
+T = TypeVar("T")
 
 
 def new_id() -> str:
@@ -50,6 +51,8 @@ class StoreBase:
         self._sessions = async_sessionmaker(engine, expire_on_commit=False)
         self._write_sessions = async_sessionmaker(self.write_engine, expire_on_commit=False)
         self._write_lock = asyncio.Lock()
+        # SQLite: a plain engine reading in one worker-thread hop (set by the event log).
+        self._read_thread_engine: Engine | None = None
         self._task_search = False  # the SQLite trigram index of task text exists (set by open)
         # Texts above its inline limit are stored as chunks (core.store.chunks); tests shrink it.
         self.content_policy: ContentPolicy = DEFAULT_POLICY
@@ -84,6 +87,22 @@ class StoreBase:
     async def _select(self, record: type[R], query: Select[Any]) -> list[R]:
         async with self._read() as s:
             return [record.model_validate(r) for r in (await s.scalars(query)).all()]
+
+    async def read_sync(self, work: Callable[[Connection], T]) -> T:
+        """Run ``work`` (Core statements) in one read transaction: one snapshot for all of them.
+
+        On SQLite the whole read is one hop to a worker thread, where the statements wait on the
+        database with the GIL released; through the async driver each statement, fetch and the
+        closing rollback was a hop of its own, and the ORM's unit of work ran on the event loop.
+        Elsewhere it runs on an async connection (``run_sync``). ``work`` must only read rows:
+        turn them into records on the caller's side.
+        """
+        engine = self._read_thread_engine
+        with self._database_errors():
+            if engine is None:
+                async with self.engine.connect() as conn:
+                    return await conn.run_sync(work)
+            return await asyncio.to_thread(_read_in_thread, engine, work)
 
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[AsyncSession]:
@@ -131,3 +150,13 @@ class StoreBase:
             if not isinstance(exc, DBAPIError) or not engines.is_environmental(exc):
                 raise
             raise StoreError(engines.describe_db_error(exc, self.url)) from None
+
+
+def _read_in_thread(engine: Engine, work: Callable[[Connection], T]) -> T:
+    """``work`` inside one deferred transaction (the read engine's connections autocommit)."""
+    with engine.connect() as conn:
+        conn.exec_driver_sql("BEGIN")
+        try:
+            return work(conn)
+        finally:
+            conn.exec_driver_sql("ROLLBACK")

@@ -486,12 +486,21 @@ class EventLog(ChunkRepository):
         return await self._resolved(await self._select_events(q), resolve)
 
     async def get_session_events(
-        self, session_id: str, *, kinds: Sequence[str] | None = None, resolve: bool = True
+        self,
+        session_id: str,
+        *,
+        kinds: Sequence[str] | None = None,
+        resolve: bool = True,
+        flush: bool = True,
     ) -> list[EventRecord]:
+        """The session's events in order. ``flush=False`` reads without waiting for this process's
+        queued events (every session's) to commit: for a session the caller knows has none queued,
+        so its read does not wait behind other sessions' writes."""
         q = select(EventRow).where(EventRow.session_id == session_id)
         if kinds:
             q = q.where(EventRow.kind.in_(list(kinds)))
-        await self.flush()
+        if flush:
+            await self.flush()
         return await self._resolved(await self._select_events(q.order_by(EventRow.seq)), resolve)
 
     async def get_task_events(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Connection, Row, select
 
 from core.domain.event_codec import payload_key
 from core.domain.event_payloads import AnalystVerdictRecord, ShadowVerdict, TokenUsage, ValidationDebug
@@ -218,24 +218,35 @@ class CaseRows:
 
 
 async def case_rows(store: StoreBase, task_id: str) -> CaseRows:
-    """The task, its attempts, verdicts and feedback in one read (one connection, one snapshot):
-    four reads of their own cost a replay more than its verdict's own work."""
-    async with store.read_session() as s:
-        task = await s.get(TaskRow, task_id)
-        if task is None:
-            raise StoreError(f"no task with id {task_id!r}")
-        attempts = await s.scalars(
-            select(AttemptRow).where(AttemptRow.task_id == task_id).order_by(AttemptRow.index)
-        )
-        validations = await s.scalars(
-            select(ValidationRow).where(ValidationRow.task_id == task_id).order_by(ValidationRow.created_at)
-        )
-        feedback = await s.scalars(
-            select(FeedbackRow).where(FeedbackRow.task_id == task_id).order_by(FeedbackRow.created_at)
-        )
-        return CaseRows(
-            TaskRecord.model_validate(task),
-            [AttemptRecord.model_validate(r) for r in attempts.all()],
-            [ValidationRecord.model_validate(r) for r in validations.all()],
-            [FeedbackRecord.model_validate(r) for r in feedback.all()],
-        )
+    """The task, its attempts, verdicts and feedback in one read (one snapshot, and on SQLite one
+    worker-thread hop): a replay reads them for every verdict, and four reads of their own, each
+    a unit of work on the event loop, cost it more than the verdict's own work."""
+    task, attempts, validations, feedback = await store.read_sync(lambda conn: _case_rows(conn, task_id))
+    if task is None:
+        raise StoreError(f"no task with id {task_id!r}")
+    return CaseRows(
+        TaskRecord.model_validate(task._mapping),
+        [AttemptRecord.model_validate(r._mapping) for r in attempts],
+        [ValidationRecord.model_validate(r._mapping) for r in validations],
+        [FeedbackRecord.model_validate(r._mapping) for r in feedback],
+    )
+
+
+_Rows = list[Row[Any]]
+
+
+def _case_rows(conn: Connection, task_id: str) -> tuple[Row[Any] | None, _Rows, _Rows, _Rows]:
+    task = conn.execute(select(TaskRow).where(TaskRow.id == task_id)).first()
+    if task is None:
+        return None, [], [], []
+    attempts = select(AttemptRow).where(AttemptRow.task_id == task_id).order_by(AttemptRow.index)
+    validations = (
+        select(ValidationRow).where(ValidationRow.task_id == task_id).order_by(ValidationRow.created_at)
+    )
+    feedback = select(FeedbackRow).where(FeedbackRow.task_id == task_id).order_by(FeedbackRow.created_at)
+    return (
+        task,
+        list(conn.execute(attempts).all()),
+        list(conn.execute(validations).all()),
+        list(conn.execute(feedback).all()),
+    )

@@ -13,6 +13,7 @@ key source and ``extra`` parameters (which may carry headers) are left out.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from pathlib import Path
@@ -27,6 +28,7 @@ from core.validation.prompt import INSTALLED, TemplateSet, template_digests
 from core.version import app_version
 
 __all__ = [
+    "IdentityCache",
     "ValidatorIdentity",
     "endpoint_host",
     "validator_identity",
@@ -129,3 +131,37 @@ def validator_identity(settings: Settings, templates: TemplateSet = INSTALLED) -
         policy=verdict_policy_settings(settings),
         product_version=app_version(),
     )
+
+
+class IdentityCache:
+    """One judge's identity record, built again only when something it is made of changed.
+
+    Every verdict records its judge's identity, and building it (the templates and rules file
+    read and hashed, the canonical JSON hashed) on every verdict cost a worker-thread hop and
+    more of a replay's own time than judging's bookkeeping. A judge's settings never change (a
+    new ``ValidationService`` is built when they do) and its templates are part of the key; the
+    rules file can be edited while a judge runs (the edit applies to its next verdict), so its
+    bytes are part of the key too: a read of a small file, no hashing, no thread.
+    """
+
+    def __init__(self) -> None:
+        self._key: tuple[TemplateSet, bytes | None] | None = None
+        self._record = ""  # as JSON: each caller gets its own copy of the nested dicts
+
+    async def record(self, settings: Settings, templates: TemplateSet) -> dict[str, Any]:
+        """``validator_identity(settings, templates).as_record()``, from the cache when still true."""
+        key = (templates, _file_bytes(settings.rules))
+        if key != self._key:
+            identity = await asyncio.to_thread(validator_identity, settings, templates)
+            self._key, self._record = key, json.dumps(identity.as_record())
+        record: dict[str, Any] = json.loads(self._record)
+        return record
+
+
+def _file_bytes(path: Path | None) -> bytes | None:
+    if path is None:
+        return None
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None  # unreadable: the identity says so; readable again, the bytes differ from None

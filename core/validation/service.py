@@ -47,7 +47,7 @@ from core.validation.chunked import judge_chunked
 from core.validation.citations import check_citations_streaming
 from core.validation.coherence import incoherence, incoherence_warning
 from core.validation.context import execution_metadata, previous_feedback
-from core.validation.identity import validator_identity
+from core.validation.identity import IdentityCache
 from core.validation.judgement import (
     Judgement,
     close_prompt_log,
@@ -166,6 +166,7 @@ class ValidationService:
         self._promoted: dict[int, ValidationService] = {}  # the promoted judge, by its promotion event
         # Windows learned from providers' context_length_exceeded replies, per model.
         self._measured_windows: dict[str, int] = {}
+        self._identity = IdentityCache()  # the judge's identity, built once per templates and rules
         if self.settings.validation_mode == ValidationMode.KEYWORDS and not any(
             k.strip() for k in self.settings.trigger_keywords
         ):
@@ -227,9 +228,9 @@ class ValidationService:
         judge, templates = (
             (self, self.templates) if self.templates is not None else await self._workspace_judge()
         )
-        identity = await asyncio.to_thread(validator_identity, judge.settings, templates)
+        identity = await judge._identity.record(judge.settings, templates)
         with use_templates(templates):
-            return await judge._assess(case, log_session_id, started, identity.as_record())
+            return await judge._assess(case, log_session_id, started, identity)
 
     async def _workspace_judge(self) -> tuple[ValidationService, TemplateSet]:
         """The workspace's validator now: the configured one with the workspace's templates, or the
@@ -492,7 +493,7 @@ class ValidationService:
                 )
             )
         # The reply's room comes from the validator's own max_tokens (its profile), not a fixed share.
-        profile = await asyncio.to_thread(self.gateway.endpoints.profile, model, ModelRole.VALIDATOR)
+        profile = await self.gateway.endpoints.resolved(model, ModelRole.VALIDATOR)
         reply_tokens = profile.max_tokens if profile is not None else None
         return window, token_budget(window, reply_tokens) if window is not None else None, reply_tokens
 

@@ -35,3 +35,17 @@ async def test_an_awaited_append_commits_the_queue_before_it_at_once(store: Stor
         "tool_result",
         "run_finished",
     ]
+
+
+async def test_an_unflushed_read_of_another_session_leaves_the_queue_to_its_window(store: Store) -> None:
+    # A replay reads a decided task's history while its own verdicts wait for company: the read
+    # must neither commit them early (it would end their shared commit) nor wait for them.
+    store.write_behind_s = 3600.0
+    decided = await store.create_session(task_id=None, kind="main")
+    await store.commit_events(decided.id, [ev("answer", n=1)])
+    shadow = await store.create_session(task_id=None, kind="shadow")
+    store.enqueue_events(shadow.id, [ev("shadow_verdict_recorded", n=1)])
+    read = await asyncio.wait_for(store.get_session_events(decided.id, flush=False), timeout=60)
+    assert [e.kind for e in read] == ["answer"]
+    assert await store.get_session_events(shadow.id, flush=False) == []  # still queued, not committed
+    assert [e.kind for e in await store.get_session_events(shadow.id)] == ["shadow_verdict_recorded"]

@@ -3,15 +3,18 @@ session, no task touched, a second run judges nothing, a new candidate version a
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from core.domain.evidence import TaskEvidencePacket
 from core.domain.facts import EventKind, WarningCode
 from core.domain.status import TaskStatus, ValidationStatus
-from core.errors import InvalidRequest
+from core.errors import InvalidRequest, StoreError
 from core.judge.candidates import load_candidate
 from core.judge.replay import ALREADY_JUDGED, ReplaySelection, revalidate, shadow_session, shadow_verdicts
 from core.judge.replay_queue import run_shadow_job
+from core.store.judge_sql import case_rows
 from core.validation.warnings import read_warnings
 from core.workspace import Workspace
 from tests.core.conftest import ScriptFactory
@@ -32,6 +35,53 @@ async def _decided(ws: Workspace, n: int) -> list[str]:
         )  # fmt: skip
         ids.append(task.id)
     return ids
+
+
+async def test_a_replays_case_rows_are_the_stores_own_records(
+    make_settings: ScriptFactory, db_url: str
+) -> None:
+    # One read of Core rows (one thread hop on SQLite) instead of the ORM's four: the records
+    # must be exactly those the store's own readers give, on both engines.
+    conversations = [{"model": "candidate", "turns": [{"content": verdict("accepted")}]}]
+    ws = await Workspace.open(make_settings(conversations, db_url=db_url))
+    try:
+        (task_id,) = await _decided(ws, 1)
+        (attempt,) = await ws.store.list_attempts(task_id, resolve=False)
+        await ws.store.add_validation(
+            task_id=task_id, attempt_id=attempt.id, attempt_index=1, raw_response="{}", prompt="judge this",
+            result={"status": "accepted", "score": 0.8, "category": "none"}, debug={"validator_model": "m"},
+        )  # fmt: skip
+        rows = await case_rows(ws.store, task_id)
+        assert rows.task == await ws.store.get_task(task_id)
+        assert rows.attempts == [attempt] and rows.attempts[0].packet
+        assert rows.validations == await ws.store.list_validations(task_id) and len(rows.validations) == 1
+        assert rows.feedback == await ws.store.list_feedback(task_id) and len(rows.feedback) == 1
+        with pytest.raises(StoreError, match="no task with id"):
+            await case_rows(ws.store, "f" * 32)
+    finally:
+        await ws.close()
+
+
+async def test_a_replay_returns_with_every_verdict_committed(
+    make_settings: ScriptFactory, db_url: str
+) -> None:
+    # Alone on its attempts, a replay's verdicts are written behind (they share commits); it
+    # returns only once all are committed, without waiting out the writer's window.
+    conversations = [{"model": "candidate", "turns": [{"content": verdict("accepted")}]}]
+    settings = make_settings(
+        conversations, db_url=db_url, validator_candidates={"c": {"model": "scripted/candidate"}}
+    )
+    ws = await Workspace.open(settings)
+    try:
+        await _decided(ws, 6)
+        ws.store.write_behind_s = 3600.0  # only a waiter ends the window
+        summary = await asyncio.wait_for(
+            revalidate(ws, load_candidate(settings, "c"), ReplaySelection(), concurrency=3), timeout=120
+        )
+        stored = await ws.store.get_session_events(summary.session_id, flush=False)
+        assert summary.judged == len(stored) == 6
+    finally:
+        await ws.close()
 
 
 async def test_replay_stores_shadow_verdicts_only_and_resumes(

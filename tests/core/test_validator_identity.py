@@ -7,7 +7,12 @@ from pathlib import Path
 from core.domain.status import ValidationStatus
 from core.profiles import ModelProfile, ModelRole
 from core.store import Store
-from core.validation.identity import endpoint_host, validator_identity, verdict_policy_settings
+from core.validation.identity import (
+    IdentityCache,
+    endpoint_host,
+    validator_identity,
+    verdict_policy_settings,
+)
 from core.validation.prompt import TemplateSet, render_template, template_digests, use_templates
 from tests.core.conftest import ScriptFactory
 from tests.core.test_coherence import ANSWER, FACT, accepted
@@ -96,6 +101,37 @@ async def test_every_verdict_records_its_validator(store: Store, make_settings: 
     assert recorded["policy"] == verdict_policy_settings(settings)
     (event,) = await store.get_task_events(task_id, kinds=["task_validation_snapshotted"])
     assert event.payload["validator_version"] == expected
+
+
+async def test_a_judges_cached_identity_follows_its_rules_and_templates(
+    make_settings: ScriptFactory, tmp_path: Path
+) -> None:
+    # A judge builds its identity once and reuses it; a rules edit (even one of the same size,
+    # in the same clock tick) or other templates must still give the new version at once.
+    rules = tmp_path / "rules.md"
+    rules.write_text("Cite the survey year.", encoding="utf-8")
+    settings = make_settings().model_copy(update={"rules": rules})
+    other = TemplateSet.of({"validation_rubric.md.j2": "Be strict."}, "workspace@1")
+    cache = IdentityCache()
+    first = await cache.record(settings, TemplateSet())
+    assert first == validator_identity(settings).as_record()
+    first["policy"]["rules_sha256"] = "changed by a caller"  # each caller gets its own copy
+    assert (await cache.record(settings, TemplateSet())) == validator_identity(settings).as_record()
+    rules.write_text("Cite the survey date.", encoding="utf-8")  # same size
+    edited = await cache.record(settings, TemplateSet())
+    assert edited == validator_identity(settings).as_record()
+    assert (
+        edited["validator_version"] != validator_identity(settings.model_copy(update={"rules": None})).version
+    )
+    assert edited["policy"]["rules_sha256"] != first["policy"]["rules_sha256"]
+    assert (await cache.record(settings, other)) == validator_identity(settings, other).as_record()
+    rules.unlink()
+    gone = await cache.record(settings, other)
+    assert (
+        gone["policy"]["rules_sha256"]
+        == "unreadable"
+        == validator_identity(settings, other).policy["rules_sha256"]
+    )
 
 
 async def test_calibration_groups_and_filters_by_validator_version(store: Store) -> None:
