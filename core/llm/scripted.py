@@ -182,17 +182,24 @@ def request_text(messages: Sequence[Any]) -> str:
     return "\n".join(_part_text(_field(m, "content")) for m in messages)
 
 
+def request_chars(messages: Sequence[Any]) -> int:
+    """``len(request_text(messages))`` without building the text (a 50 MB prompt is not copied)."""
+    return sum(len(_part_text(_field(m, "content"))) for m in messages) + max(len(messages) - 1, 0)
+
+
 def assistant_turns(messages: Sequence[Any]) -> int:
     return sum(1 for m in messages if _field(m, "role") == "assistant")
 
 
 def select_turn(script: Script, path: Path, name: str, messages: Sequence[Any]) -> tuple[int, int, Turn]:
     """Pick (conversation index, turn index, turn): first conversation for NAME whose match is found."""
-    text = request_text(messages)
+    text: str | None = None  # built only for a conversation with a ``match``
     for ci, conv in enumerate(script.conversations):
         if conv.model != name:
             continue
-        if conv.match is not None and re.search(conv.match, text) is None:
+        if conv.match is not None and text is None:
+            text = request_text(messages)
+        if conv.match is not None and re.search(conv.match, text or "") is None:
             continue
         ti = assistant_turns(messages)
         if ti >= len(conv.turns):
@@ -375,7 +382,7 @@ async def _answer(
         prompt_tokens, completion_tokens = turn.usage.prompt_tokens, turn.usage.completion_tokens
     else:
         produced = (turn.content or "") + "".join(t["function"]["arguments"] for t in tool_calls)
-        prompt_tokens = _estimate_tokens(request_text(messages))
+        prompt_tokens = request_chars(messages) // 4
         completion_tokens = _estimate_tokens(produced)
     message: dict[str, Any] = {"role": "assistant", "content": turn.content}
     if tool_calls:
