@@ -85,8 +85,13 @@ def progress_bar(desc: str, *, unit: str = "B", quiet: bool = False) -> Iterator
         bar.total = (bar.total or 0) + n
         bar.refresh()
 
+    def advanced(n: int) -> None:
+        bar.update(n)
+        if bar.total and bar.n >= bar.total:  # tqdm's adaptive ``miniters`` may skip the last step's draw
+            bar.refresh()
+
     try:
-        with listening(Listener(unit=unit, advanced=bar.update, expected=expected)):
+        with listening(Listener(unit=unit, advanced=advanced, expected=expected)):
             yield
     finally:
         bar.close()

@@ -69,8 +69,34 @@ def scrub_secrets(value: Any) -> Any:
     return value
 
 
+# A string longer than this is measured in pieces rather than serialised whole.
+_PIECE = 1 << 20
+
+
+def _light(obj: Any, bodies: list[int]) -> Any:
+    """``obj`` with every long string emptied, the length of its JSON body added to ``bodies``."""
+    if isinstance(obj, str) and len(obj) > _PIECE:
+        bodies.append(
+            sum(
+                len(json.dumps(obj[at : at + _PIECE], ensure_ascii=False)) - 2
+                for at in range(0, len(obj), _PIECE)
+            )
+        )
+        return ""
+    if isinstance(obj, dict):
+        return {k: _light(v, bodies) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_light(v, bodies) for v in obj]
+    return obj
+
+
 def _chars(obj: Any) -> int:
-    return len(json.dumps(obj, ensure_ascii=False, default=str))
+    """``len(json.dumps(obj, ensure_ascii=False, default=str))`` without the dump of a long text
+    (a 50 MB answer was serialised twice per turn only to be measured): JSON escapes each character
+    on its own, so a string's body measures the same in pieces."""
+    bodies: list[int] = []
+    light = _light(obj, bodies)
+    return len(json.dumps(light, ensure_ascii=False, default=str)) + sum(bodies)
 
 
 __all__ = ["COMPACT_SNAPSHOT_KEYS", "RunOutcome", "RunStep", "scrub_secrets"]

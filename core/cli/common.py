@@ -216,7 +216,7 @@ async def print_task_summary(
     ws: Workspace, task: TaskRecord, as_json: bool, extra: dict[str, Any] | None = None
 ) -> None:
     """The task and one line per attempt: what ``run``, ``feedback`` and the review moves print."""
-    attempts = await ws.store.list_attempts(task.id, resolve=False)
+    attempts = await ws.store.list_attempts(task.id, resolve=False, texts=False)  # no answer is printed
     rows: list[dict[str, Any]] = [
         {
             "index": a.index,

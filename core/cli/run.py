@@ -140,6 +140,7 @@ async def run_outcome(store: Store, task: TaskRecord) -> dict[str, Any]:
     events = await store.get_task_events(
         task.id,
         resolve=False,  # usage and errors only: never a tool result's text
+        payload_texts=False,  # nor a run's output or an answer
         kinds=[
             *USAGE_EVENT_KINDS,
             EventKind.RUN_FINISHED,

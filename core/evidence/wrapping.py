@@ -39,6 +39,7 @@ __all__ = [
     "neutralise",
     "sanitise_attribute",
     "wrap_external",
+    "wrap_external_parts",
 ]
 
 OPEN_TAG_NAME = "EXTERNAL-CONTENT"
@@ -165,7 +166,13 @@ def sanitise_attribute(value: str) -> str:
 
 def wrap_external(content: str, *, label: str, item_id: str | None = None) -> str:
     """Fence ``content`` as data. The content is kept whole; only forged tag starts are escaped."""
+    return "".join(wrap_external_parts(content, label=label, item_id=item_id))
+
+
+def wrap_external_parts(content: str, *, label: str, item_id: str | None = None) -> tuple[str, str, str]:
+    """``wrap_external`` as its opening line, body and closing line, for a caller that splices a huge
+    body into a bigger text (the body is ``content`` itself when nothing needed escaping)."""
     attrs = f'label="{sanitise_attribute(label)}"'
     if item_id is not None:
         attrs += f' id="{sanitise_attribute(item_id)}"'
-    return f"<{OPEN_TAG_NAME} {attrs}>\n{neutralise(content)}\n{CLOSE_TAG}"
+    return f"<{OPEN_TAG_NAME} {attrs}>\n", neutralise(content), f"\n{CLOSE_TAG}"

@@ -46,7 +46,7 @@ from core.llm.errors import (
     LLMUsageAnomaly,
     ScriptError,
 )
-from core.llm.scripted import PROVIDER_NAME, load_script, request_text, resolved_script_path
+from core.llm.scripted import PROVIDER_NAME, load_script, request_chars, resolved_script_path
 from core.llm.streaming import DeltaSink, stream_completion
 from core.profiles import ModelRole
 from core.secrets import mask_secrets
@@ -410,10 +410,6 @@ def _step_down(negotiation: Negotiation | None, exc: BaseException, error: LLMEr
     return True
 
 
-def _messages_text(messages_or_text: list[dict[str, Any]] | str) -> str:
-    return messages_or_text if isinstance(messages_or_text, str) else request_text(messages_or_text)
-
-
 class LLMGateway:
     """Completion with timeouts, retries that are all recorded, and errors callers can branch on."""
 
@@ -733,7 +729,9 @@ class LLMGateway:
                 return int(litellm.token_counter(model=model, messages=messages_or_text))
             except Exception:
                 pass
-        return len(_messages_text(messages_or_text)) // 4
+        if isinstance(messages_or_text, str):
+            return len(messages_or_text) // 4
+        return request_chars(messages_or_text) // 4  # the estimate, without joining the prompt
 
     def context_window(self, model: str, role: ModelRole | None = None) -> int | None:
         """Input token budget: the role's profile, else litellm's local model map; None when unknown."""

@@ -193,6 +193,11 @@ def _content_text(message: Any) -> str:
     return _part_text(_field(message, "content"))
 
 
+def request_chars(messages: Sequence[Any]) -> int:
+    """``len(request_text(messages))`` without building the text (a 50 MB prompt is not copied)."""
+    return sum(len(_content_text(m)) for m in messages) + max(len(messages) - 1, 0)
+
+
 def assistant_turns(messages: Sequence[Any]) -> int:
     return sum(
         1 for m in messages if (m.get("role") if type(m) is dict else _field(m, "role")) == "assistant"
@@ -374,9 +379,8 @@ async def _answer(
     except ConfigurationError as exc:
         _stats.requests.append(record)
         raise ScriptLookupError(str(exc)) from None
-    text = request_text(messages)  # searched by ``match`` and measured for the usage estimate
     try:
-        ci, ti, turn = select_turn(script, path, model, messages, text)
+        ci, ti, turn = select_turn(script, path, model, messages)  # joins the text only for a match
     except ScriptLookupError:
         _stats.requests.append(record)
         raise
@@ -411,7 +415,7 @@ async def _answer(
         prompt_tokens, completion_tokens = turn.usage.prompt_tokens, turn.usage.completion_tokens
     else:
         produced = (turn.content or "") + "".join(t["function"]["arguments"] for t in tool_calls)
-        prompt_tokens = _estimate_tokens(text)
+        prompt_tokens = request_chars(messages) // 4
         completion_tokens = _estimate_tokens(produced)
     message: dict[str, Any] = {"role": "assistant", "content": turn.content}
     if tool_calls:

@@ -52,9 +52,14 @@ class AttemptRepository(ChunkRepository):
         record = await self._get(AttemptRecord, AttemptRow, attempt_id, "attempt")
         return (await self._resolve_packets([record], resolve))[0]
 
-    async def list_attempts(self, task_id: str, *, resolve: bool = True) -> list[AttemptRecord]:
+    async def list_attempts(
+        self, task_id: str, *, resolve: bool = True, texts: bool = True
+    ) -> list[AttemptRecord]:
+        """The task's attempts; ``texts=False`` for their facts alone: an answer kept in the chunk
+        store stays there (``final_output`` and the packet's answer empty, their references set)."""
         q = select(AttemptRow).where(AttemptRow.task_id == task_id).order_by(AttemptRow.index)
-        return await self._resolve_packets(await self._select(AttemptRecord, q), resolve)
+        records = await self._select(AttemptRecord, q)
+        return await self._resolve_packets(records, resolve) if texts else records
 
     async def _packet_answer(self, record: AttemptRecord) -> AttemptRecord:
         """The packet's answer read back even when its evidence stays as references: every reader

@@ -56,6 +56,10 @@ class StoreBase:
         self._task_search = False  # the SQLite trigram index of task text exists (set by open)
         # Texts above its inline limit are stored as chunks (core.store.chunks); tests shrink it.
         self.content_policy: ContentPolicy = DEFAULT_POLICY
+        # sha256 -> text held by a running attempt (``ChunkRepository.sharing``): whole reads of
+        # that content return the held string instead of a new copy.
+        self._shared_texts: dict[str, str] = {}
+        self._shared_holds: dict[str, int] = {}
 
     @property
     def display_name(self) -> str:

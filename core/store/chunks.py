@@ -15,6 +15,7 @@ transactions (through ``run_sync``) share them and a content object commits with
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import os
@@ -59,6 +60,7 @@ __all__ = [
     "iter_chunk_texts",
     "offload_tree",
     "put_content",
+    "text_sha256",
 ]
 
 
@@ -73,6 +75,14 @@ _RELEASE_BATCH = 500
 def iter_chunk_texts(text: str, chunk_chars: int) -> Iterator[str]:
     for start in range(0, len(text), chunk_chars):
         yield text[start : start + chunk_chars]
+
+
+def text_sha256(text: str, piece_chars: int = 1 << 20) -> str:
+    """The content sha256 ``put_content`` gives ``text``, hashed a piece at a time (no whole copy)."""
+    whole = hashlib.sha256()
+    for piece in iter_chunk_texts(text, piece_chars):
+        whole.update(piece.encode("utf-8", "surrogatepass"))
+    return whole.hexdigest()
 
 
 def _insert_ignore(conn: Connection, table: Any) -> Any:
@@ -358,8 +368,36 @@ class ChunkRepository(StoreBase):
             yield await self.chunk_text(chunk_sha)
 
     async def read_content(self, ref: ContentRef | str) -> str:
-        """The whole text: for small objects and for callers that need it all (an LLM prompt)."""
+        """The whole text: for small objects and for callers that need it all (an LLM prompt).
+
+        Content held by ``sharing`` comes back as the held string itself, not a new copy."""
+        shared = self._shared_texts.get(ref if isinstance(ref, str) else ref.sha256)
+        if shared is not None:
+            return shared
         return "".join([piece async for piece in self.iter_content(ref)])
+
+    @contextlib.contextmanager
+    def sharing(self, text: str) -> Iterator[None]:
+        """While inside, whole reads of ``text``'s content return ``text`` itself.
+
+        An attempt's answer is read back by the packet builder (the run's events), by the attempt's
+        record (its column and its packet) and by the validator, each a new copy of the same text:
+        a 50 MB answer was six copies alive at once. The text is content-addressed, so the held
+        string is what any read would return. Holds nest and count; the last exit forgets it."""
+        if not text:
+            yield
+            return
+        sha = text_sha256(text)
+        self._shared_texts.setdefault(sha, text)
+        self._shared_holds[sha] = self._shared_holds.get(sha, 0) + 1
+        try:
+            yield
+        finally:
+            left = self._shared_holds[sha] - 1
+            if left:
+                self._shared_holds[sha] = left
+            else:
+                del self._shared_holds[sha], self._shared_texts[sha]
 
     async def read_range(self, ref: ContentRef | str, offset: int, length: int) -> str:
         """Characters ``[offset, offset + length)``: reads only the chunks under the range (paging)."""

@@ -36,7 +36,13 @@ from core.domain.records import EventRecord
 from core.domain.usage import UsageTotals
 from core.errors import DatabaseUnreachable, StoreError
 from core.store import engine as engines
-from core.store.chunks import CHUNKED_PAYLOAD, ChunkRepository, offload_payload, put_content
+from core.store.chunks import (
+    CHUNKED_PAYLOAD,
+    ChunkRepository,
+    chunked_payload_refs,
+    offload_payload,
+    put_content,
+)
 from core.store.models import EventRow, SessionRow, utcnow
 from core.store.reachability import is_connection_lost
 
@@ -504,13 +510,22 @@ class EventLog(ChunkRepository):
         return await self._resolved(await self._select_events(q.order_by(EventRow.seq)), resolve)
 
     async def get_task_events(
-        self, task_id: str, *, kinds: Sequence[str] | None = None, resolve: bool = True
+        self,
+        task_id: str,
+        *,
+        kinds: Sequence[str] | None = None,
+        resolve: bool = True,
+        payload_texts: bool = True,
     ) -> list[EventRecord]:
+        """The task's events; ``payload_texts=False`` leaves a payload's chunked fields (an answer, a
+        run's output) empty instead of reading them back, for readers of its other fields."""
         q = select(EventRow).where(EventRow.task_id == task_id)
         if kinds:
             q = q.where(EventRow.kind.in_(list(kinds)))
         await self.flush()
-        return await self._resolved(await self._select_events(q.order_by(EventRow.id)), resolve)
+        return await self._resolved(
+            await self._select_events(q.order_by(EventRow.id)), resolve, payload_texts=payload_texts
+        )
 
     async def _select_events(self, query: Select[Any]) -> list[EventRecord]:
         """Event rows as records; on SQLite in one worker-thread hop instead of an async session."""
@@ -553,7 +568,9 @@ class EventLog(ChunkRepository):
             cost_usd=float(cost or 0.0),
         )
 
-    async def _resolved(self, records: list[EventRecord], resolve: bool) -> list[EventRecord]:
+    async def _resolved(
+        self, records: list[EventRecord], resolve: bool, *, payload_texts: bool = True
+    ) -> list[EventRecord]:
         """Chunked contents read back into ``content`` (the reference stays in the payload).
 
         A payload's own big fields (``offload_payload``: an answer, a run's output) are read back
@@ -563,7 +580,13 @@ class EventLog(ChunkRepository):
         out: list[EventRecord] = []
         for record in records:
             if CHUNKED_PAYLOAD in record.payload:
-                record = record.model_copy(update={"payload": await self.resolve_payload(record.payload)})
+                payload = (
+                    await self.resolve_payload(record.payload)
+                    if payload_texts
+                    else {k: v for k, v in record.payload.items() if k != CHUNKED_PAYLOAD}
+                    | dict.fromkeys(chunked_payload_refs(record.payload), "")
+                )
+                record = record.model_copy(update={"payload": payload})
             ref = record.payload.get(CONTENT_REF)
             if resolve and record.content is None and isinstance(ref, dict):
                 text = await self.read_content(ContentRef.model_validate(ref))

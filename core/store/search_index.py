@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import and_, delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from core.domain.content import ContentRef
 from core.domain.event_codec import read_payload
 from core.domain.event_payloads import AnalystVerdictRecord
 from core.domain.facts import EventKind
@@ -29,7 +30,6 @@ from core.search.index import (
     passages,
 )
 from core.store.base import StoreBase
-from core.store.big_values import text_of_row_sync
 from core.store.chunks import chunk_shas_sync, chunk_text_sync
 from core.store.models import (
     AttemptRow,
@@ -69,7 +69,13 @@ class _DocWriter:
 
 
 async def _streamed_item(
-    conn: AsyncConnection, task_id: str, index: int, evidence_id: str, sha256: str, when: datetime
+    conn: AsyncConnection,
+    task_id: str,
+    index: int,
+    evidence_id: str,
+    sha256: str,
+    when: datetime,
+    kind: DocKind = DocKind.EVIDENCE,
 ) -> AsyncIterator[dict[str, Any]]:
     """A big item's passages cut from its chunks, read one at a time in the writing transaction.
 
@@ -84,13 +90,13 @@ async def _streamed_item(
         for chunk_sha in await conn.run_sync(chunk_shas_sync, sha256):
             for body in cutter.feed(await conn.run_sync(chunk_text_sync, chunk_sha)):
                 if body.strip():
-                    yield doc(task_id, index, DocKind.EVIDENCE, evidence_id, seg, body, when)
+                    yield doc(task_id, index, kind, evidence_id, seg, body, when)
                 seg += 1
     except StoreError:
         pass
     for body in cutter.finish():
         if body.strip():
-            yield doc(task_id, index, DocKind.EVIDENCE, evidence_id, seg, body, when)
+            yield doc(task_id, index, kind, evidence_id, seg, body, when)
         seg += 1
 
 
@@ -102,9 +108,18 @@ async def _attempt_docs(
     answer: str | None,
     packet: dict[str, Any] | None,
     when: datetime,
+    answer_ref: Any = None,
 ) -> None:
-    """An attempt's answer and evidence passages into ``out``; memory: one chunk plus one segment."""
-    await out.add(passages(task_id, index, DocKind.ANSWER, "", answer, when))
+    """An attempt's answer and evidence passages into ``out``; memory: one chunk plus one segment.
+
+    An answer kept in the chunk store (``answer_ref``, its column empty) is cut from its chunks like
+    a big evidence item: a 50 MB answer was read whole and then copied again into its segments."""
+    if isinstance(answer_ref, dict) and not answer:
+        sha = ContentRef.model_validate(answer_ref).sha256
+        async for row in _streamed_item(conn, task_id, index, "", sha, when, DocKind.ANSWER):
+            await out.add((row,))
+    else:
+        await out.add(passages(task_id, index, DocKind.ANSWER, "", answer, when))
     if not packet:
         return
     for item in evidence_items(packet):
@@ -158,10 +173,10 @@ async def index_attempt(conn: AsyncConnection, attempt_id: str) -> None:
     if found is None:
         return
     task_id, index, answer, answer_ref, packet, finished, started = found
-    answer = await conn.run_sync(text_of_row_sync, answer, answer_ref)
     await _clear(conn, task_id, index, (DocKind.ANSWER, DocKind.EVIDENCE))
     out = _DocWriter(conn)
-    await _attempt_docs(conn, out, task_id, index, answer, packet, finished or started or utcnow())
+    when = finished or started or utcnow()
+    await _attempt_docs(conn, out, task_id, index, answer, packet, when, answer_ref)
     await out.flush()
 
 
@@ -214,8 +229,8 @@ async def index_tasks(conn: AsyncConnection, task_ids: Iterable[str]) -> None:
         out = _DocWriter(conn)
         attempts = await conn.execute(select(*_ATTEMPT_COLUMNS).where(AttemptRow.task_id.in_(batch)))
         for task_id, index, answer, answer_ref, stored, finished, started in attempts.all():
-            answer = await conn.run_sync(text_of_row_sync, answer, answer_ref)
-            await _attempt_docs(conn, out, task_id, index, answer, stored, finished or started or utcnow())
+            when = finished or started or utcnow()
+            await _attempt_docs(conn, out, task_id, index, answer, stored, when, answer_ref)
         await out.flush()
         docs: list[dict[str, Any]] = []
         validations = await conn.execute(

@@ -332,10 +332,11 @@ class TaskService:
         """Produce the attempt's answer and packet, then judge it or say it has none."""
         assert task.main_session_id is not None
         self._publish_progress(task.id, attempt=attempt.index, phase="starting", iteration=0)
-        work = await self._produce(task, attempt, prompt)
-        if work.final_output.strip():
-            task = await self._move(task, Trigger.ANSWER_READY)
-            return await self._judge(task, work, validations_before)
+        with contextlib.ExitStack() as shared:  # the answer, held for the reads of the whole attempt
+            work = await self._produce(task, attempt, prompt, shared)
+            if work.final_output.strip():
+                task = await self._move(task, Trigger.ANSWER_READY)
+                return await self._judge(task, work, validations_before)
         trigger, kept = fallback or (Trigger.NO_USABLE_ANSWER, None)
         back = "; the earlier answer is back for review" if fallback else ""
         task = await self._move(
@@ -348,8 +349,14 @@ class TaskService:
         )
         return task, None
 
-    async def _produce(self, task: TaskRecord, attempt: AttemptRecord, prompt: str) -> _AttemptWork:
-        """Run the agent (or team), check the answer's schema, and record the attempt's packet."""
+    async def _produce(
+        self, task: TaskRecord, attempt: AttemptRecord, prompt: str, shared: contextlib.ExitStack
+    ) -> _AttemptWork:
+        """Run the agent (or team), check the answer's schema, and record the attempt's packet.
+
+        The answer is held in the store's shared texts (``shared`` ends the hold) from here to the
+        verdict: the packet, the attempt's record and the validator read the answer's content back,
+        and each read returns this one string rather than a copy."""
         assert task.main_session_id is not None
         session_id, index = task.main_session_id, attempt.index
         # Read once per attempt: the session so far (the agent continues it), and the earlier
@@ -368,6 +375,9 @@ class TaskService:
         with self.ws.gateway.counting() as calls:
             schema_ok, final_output = await self._check_output_schema(task, session_id, outcome, final_output)
         await self._record_calls(task.id, session_id, attempt.id, "output-schema", ModelRole.AGENT, calls)
+        shared.enter_context(self.store.sharing(final_output))
+        if outcome.output_text != final_output:  # repaired: the run's events hold the model's text
+            shared.enter_context(self.store.sharing(outcome.output_text))
         where: dict[str, Any] = {
             "task_id": task.id,
             "attempt_index": index,

@@ -7,6 +7,7 @@ Kept apart from the service so the single-pass and the chunked strategies build 
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -20,6 +21,7 @@ from core.validation.schema import ValidatorOutput
 __all__ = [
     "Judgement",
     "PromptLog",
+    "SplicedRequest",
     "add_usage",
     "close_prompt_log",
     "error_result",
@@ -27,18 +29,29 @@ __all__ = [
     "open_prompt_log",
     "precheck",
     "prompt_parts",
+    "prompt_pending",
     "prompt_text",
     "skip",
+    "spliced_request",
     "validator_messages",
 ]
 
 
 class PromptLog:
     """The prompts of the verdict being reached, as they are sent: what is stored when the verdict's
-    budget cuts it short (the prompts of the chunk calls that did run are evidence of the attempt)."""
+    budget cuts it short (the prompts of the chunk calls that did run are evidence of the attempt).
+
+    ``pending`` builds the text of a single request that is out and not yet logged (``parts`` is
+    then empty): its text is a second copy of a huge answer, built only when it must be stored."""
 
     def __init__(self) -> None:
         self.parts: list[str] = []
+        self.pending: Callable[[], str] | None = None
+
+    def texts(self) -> list[str]:
+        if not self.parts and self.pending is not None:
+            return [self.pending()]
+        return self.parts
 
 
 _PROMPTS: contextvars.ContextVar[PromptLog | None] = contextvars.ContextVar("validator_prompts", default=None)
@@ -58,8 +71,15 @@ def prompt_parts(parts: list[str] | None = None) -> list[str]:
     log = _PROMPTS.get()
     chosen = parts if parts is not None else []
     if log is not None:
-        log.parts = chosen
+        log.parts, log.pending = chosen, None
     return chosen
+
+
+def prompt_pending(build: Callable[[], str]) -> None:
+    """The running verdict's prompt is ``build()``, built only if the verdict is cut short."""
+    log = _PROMPTS.get()
+    if log is not None:
+        log.parts, log.pending = [], build
 
 
 def error_result(message: str, raw: str = "") -> ValidationResult:
@@ -75,8 +95,44 @@ def validator_messages(user: str, *, rubric: bool = True) -> list[dict[str, Any]
     return [{"role": "system", "content": system_prompt(rubric=rubric)}, {"role": "user", "content": user}]
 
 
+class SplicedRequest:
+    """A single-request validator prompt kept as pieces around the answer, which is not copied.
+
+    ``messages()`` joins the user message once, for sending; ``text()`` joins the stored prompt
+    (``prompt_text`` of those messages) from the same pieces, so the caller can drop the sent
+    message first: a 50 MB answer is then in memory once besides the answer itself, never three
+    times (wrapped, rendered, and stored)."""
+
+    def __init__(self, system: str, user_pieces: list[str]) -> None:
+        self.system = system
+        self.user_pieces = user_pieces
+
+    def messages(self) -> list[dict[str, Any]]:
+        return [
+            {"role": "system", "content": self.system},
+            {"role": "user", "content": "".join(self.user_pieces)},
+        ]
+
+    def text(self) -> str:
+        return "".join(["--- system ---\n", self.system, "\n\n--- user ---\n", *self.user_pieces])
+
+
+def spliced_request(user: str, slot: str, body: tuple[str, str, str]) -> SplicedRequest:
+    """The validator's request for ``user``, a prompt rendered with ``slot`` standing for the fenced
+    answer ``body`` (opening line, answer, closing line). The slot is the last one in the text:
+    the answer comes after every quoted text, so a slot forged inside one cannot be the one used."""
+    before, found, after = user.rpartition(slot)
+    pieces = [before, *body, after] if found else [user]
+    return SplicedRequest(system_prompt(), pieces)
+
+
 def prompt_text(messages: list[dict[str, Any]]) -> str:
-    return "\n\n".join(f"--- {m['role']} ---\n{m['content']}" for m in messages)
+    """The messages as one text, joined once: a per-message f-string would copy a 50 MB answer
+    before the join copies it again."""
+    pieces: list[str] = []
+    for m in messages:
+        pieces += ["\n\n" if pieces else "", f"--- {m['role']} ---\n", m["content"]]
+    return "".join(pieces)
 
 
 class Judgement(BaseModel):

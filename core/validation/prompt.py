@@ -18,13 +18,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from core.evidence.wrapping import neutralise, wrap_external
+from core.evidence.wrapping import neutralise, wrap_external, wrap_external_parts
 from core.resources import prompts_dir
 from core.team.synthesis import synthesis_without_evidence
 
 __all__ = [
     "HISTORY_MESSAGES",
     "INSTALLED",
+    "UNDER_REVIEW",
     "TemplateSet",
     "format_history",
     "render_template",
@@ -34,6 +35,7 @@ __all__ = [
     "use_templates",
     "validator_template_names",
     "wrap_answer",
+    "wrap_answer_parts",
     "wrap_task",
 ]
 
@@ -141,6 +143,11 @@ def _message_line(message: dict[str, Any]) -> str:
     return f"{role}{suffix}: {content}"
 
 
+UNDER_REVIEW = "\x00under-review"
+"""``format_history``'s ``evidence_texts`` value for the answer being judged: the prompt carries it
+once, as the final answer (a 50 MB answer was otherwise in the prompt twice)."""
+
+
 def format_history(
     history: list[dict[str, Any]],
     evidence_ids: dict[str, str] | None = None,
@@ -177,10 +184,13 @@ def format_history(
             elif pointers_only:
                 m = {**m, "content": f"[tool result of {size} characters, not repeated here]"}
         elif isinstance(content, str) and m.get("role") == "assistant" and content in texts:
-            m = {
-                **m,
-                "content": f"[answer recorded as evidence {texts[content]}, {size} characters: see the evidence]",
-            }
+            eid = texts[content]
+            pointer = (
+                f"[the answer under review, {size} characters: shown in full as the final answer to judge]"
+                if eid == UNDER_REVIEW
+                else f"[answer recorded as evidence {eid}, {size} characters: see the evidence]"
+            )
+            m = {**m, "content": pointer}
         elif isinstance(content, str) and m.get("role") == "user":
             stripped = synthesis_without_evidence(
                 content, "[shown in the evidence section under the same ids; not repeated here]"
@@ -200,7 +210,11 @@ def wrap_task(task_text: str, label: str = "task") -> str:
 
 
 def wrap_answer(answer: str) -> str:
-    return wrap_external(answer, label="final-answer")
+    return "".join(wrap_answer_parts(answer))
+
+
+def wrap_answer_parts(answer: str) -> tuple[str, str, str]:
+    return wrap_external_parts(answer, label="final-answer")
 
 
 def one_line(text: str) -> str:

@@ -21,6 +21,7 @@ import contextvars
 import dataclasses
 import logging
 import re
+import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -50,22 +51,25 @@ from core.validation.context import execution_metadata, previous_feedback
 from core.validation.identity import IdentityCache
 from core.validation.judgement import (
     Judgement,
+    SplicedRequest,
     close_prompt_log,
     error_result,
     from_outcome,
     open_prompt_log,
     precheck,
     prompt_parts,
-    prompt_text,
+    prompt_pending,
     skip,
-    validator_messages,
+    spliced_request,
 )
 from core.validation.prompt import (
+    UNDER_REVIEW,
     TemplateSet,
     format_history,
     render_template,
     use_templates,
     wrap_answer,
+    wrap_answer_parts,
 )
 from core.validation.schema import ValidatorOutput
 from core.validation.sizing import full_rendering, referenced_tokens
@@ -397,8 +401,11 @@ class ValidationService:
             _DEADLINE.reset(token)
             _BUDGET.reset(budget_token)
             close_prompt_log(log_token)
+            # Contexts copied during the verdict (threads, a library's background tasks) may outlive
+            # it still holding the log: emptied, it keeps no prompt (a 50 MB one) alive with them.
+            parts, sent_log.parts, sent_log.pending = sent_log.texts(), [], None
         # The prompts sent before the verdict was cut short (every chunk reviewed so far) are kept.
-        sent = "\n\n".join(sent_log.parts)
+        sent = "\n\n".join(parts)
         return Judgement(result=error_result(message), prompt=sent, strategy="error", error=message)
 
     # ------------------------------------------------------------------ judging
@@ -412,40 +419,40 @@ class ValidationService:
         except OSError as exc:
             message = f"cannot read the analyst rules file {self.settings.rules}: {exc}"
             return Judgement(result=error_result(message), prompt="", strategy="error", error=message)
+        answer = packet.final_output
         common = {
-            **_history_parts(case.history, rendered, case.session_id),
+            **_history_parts(case.history, rendered, case.session_id, answer),
             "task_text": case.task_text.strip(),
             "rules_text": rules_text,
             "metadata_text": execution_metadata(packets),
             "feedback_text": feedback_text,
-            "final_answer": wrap_answer(packet.final_output),
+            "final_answer": _ANSWER_SLOT,  # the single request splices the answer in (_request)
             "attempt_index": case.attempt_index,
         }
-        messages = _request(rendered.text, bool(rendered.items), common)
-        prompt_tokens = await asyncio.to_thread(self.gateway.token_count, model, messages)
+        request = _request(rendered.text, bool(rendered.items), common, answer)
+        prompt_tokens = await asyncio.to_thread(self.gateway.token_count, model, request.messages())
         window, budget, reply_tokens = await self._window_and_budget(model, warnings)
         if any(i.content_ref is not None for i in rendered.items):
-            messages, prompt_tokens = await self._with_stored_items(
-                packets, rendered, common, messages, prompt_tokens, budget
+            request, prompt_tokens = await self._with_stored_items(
+                packets, rendered, common, request, prompt_tokens, budget, answer
             )
         if case.log_session_id is None:
             emit = self._failure_emitter(case.session_id, case.task_id, case.attempt_index)
         else:  # a shadow replay: its failures are its own, never the task's events
             emit = self._failure_emitter(case.log_session_id, None, case.attempt_index)
-        answer_chars = len(packet.final_output)
         overflow: dict[str, Any] | None = None
         if budget is None or prompt_tokens <= budget:
-            prompt_parts([prompt_text(messages)])
-            outcome = await self.ask(messages, ValidatorOutput, emit("verdict"))
+            outcome = await self._ask_single(request, emit)
             if outcome.status != "transport-error" or outcome.error_kind != "context_window":
-                judgement = from_outcome(outcome, prompt=prompt_text(messages), strategy="single")
+                judgement = from_outcome(outcome, prompt=prompt_parts([request.text()])[0], strategy="single")
                 judgement.prompt_budget, judgement.reply_reserve = budget, _reserve(window, reply_tokens)
                 judgement.prompt_tokens = prompt_tokens
-                judgement.evidence_chars_in_input = sum(item_length(i) for i in rendered.items) + answer_chars
+                judgement.evidence_chars_in_input = sum(item_length(i) for i in rendered.items) + len(answer)
                 return judgement
             overflow, budget = self._remeasure(
                 model, window, prompt_tokens, outcome.error or "", warnings, reply_tokens
             )
+        common["final_answer"] = wrap_answer(answer)  # every chunk's prompt carries the answer whole
         judgement = await judge_chunked(
             self,
             rendered.items,
@@ -455,11 +462,27 @@ class ValidationService:
             prompt_tokens=prompt_tokens,
             emit=emit,
             warnings=warnings,
-            answer_chars=answer_chars,
+            answer_chars=len(answer),
         )
         judgement.overflow = overflow
         judgement.prompt_budget, judgement.reply_reserve = budget, _reserve(window, reply_tokens)
         return judgement
+
+    async def _ask_single(
+        self, request: SplicedRequest, emit: Callable[[str], Callable[[SchemaFailure], Awaitable[None]]]
+    ) -> StructuredOutcome[Any]:
+        """The one-request verdict. The message sent (a copy of the answer) is gone when this returns,
+        so the stored prompt the caller builds next is the only other copy; if the verdict is cut
+        short meanwhile, the prompt log builds it (``prompt_pending``)."""
+        prompt_pending(request.text)
+        messages = request.messages()
+        try:
+            return await self.ask(messages, ValidatorOutput, emit("verdict"))
+        finally:
+            # The request is spent, but litellm's background success logging holds it a moment
+            # longer (a thread and a queued task): emptied, it holds no copy of the answer then.
+            for message in messages:
+                message["content"] = ""
 
     def _rules_text(self) -> str:
         """The analyst's rules, read afresh for every verdict (an edit applies to the next one)."""
@@ -502,10 +525,11 @@ class ValidationService:
         packets: list[TaskEvidencePacket],
         rendered: RenderedEvidence,
         common: dict[str, Any],
-        messages: list[dict[str, Any]],
+        request: SplicedRequest,
         prompt_tokens: int,
         budget: int | None,
-    ) -> tuple[list[dict[str, Any]], int]:
+        answer: str,
+    ) -> tuple[SplicedRequest, int]:
         """The one-request prompt with the big items' bodies, and its size in tokens.
 
         Their bodies are blank in the index's rendering: their cached counts are added, and they
@@ -517,11 +541,11 @@ class ValidationService:
             self.store, rendered.items, model, lambda text: self.gateway.token_count(model, text)
         )
         if budget is not None and prompt_tokens > budget:
-            return messages, prompt_tokens
+            return request, prompt_tokens
         full = await full_rendering(self.store, packets)
-        messages = _request(full.text, bool(full.items), common)
+        request = _request(full.text, bool(full.items), common, answer)
         del full
-        return messages, await asyncio.to_thread(self.gateway.token_count, model, messages)
+        return request, await asyncio.to_thread(self.gateway.token_count, model, request.messages())
 
     def _remeasure(
         self,
@@ -764,15 +788,21 @@ class CaseInput:
     feedback_text: str | None = None
 
 
-def _request(evidence_text: str, has_evidence: bool, common: dict[str, Any]) -> list[dict[str, Any]]:
-    """The single-request validation prompt."""
-    return validator_messages(
-        render_template("validation.md.j2", evidence_text=evidence_text, has_evidence=has_evidence, **common)
+# Where the single request's answer goes: rendered in its place, then cut out for the answer's
+# pieces, so the answer is not copied into the template's output and then again into the message.
+_ANSWER_SLOT = f"\x00final-answer-{secrets.token_hex(8)}\x00"
+
+
+def _request(evidence_text: str, has_evidence: bool, common: dict[str, Any], answer: str) -> SplicedRequest:
+    """The single-request validation prompt (``common["final_answer"]`` is ``_ANSWER_SLOT``)."""
+    user = render_template(
+        "validation.md.j2", evidence_text=evidence_text, has_evidence=has_evidence, **common
     )
+    return spliced_request(user, _ANSWER_SLOT, wrap_answer_parts(answer))
 
 
 def _history_parts(
-    history: list[dict[str, Any]], rendered: RenderedEvidence, session_id: str
+    history: list[dict[str, Any]], rendered: RenderedEvidence, session_id: str, answer: str
 ) -> dict[str, Any]:
     """The conversation for the prompt, evidence shown as pointers (never twice), in full and as
     pointers only (the chunked verdict's budget has no room for tool results)."""
@@ -786,6 +816,10 @@ def _history_parts(
         for i in rendered.items
         if i.kind in ("final_output", "run_output", "node_output") and i.content.strip()
     }
+    # The answer under review is the history's last assistant message: the prompt shows it under
+    # "Final answer to judge", so the history points there rather than carrying it a second time.
+    if answer.strip():
+        answers.setdefault(answer, UNDER_REVIEW)
     history_text, history_count = format_history(history, evidence_ids, evidence_texts=answers)
     pointers, _ = format_history(history, evidence_ids, pointers_only=True, evidence_texts=answers)
     return {"history_text": history_text, "history_pointers_text": pointers, "history_count": history_count}

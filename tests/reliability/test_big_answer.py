@@ -9,10 +9,13 @@ carry the whole answer: the marker at its very end proves nothing was cut.
 
 from __future__ import annotations
 
+import gc
 import sqlite3
+import tracemalloc
 import zipfile
 from pathlib import Path
 
+from core.llm.scripted import load_script
 from tests.integration.conftest import Desk, verdict
 from tests.keyrings import MemoryKeyring
 
@@ -55,7 +58,8 @@ def test_a_5_mib_answer_stores_no_value_over_4_mib_and_reads_back_whole(
 
     shown = desk.cli_json("show", task_id)
     assert shown["attempts"][0]["final_output"] == answer
-    assert END in shown["validations"][0]["prompt"]  # the validator saw the whole answer
+    # The validator saw the whole answer, once: its history points to the answer under review.
+    assert shown["validations"][0]["prompt"].count(END) == 1
     code, out, err = desk.cli("show", task_id)  # plain text streams from the chunk store
     assert code == 0, err
     assert out.count(END) >= 2  # the answer, and the validator's prompt
@@ -72,3 +76,49 @@ def test_a_5_mib_answer_stores_no_value_over_4_mib_and_reads_back_whole(
     assert desk.cli_json("show", task_id, "--db", str(other))["attempts"][0]["final_output"] == answer
     over = {name: n for name, n in _longest_values(other).items() if n > MARK}
     assert over == {}, over
+
+
+def _traced_peak(desk: Desk, answer: str, *, trace: bool = True) -> int:
+    """Peak bytes Python allocated during one ``run`` of an answer already parsed into the script cache.
+
+    The script is parsed before tracing starts, as a provider's reply exists before our code sees
+    it: what is traced is what the run itself holds (copies of the answer, and everything else).
+    """
+    path = desk.script(
+        [
+            {"model": "agent", "turns": [{"content": answer}]},
+            {"model": "validator", "turns": [{"content": verdict("accepted", 0.9)}]},
+        ]
+    )
+    load_script(path)
+    gc.collect()
+    if trace:
+        tracemalloc.start()
+    try:
+        code, _, err = desk.cli("run", "Write it all out.", "--json")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert code == 0, err
+    return peak
+
+
+def test_a_big_answer_is_held_about_once_while_the_task_runs(
+    desk: Desk, memory_keyring: MemoryKeyring
+) -> None:
+    """The run holds the answer (besides the provider's own reply) about once at any moment.
+
+    A 50 MB answer peaked at 1.1 GB: the packet builder, the attempt's record (twice), the run's
+    events and the validator each read it back as a new copy, the validator's prompt held it twice
+    (history and final answer) and was copied whole three more times, the transcript was
+    serialised twice per turn to be measured, the search index read it whole and copied it into
+    segments, and ``run --json`` read it back twice more. The same run with a small answer is the
+    baseline, so imports, caches and the database's own memory cancel out: what is left is what
+    the answer costs, bounded here at two copies (the sent message and the stored prompt meet only
+    for a moment; the bound leaves room for the pieces of a chunk being written).
+    """
+    _traced_peak(desk, _answer(4096), trace=False)  # warm-up: lazy imports and caches of a first run
+    small = _traced_peak(desk, _answer(4096))
+    size = 4 * 1024 * 1024
+    big = _traced_peak(desk, _answer(size))
+    assert big - small < 2 * size, f"the answer cost {(big - small) / size:.1f} copies of itself"
