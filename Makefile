@@ -9,20 +9,27 @@ BUNDLE_STAMP := $(VENV)/.installed-bundle
 
 .PHONY: run test lint typecheck pytest pytest-core pytest-desk real-model realmodel-test postgres-server secret-service screenshot screenshots laptop-screenshots bundle bundle-check bench audit clean
 
+# The installs use uv (a pip-compatible installer, itself installed by the venv's pip): on a fresh
+# clone pip spent about a minute on them, uv some seconds. --compile-bytecode keeps what pip did by
+# default: every dependency's bytecode written at install, so no program start compiles litellm
+# (PYTHONDONTWRITEBYTECODE is often set). Where uv cannot be installed, pip does the installs.
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet "uv>=0.13,<0.14" || $(BIN)/python -m pip install --quiet --upgrade pip
+
+INSTALL = if [ -x $(BIN)/uv ]; then $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python $(1); \
+	else $(BIN)/python -m pip install --quiet $(1); fi
 
 $(RUN_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(call INSTALL,-e .)
 	touch $@
 
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(call INSTALL,-e '.[test]')
 	touch $@ $(RUN_STAMP)
 
 $(BUNDLE_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[bundle]'
+	$(call INSTALL,-e '.[bundle]')
 	touch $@ $(RUN_STAMP)
 
 # Our own modules' bytecode, written before the desk starts. An editable install leaves none, so
