@@ -24,5 +24,8 @@ def test_objects_alive_at_the_freeze_leave_the_collectors_walk(unfrozen: None) -
     walked = {id(o) for g in range(3) for o in gc.get_objects(generation=g)}
     assert not any(id(x) in walked for x in kept)
     later = [[1]]
-    assert gc.get_freeze_count() == frozen  # objects made afterwards are collected as usual
+    # Objects made afterwards are collected as usual: none joins the frozen ones. (The count may
+    # drop: a frozen object another thread frees leaves the permanent generation; seen once when a
+    # loaded machine preempted this test between the freeze and the count, 1134299 of 1134300.)
+    assert gc.get_freeze_count() <= frozen
     assert any(x is later[0] for x in gc.get_objects(generation=0))
