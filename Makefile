@@ -12,13 +12,14 @@ BUNDLE_STAMP := $(VENV)/.installed-bundle
 # The installs use uv (a pip-compatible installer, itself installed by the venv's pip): on a fresh
 # clone pip spent about a minute on them, uv some seconds. --compile-bytecode keeps what pip did by
 # default: every dependency's bytecode written at install, so no program start compiles litellm
-# (PYTHONDONTWRITEBYTECODE is often set). Where uv cannot be installed, pip does the installs.
+# (PYTHONDONTWRITEBYTECODE is often set). Where uv cannot be installed, or its install fails (it
+# reads no pip.conf: an index only pip is configured for), pip does the installs.
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet "uv>=0.13,<0.14" || $(BIN)/python -m pip install --quiet --upgrade pip
 
-INSTALL = if [ -x $(BIN)/uv ]; then $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python $(1); \
-	else $(BIN)/python -m pip install --quiet $(1); fi
+INSTALL = if [ -x $(BIN)/uv ] && $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python $(1); \
+	then :; else $(BIN)/python -m pip install --quiet $(1); fi
 
 $(RUN_STAMP): pyproject.toml | $(BIN)/python
 	$(call INSTALL,-e .)
