@@ -69,7 +69,7 @@ def child(folder: Path, size: int) -> int:
         {"conversations": [{"model": "agent", "turns": [{"content": _answer(size)}]}, *conversations]}
     )
     stat = placeholder.stat()
-    scripted._cache[scripted.resolved_script_path(placeholder)] = (stat.st_mtime_ns, stat.st_size, big)
+    scripted._cache[str(scripted.resolved_script_path(placeholder))] = (stat.st_mtime_ns, stat.st_size, big)
     del big
     argv = ["run", "Write it all out.", "--json", "--db", str(folder / "ws.sqlite3"), "--create"]
     return cli_main([*argv, "--script", str(placeholder), "--corpus", str(folder / "corpus")])
