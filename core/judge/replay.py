@@ -35,7 +35,7 @@ from core.domain.facts import EventKind, FinishReason, WarningCode
 from core.evidence.builder import settled_transcript, transcript_from_events
 from core.evidence.packet import earlier_packets
 from core.judge.candidates import Candidate
-from core.llm import LLMGateway
+from core.llm import LLMGateway, before_sending
 from core.profiles import ModelRole
 from core.store import AttemptRecord, Store, new_event
 from core.store.judge_sql import (
@@ -259,11 +259,13 @@ async def revalidate(
     )
     summary.not_decided = missing
     limit = asyncio.Semaphore(concurrency)
+    turn = _Turn()
     counter = [summary.already_done]
 
     async def one(d: DecidedAttempt) -> None:
-        async with limit:
-            status, why = await replayer.judge(d.task_id, d.attempt_id, d.attempt_index)
+        async with limit, turn.taken() as release:
+            with before_sending(release):
+                status, why = await replayer.judge(d.task_id, d.attempt_id, d.attempt_index)
         if status == SKIPPED:
             summary.skipped.append({"task_id": d.task_id, "attempt_id": d.attempt_id, "reason": why})
         elif status == ALREADY_JUDGED:
@@ -280,6 +282,37 @@ async def revalidate(
             group.create_task(one(d))
     await ws.store.flush(replayer.session_id)
     return summary
+
+
+class _Turn:
+    """Verdicts take turns doing their local work (case read, rendering, token counts) up to their
+    model call, one after another in arrival order, and overlap only while waiting on the model.
+
+    Left to the loop's round-robin, the verdicts in flight interleave their work and finish it at
+    about the same time, so their calls go out, come back and start the next verdicts in lockstep:
+    at concurrency ``c`` each verdict waited for the others' work as well as its own, every round
+    (the replay fell to ~0.8 of the ideal at 4, ~0.65 at 8). Taken in turn, the first call goes
+    out after one verdict's work, the next one verdict's work later, and so on: the calls stay
+    staggered, and a verdict's work rarely meets another's."""
+
+    def __init__(self) -> None:
+        self._lock = asyncio.Lock()  # FIFO: waiters are woken in arrival order
+
+    @contextlib.asynccontextmanager
+    async def taken(self) -> AsyncIterator[Callable[[], None]]:
+        """Hold the turn until the returned callback (idempotent) is called, or the block ends."""
+        await self._lock.acquire()
+        held = [True]
+
+        def release() -> None:
+            if held[0]:
+                held[0] = False
+                self._lock.release()
+
+        try:
+            yield release
+        finally:
+            release()
 
 
 async def case_from_store(

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         TokenUsage,
         ToolCallRequest,
         UsageRecord,
+        before_sending,
         provider_family,
         warm_up_litellm,
     )
@@ -64,6 +65,7 @@ _HOMES = {
     "ToolCallRequest": "core.llm.gateway",
     "Turn": "core.llm.scripted",
     "UsageRecord": "core.llm.gateway",
+    "before_sending": "core.llm.gateway",
     "load_script": "core.llm.scripted",
     "provider_family": "core.llm.gateway",
     "reset_scripted_stats": "core.llm.scripted",
@@ -94,6 +96,7 @@ __all__ = [
     "ToolCallRequest",
     "Turn",
     "UsageRecord",
+    "before_sending",
     "load_script",
     "provider_family",
     "reset_scripted_stats",

@@ -105,6 +105,22 @@ _COUNTED: contextvars.ContextVar[list[UsageRecord] | None] = contextvars.Context
 )
 
 
+# Called just before each request of the block running ``before_sending`` goes out. The shadow
+# replay's turn ends there: its verdicts do their local work up to the model call one after another
+# rather than round-robin, so their calls go out staggered instead of in lockstep (``revalidate``).
+_ON_SEND: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar("on_send", default=None)
+
+
+@contextmanager
+def before_sending(callback: Callable[[], None]) -> Iterator[None]:
+    """Call ``callback`` (it must be cheap and idempotent) before each request sent inside the block."""
+    token = _ON_SEND.set(callback)
+    try:
+        yield
+    finally:
+        _ON_SEND.reset(token)
+
+
 def counted_usage(records: list[UsageRecord]) -> TokenUsage:
     """The sum of answered calls (``ok`` records), as one usage."""
     answered = [r for r in records if r.ok]
@@ -600,6 +616,9 @@ class LLMGateway:
         timeout; any answer, an error included, shows that set-up is done."""
         warm = provider in _WARMED_PROVIDERS or provider == PROVIDER_NAME
         setup = 0.0 if warm else FIRST_CALL_SETUP_S
+        on_send = _ON_SEND.get()
+        if on_send is not None:
+            on_send()
         try:
             # asyncio.timeout, not wait_for: no extra task and loop pass per call.
             async with asyncio.timeout(limit_s + setup):

@@ -22,6 +22,7 @@ from core.llm import (
     LLMTimeout,
     ScriptError,
     UsageRecord,
+    before_sending,
     provider_family,
     reset_scripted_stats,
     scripted_stats,
@@ -112,6 +113,18 @@ async def test_each_error_kind_maps_to_its_typed_error(
     assert str(err).startswith("scripted/m: ")
     assert "\n" not in str(err)
     assert [(r.ok, r.error_kind) for r in gw.usage] == [(False, kind)]
+
+
+async def test_before_sending_runs_before_each_request_of_its_block_only(tmp_path: Path) -> None:
+    # The shadow replay ends a verdict's turn there: it must run before the provider sees the
+    # request (each try, a retry included), and never for a call outside the block.
+    gw = gateway(one_turn_script(tmp_path, {"error": "timeout", "fail_times": 1, "content": "ok"}))
+    seen: list[int] = []
+    with before_sending(lambda: seen.append(len(scripted_stats().requests))):
+        await gw.complete(model="scripted/m", messages=user("q"))
+    assert seen == [0, 1]
+    await gw.complete(model="scripted/m", messages=user("q"))
+    assert seen == [0, 1]
 
 
 async def test_fail_times_one_is_recovered_by_the_gateway_retry(tmp_path: Path) -> None:

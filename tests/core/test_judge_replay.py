@@ -12,7 +12,14 @@ from core.domain.facts import EventKind, WarningCode
 from core.domain.status import TaskStatus, ValidationStatus
 from core.errors import InvalidRequest, StoreError
 from core.judge.candidates import load_candidate
-from core.judge.replay import ALREADY_JUDGED, ReplaySelection, revalidate, shadow_session, shadow_verdicts
+from core.judge.replay import (
+    ALREADY_JUDGED,
+    ReplaySelection,
+    _Turn,
+    revalidate,
+    shadow_session,
+    shadow_verdicts,
+)
 from core.judge.replay_queue import run_shadow_job
 from core.store.judge_sql import case_rows
 from core.validation.warnings import read_warnings
@@ -60,6 +67,36 @@ async def test_a_replays_case_rows_are_the_stores_own_records(
             await case_rows(ws.store, "f" * 32)
     finally:
         await ws.close()
+
+
+async def test_verdicts_take_turns_up_to_their_model_call() -> None:
+    # A verdict's local work waits for the verdict before it to send its model call (or finish),
+    # in arrival order, so the calls go out staggered rather than in lockstep.
+    turn = _Turn()
+    order: list[str] = []
+    first_in, second_wants = asyncio.Event(), asyncio.Event()
+
+    async def first() -> None:
+        async with turn.taken() as release:
+            order.append("first works")
+            first_in.set()
+            await second_wants.wait()
+            order.append("first sends")
+            release()
+            release()  # idempotent: the gateway calls it for every try
+            order.append("first waits on its model")
+
+    async def second() -> None:
+        await first_in.wait()
+        order.append("second wants")
+        second_wants.set()
+        async with turn.taken():
+            order.append("second works")
+
+    async with asyncio.TaskGroup() as group:
+        group.create_task(first())
+        group.create_task(second())
+    assert order == ["first works", "second wants", "first sends", "first waits on its model", "second works"]
 
 
 async def test_a_replay_returns_with_every_verdict_committed(
