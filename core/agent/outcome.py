@@ -94,9 +94,22 @@ def _chars(obj: Any) -> int:
     """``len(json.dumps(obj, ensure_ascii=False, default=str))`` without the dump of a long text
     (a 50 MB answer was serialised twice per turn only to be measured): JSON escapes each character
     on its own, so a string's body measures the same in pieces."""
+    if not _has_long_text(obj):  # the usual case: dump as is, no lightened copy built
+        return len(json.dumps(obj, ensure_ascii=False, default=str))
     bodies: list[int] = []
     light = _light(obj, bodies)
     return len(json.dumps(light, ensure_ascii=False, default=str)) + sum(bodies)
+
+
+def _has_long_text(obj: Any) -> bool:
+    """Whether ``obj`` holds a string ``_light`` would empty; a walk that copies nothing."""
+    if isinstance(obj, str):
+        return len(obj) > _PIECE
+    if isinstance(obj, dict):
+        obj = obj.values()
+    elif not isinstance(obj, list | tuple):
+        return False
+    return any(_has_long_text(value) for value in obj)
 
 
 __all__ = ["COMPACT_SNAPSHOT_KEYS", "RunOutcome", "RunStep", "scrub_secrets"]

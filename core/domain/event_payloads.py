@@ -67,9 +67,7 @@ class PayloadPart(BaseModel):
     def _leave_out_absent(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
         if isinstance(data, dict):
-            fields = type(self).model_fields
-            for name in _omitted(type(self)):
-                key = fields[name].alias or name
+            for key, name in _omitted_keys(type(self)):
                 if key in data and data[key] is None:
                     del data[key]
                 elif name in data and data[name] is None:
@@ -625,3 +623,12 @@ def _omitted(cls: type[PayloadPart]) -> frozenset[str]:
     for klass in cls.__mro__:
         found |= klass.__dict__.get("omitted_when_none", frozenset())
     return frozenset(found)
+
+
+@functools.cache
+def _omitted_keys(cls: type[PayloadPart]) -> tuple[tuple[str, str], ...]:
+    """``_omitted`` as (dumped key, field name) pairs, once per class: the serializer runs for every
+    payload and nested part written (six per agent turn), and reading ``model_fields`` each time
+    cost more than the check itself."""
+    fields = cls.model_fields
+    return tuple((fields[name].alias or name, name) for name in sorted(_omitted(cls)))

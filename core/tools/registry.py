@@ -173,6 +173,7 @@ class Tool:
         self.description = _first_paragraph(fn.__doc__)
         self.is_async = inspect.iscoroutinefunction(fn)
         self.arguments_model = self._build_model(fn)
+        self.argument_names = tuple(self.arguments_model.model_fields)  # read once, not per call
         parameters = _strip_titles(self.arguments_model.model_json_schema())
         parameters.setdefault("properties", {})
         self.schema: dict[str, Any] = {
@@ -237,7 +238,7 @@ class Tool:
             return ToolResult(
                 content=f"invalid arguments for {self.name}: {_format_validation_error(exc)}", is_error=True
             )
-        kwargs = {key: getattr(validated, key) for key in type(validated).model_fields}
+        kwargs = {key: getattr(validated, key) for key in self.argument_names}
         running: asyncio.Future[Any]
         abandon: Callable[[], None] | None = None
         if self.is_async:
