@@ -17,7 +17,7 @@ from sqlalchemy import Connection, select
 
 from core.domain.content import ContentPolicy, ContentRef
 from core.domain.records import AttemptRecord, RunRecord, ValidationRecord
-from core.store.chunks import ChunkRepository, put_content, read_content_sync
+from core.store.chunks import ChunkRepository, put_content
 from core.store.models import AttemptRow, Base, RunRow, ValidationRow
 
 # The table's big text column and the column holding its chunk reference.
@@ -40,13 +40,6 @@ def offload_values(
         return values
     ref = put_content(conn, text, owner, policy)
     return {**values, text_column: "", ref_column: ref.model_dump()}
-
-
-def text_of_row_sync(conn: Connection, text: str | None, ref: Any) -> str | None:
-    """A row's text whole, read from its chunks when it has a reference (a writer's own transaction)."""
-    if isinstance(ref, dict) and not text:
-        return read_content_sync(conn, ContentRef.model_validate(ref).sha256)
-    return text
 
 
 async def read_back(store: ChunkRepository, table: type[Base], records: Sequence[R]) -> list[R]:

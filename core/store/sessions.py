@@ -76,12 +76,7 @@ class SessionRepository(EventLog):
         return await self._insert(row, RunRecord)
 
     async def finish_run(self, run_id: str, *, finish_reason: str, output_text: str) -> None:
-        values = {
-            "state": "finished",
-            "finish_reason": finish_reason,
-            "output_text": output_text,
-            "finished_at": utcnow(),
-        }
+        values = _finished_values(finish_reason, output_text)
         policy = self.content_policy
         async with self._write() as s:
             if policy.offloads(output_text):
@@ -141,13 +136,7 @@ class SessionRepository(EventLog):
         task_id: str | None = None,
     ) -> None:
         """``finish_run`` and the run's last event in one transaction of the event writer."""
-        values = {
-            "state": "finished",
-            "finish_reason": finish_reason,
-            "output_text": output_text,
-            "finished_at": utcnow(),
-        }
-
+        values = _finished_values(finish_reason, output_text)
         policy = self.content_policy
 
         def finish(conn: Connection) -> None:
@@ -168,3 +157,13 @@ class SessionRepository(EventLog):
         if attempt_id is not None:
             q = q.where(RunRow.attempt_id == attempt_id)
         return await read_back(self, RunRow, await self._select(RunRecord, q.order_by(RunRow.started_at)))
+
+
+def _finished_values(finish_reason: str, output_text: str) -> dict[str, Any]:
+    """A finished run's columns, one shape for ``finish_run`` and ``end_run``."""
+    return {
+        "state": "finished",
+        "finish_reason": finish_reason,
+        "output_text": output_text,
+        "finished_at": utcnow(),
+    }
