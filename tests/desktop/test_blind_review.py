@@ -4,6 +4,7 @@ the next S decides."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -31,9 +32,11 @@ from core.calibration import calibrate
 from core.config import Settings, load_settings
 from core.domain import TaskStatus
 from core.domain.facts import EventKind
+from core.tasks.dossier import TaskDossier
 from core.workspace import Workspace
 from desktop.views.window.main_window import MainWindow
 from tests.desktop.conftest import DEFAULT_SCRIPT, add_task, run, select, started, wait_signal
+from tests.gates import wait_until
 
 SCORE, ISSUE, RAW = "0.37", "ZEBRA-ISSUE the tide table is misquoted", "RAW-ZEBRA-RESPONSE"
 
@@ -140,17 +143,17 @@ def test_blind_review_hides_every_verdict_widget_until_the_first_judgement(
             assert needle not in blind, f"{needle!r} is readable before the first judgement"
         assert desk.reviewing.blind is not None and desk.reviewing.blind.banner.isVisibleTo(desk)
 
-        shown = wait_signal(desk.sig_dossier_shown)
+        banner = desk.reviewing.blind.banner
         desk.queue.tree.setFocus()
         QTest.keyClick(desk.queue.tree, Qt.Key.Key_S)  # the blind judgement: the task does not move
-        await shown
+        # Not the next dossier shown: a reload the seed's change notices started may land first.
+        await wait_until(lambda: not banner.isVisibleTo(desk), what="the verdict to be revealed")
         assert (await workspace.store.get_task(task_id)).status is TaskStatus.AWAITING_FEEDBACK
         judged = await workspace.store.get_task_events(task_id, kinds=[EventKind.ANALYST_JUDGEMENT_RECORDED])
         assert [e.payload["decision"] for e in judged] == ["satisfied"]
         revealed = reachable_texts(desk)
         for needle in (SCORE, ISSUE, RAW):
             assert needle in revealed, f"{needle!r} is not shown after the reveal"
-        assert not desk.reviewing.blind.banner.isVisibleTo(desk)
 
         desk.queue.tree.setFocus()
         QTest.keyClick(desk.queue.tree, Qt.Key.Key_S)  # now the decision
@@ -158,6 +161,43 @@ def test_blind_review_hides_every_verdict_widget_until_the_first_judgement(
         assert (await workspace.store.get_task(task_id)).status is TaskStatus.CLOSED
         cal = await calibrate(workspace.store)
         assert cal.anchoring is not None and cal.anchoring.judged == 1 and cal.anchoring.changed.value == 0
+
+    run(qloop, scenario())
+
+
+def test_a_dossier_read_before_the_one_on_screen_never_replaces_it(
+    qloop: qasync.QEventLoop, workspace: Workspace, desk: MainWindow, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two loads of one task overlap: one read before the blind judgement, delivered late, and the
+    # reload after it. Both carry the same task version (a judgement does not move the task), so
+    # only the order they were started in tells the stale one; shown, it hid the verdict again.
+    async def scenario() -> None:
+        task_id = await _seed(workspace)
+        await started(desk)
+        await select(desk, task_id)
+        queue = desk.services.queue
+        read_dossier = queue.dossier
+        late = asyncio.Event()
+        held: list[str] = []
+
+        async def first_read_delivered_late(tid: str) -> TaskDossier:
+            dossier = await read_dossier(tid)
+            if not held:
+                held.append(tid)
+                await late.wait()
+            return dossier
+
+        monkeypatch.setattr(queue, "dossier", first_read_delivered_late)
+        desk.load_detail(task_id)  # reads the blind state now, delivers it after the reveal
+        await wait_until(lambda: bool(held), what="the first read to be held")
+        banner = desk.reviewing.blind.banner
+        desk.queue.tree.setFocus()
+        QTest.keyClick(desk.queue.tree, Qt.Key.Key_S)
+        await wait_until(lambda: not banner.isVisibleTo(desk), what="the verdict to be revealed")
+        late.set()
+        await desk.services.ops.wait_idle()
+        assert not banner.isVisibleTo(desk)
+        assert SCORE in reachable_texts(desk)
 
     run(qloop, scenario())
 

@@ -253,6 +253,8 @@ class MainWindow(QMainWindow):
         self.empty_state.sig_new_task.connect(self.new_task)
         self.empty_state.sig_load_demo.connect(self.load_demo)
         self._detail_reload = QTimer(self, singleShot=True, interval=150)
+        self._detail_loads = 0  # dossier loads started; the number of the one on screen:
+        self._shown_load = 0
         self._detail_reload.timeout.connect(self._reload_detail)
         self.transcripts = connect_live(self)  # streamed text, evidence as recorded
 
@@ -336,10 +338,12 @@ class MainWindow(QMainWindow):
         self.load_detail(task_id)
 
     def load_detail(self, task_id: str) -> None:
+        self._detail_loads += 1
+        load = self._detail_loads
         self.ops.run(
             self.services.queue.dossier(task_id),
             what="Loading the task",
-            on_done=lambda dossier: self._show_dossier(task_id, dossier),
+            on_done=lambda dossier: self._show_dossier(task_id, dossier, load),
         )
 
     def reload_detail_soon(self) -> None:
@@ -349,12 +353,20 @@ class MainWindow(QMainWindow):
         if self.queue.selected_task_id is not None:
             self.load_detail(self.queue.selected_task_id)
 
-    def _show_dossier(self, task_id: str, dossier: TaskDossier) -> None:
+    def _show_dossier(self, task_id: str, dossier: TaskDossier, load: int) -> None:
         if task_id != self.queue.selected_task_id:
             return  # the analyst moved on while it loaded
         shown = self._dossier
-        if shown is not None and shown.task.id == task_id and dossier.task.version < shown.task.version:
+        # Loads overlap (a change notice's reload, the one after a review action) and may finish in
+        # any order: a dossier read before the one on screen is older, even at the same task version
+        # (a blind judgement or a note does not move the task), and would undo what is shown.
+        if (
+            shown is not None
+            and shown.task.id == task_id
+            and (dossier.task.version < shown.task.version or load < self._shown_load)
+        ):
             return
+        self._shown_load = load
         self._dossier = dossier
         self._current = dossier.task
         self.detail.set_dossier(dossier)
