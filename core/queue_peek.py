@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import tomllib
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
+
+from core.inputs import loads_toml
 
 # The queue's groups as ``core.domain.queue.QUEUE_GROUPS`` has them (a test keeps them equal);
 # repeated here because this module is read before the domain's imports are paid for.
@@ -102,7 +103,7 @@ def workspace_path(db_url: str | None) -> Path | None:
             )
             try:
                 with open(config, "rb") as fh:
-                    configured = tomllib.load(fh).get("db_url")
+                    configured = loads_toml(fh.read().decode("utf-8")).get("db_url")
             except FileNotFoundError:
                 configured = None
             except NotADirectoryError:

@@ -20,6 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from core.errors import InvalidRequest
+from core.inputs import loads_toml
 
 CODE = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
@@ -55,7 +56,7 @@ DEFAULT_REASONS: list[Reason] = _with_keys(_DEFAULT)
 def parse_reasons(text: str, source: str = "reasons file") -> list[Reason]:
     """The taxonomy a TOML text names; a clear error (and no partial list) when it is malformed."""
     try:
-        data = tomllib.loads(text)
+        data = loads_toml(text)
     except tomllib.TOMLDecodeError as exc:
         raise InvalidRequest(f"{source}: not valid TOML ({exc})") from None
     items = data.get("reason")

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from core.cli.main import main as cli_main
 from core.errors import InputError
-from core.inputs import MAX_DEPTH, load_json_file, load_toml_file, loads_json, read_input_bytes
+from core.inputs import MAX_DEPTH, load_json_file, load_toml_file, loads_json, loads_toml, read_input_bytes
 
 
 def test_nesting_at_the_limit_is_accepted_and_beyond_it_refused() -> None:
@@ -26,6 +27,42 @@ def test_deep_toml_is_refused(tmp_path: Path) -> None:
         path.write_text(body, encoding="utf-8")
         with pytest.raises(InputError, match=r"nested|not valid TOML"):
             load_toml_file(path, what="team template")
+
+
+def test_a_long_dotted_key_is_refused_before_toml_reads_it() -> None:
+    # tomllib reads a dotted key in time quadratic in its length (100,000 segments: ~17 s), so
+    # the refusal must come from the scan before it; counted calls, not a clock, say which did.
+    from core import inputs
+
+    calls: list[int] = []
+    real = inputs.tomllib.loads
+
+    def counted(text: str) -> dict[str, object]:
+        calls.append(len(text))
+        return real(text)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(inputs.tomllib, "loads", counted)
+        for body in (
+            "[" + ".".join(["t"] * 100_000) + "]\nx = 1\n",
+            ".".join(['"a.b"'] * (MAX_DEPTH + 1)) + " = 1\n",  # quoted segments count as segments
+            "x = { " + " . ".join(["t"] * 5_000) + " = 1 }\n",
+        ):
+            with pytest.raises(tomllib.TOMLDecodeError, match="dotted key nested more than"):
+                loads_toml(body)
+        assert calls == []
+        # Dots in strings, comments, floats and times are not keys: all of this is read.
+        fine = (
+            'x = "' + ".".join(["w"] * 5_000) + '"\n'
+            'y = """\n' + ". ".join(["Yes"] * 500) + '\n"""\n'
+            "z = '" + "a." * 300 + "'\n"
+            "w = '''\n" + "b." * 300 + "\n'''\n"
+            "# " + "c." * 400 + "\n"
+            "f = [1.5, 2.5, 3.5]\nwhen = 1979-05-27T07:32:00.999\n"
+            "[" + ".".join(["t"] * (MAX_DEPTH - 1)) + "]\nx = 1\n"
+        )
+        assert loads_toml(fine)["f"] == [1.5, 2.5, 3.5]
+        assert len(calls) == 1
 
 
 def test_special_files_are_refused_without_blocking(tmp_path: Path) -> None:
