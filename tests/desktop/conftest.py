@@ -17,6 +17,7 @@ import asyncio
 import gc
 import json
 import os
+import sys
 import traceback
 import weakref
 from collections.abc import Awaitable, Callable, Iterator
@@ -142,6 +143,23 @@ def _dangling_qtimers(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         )
 
 
+def _close_litellm_clients(loop: qasync.QEventLoop) -> None:
+    """Close the HTTP clients litellm cached during the test, on the loop they were made on.
+
+    litellm keeps one client per endpoint for the process; a test that called a loopback server
+    left its connection open past its loop, and the socket's ResourceWarning surfaced at whatever
+    later test's collection freed it (once, in test_live_run). The cache is emptied too, so the
+    next test makes fresh clients on its own loop instead of finding closed ones.
+    """
+    litellm = sys.modules.get("litellm")
+    if litellm is None:
+        return
+    from litellm.llms.custom_httpx.async_client_cleanup import close_litellm_async_clients
+
+    loop.run_until_complete(close_litellm_async_clients())
+    litellm.in_memory_llm_clients_cache.flush_cache()
+
+
 @pytest.fixture
 def qloop(qapp: QApplication) -> Iterator[qasync.QEventLoop]:
     qapp.setQuitOnLastWindowClosed(False)
@@ -157,6 +175,7 @@ def qloop(qapp: QApplication) -> Iterator[qasync.QEventLoop]:
             t.cancel()
         if pending:
             loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        _close_litellm_clients(loop)
         # Qt objects the test dropped die here, at a known point, and not in the middle of a later
         # test when an allocation happens to trigger the cyclic garbage collector.
         gc.collect()
