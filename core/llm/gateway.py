@@ -148,10 +148,10 @@ def _import_litellm() -> Any:
         litellm.telemetry = False
         litellm.suppress_debug_info = True
         litellm.set_verbose = False
-        # litellm's own success logging of a stream (a cost calculation and a success handler per
-        # streamed call, scheduled on threads) feeds callbacks this product never registers: usage
-        # and cost come from the assembled reply (core.llm.streaming, core.llm.cost). It was most
-        # of what a streamed turn cost over an unstreamed one.
+        # litellm's success logging of a stream feeds callbacks this product never registers (usage
+        # and cost come from the assembled reply: core.llm.streaming, core.llm.cost). In 1.110 this
+        # switch only stops the sync stream's per-chunk logging thread; the async wrapper's cost is
+        # avoided by reading openai streams past it (core.llm.streaming._read_sdk_stream).
         litellm.disable_streaming_logging = True
         # Debug logs can carry request headers; keep litellm's loggers at WARNING whatever the root says.
         for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
