@@ -47,14 +47,24 @@ class EndpointResolver:
             return role
         return role_for_model(self.settings, model)
 
-    def profile(self, model: str, role: ModelRole | None = None) -> ResolvedProfile | None:
-        """Blocking when the key is in the keyring (first use per role only)."""
+    def _cached(
+        self, model: str, role: ModelRole | None
+    ) -> tuple[ModelRole | None, ResolvedProfile | None, bool]:
+        """The role a call resolves to and its cached profile; the flag says whether the answer is
+        known already (no role: no profile), since the cache holds None for a role without one."""
         found = self.role_of(model, role)
         if found is None:
-            return None
+            return None, None, True
         with self._lock:
             if found in self._cache:
-                return self._cache[found]
+                return found, self._cache[found], True
+        return found, None, False
+
+    def profile(self, model: str, role: ModelRole | None = None) -> ResolvedProfile | None:
+        """Blocking when the key is in the keyring (first use per role only)."""
+        found, cached, known = self._cached(model, role)
+        if known or found is None:
+            return cached
         resolved = resolve_profile(self.settings, found)
         with self._lock:
             self._cache[found] = resolved
@@ -64,12 +74,9 @@ class EndpointResolver:
         """``profile`` for the event loop: a worker-thread hop only the first time per role (a
         keyring read), the cached profile at once after that (a hop per verdict was a thread
         wake-up each way, slow on a busy machine, for a dictionary lookup)."""
-        found = self.role_of(model, role)
-        if found is None:
-            return None
-        with self._lock:
-            if found in self._cache:
-                return self._cache[found]
+        _, cached, known = self._cached(model, role)
+        if known:
+            return cached
         return await asyncio.to_thread(self.profile, model, role)
 
     def check_key(self, litellm: Any, profile: ResolvedProfile) -> None:
