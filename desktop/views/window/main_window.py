@@ -253,8 +253,8 @@ class MainWindow(QMainWindow):
         self.empty_state.sig_new_task.connect(self.new_task)
         self.empty_state.sig_load_demo.connect(self.load_demo)
         self._detail_reload = QTimer(self, singleShot=True, interval=150)
-        self._detail_loads = 0  # dossier loads started; the number of the one on screen:
-        self._shown_load = 0
+        self._detail_loads = 0  # dossier loads started so far
+        self._shown_load = 0  # the number of the load whose dossier is on screen
         self._detail_reload.timeout.connect(self._reload_detail)
         self.transcripts = connect_live(self)  # streamed text, evidence as recorded
 
