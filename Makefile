@@ -99,7 +99,7 @@ postgres-server:
 # unpacks them with `dpkg -x` into ~/.cache/evidence-desk (no root, nothing installed system-wide;
 # a second run fetches nothing). Unavailable, the suite skips and says why, unless
 # EVIDENCE_DESK_SECRET_SERVICE_REQUIRED is set (CI), when it fails.
-secret-service: $(TEST_STAMP)
+secret-service: $(TEST_STAMP) | postgres-server
 	@$(BIN)/python tests/secretservice/provision.py > /dev/null || [ -z "$$EVIDENCE_DESK_SECRET_SERVICE_REQUIRED" ]
 
 # The real-model suite: a real llama.cpp-family server (llama-cpp-python's, built from source with
@@ -113,17 +113,17 @@ real-model: $(TEST_STAMP)
 realmodel-test: real-model
 	$(BIN)/python -m pytest tests/realmodel -n 0 --durations=10
 
-# The order of `make test`, for a 2-core machine. Provisioning first, one step at a time (PostgreSQL
-# and the keyring may use apt). Then the real-model suite (one server thread, which its tests
-# mostly wait on) runs beside everything else: ruff, mypy and the core suite, all three at
+# The order of `make test`, for a 2-core machine. The real-model suite (one server thread, which its
+# tests mostly wait on) runs beside everything else: ruff and mypy, the core suite, all three at
 # once, and the desk's suite only after them: under the core suite's load its waits raced (two
-# failures in four fresh-clone runs that ran it beside the core suite). -O keeps each one's output
-# together.
+# failures in four fresh-clone runs that ran it beside the core suite). Each suite provisions what
+# it needs as a prerequisite, once (the keyring after PostgreSQL: both may use apt; the real model
+# uses none). -O keeps each one's output together.
 checks: $(TEST_STAMP)
 	$(MAKE) --no-print-directory -j3 -Otarget LOW='nice -n 10' lint typecheck pytest-core
 	$(MAKE) --no-print-directory pytest-desk
 
-test: $(TEST_STAMP) postgres-server secret-service real-model
+test: $(TEST_STAMP)
 	$(MAKE) --no-print-directory -j2 -Otarget realmodel-test checks
 
 # Desk screenshots: the demo workspace, built by the real pipeline, shown by the desk at its default
