@@ -52,8 +52,14 @@ lint: $(TEST_STAMP)
 	$(LOW) $(BIN)/ruff check core desktop tests benchmarks
 	$(LOW) $(BIN)/ruff format --check core desktop tests benchmarks
 
+# mypy keeps its cache outside the clone, beside the real model's: a fresh clone on the same
+# machine then checks only what changed (1-2 s against 33 s cold on 2 cores). mypy trusts a cached
+# module only when its source's hash and mypy's version and options match, so a cache from another
+# clone or an older tree is never wrong, only slower.
+MYPY_CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/evidence-desk/mypy
+
 typecheck: $(TEST_STAMP)
-	$(LOW) $(BIN)/mypy core desktop
+	MYPY_CACHE_DIR='$(MYPY_CACHE_DIR)' $(LOW) $(BIN)/mypy core desktop
 
 # Two suites: the desk's tests, and everything else. Once a QApplication exists, pytest-qt
 # processes Qt events around every later test, and PySide6 6.11 can crash there tearing down a
@@ -111,7 +117,7 @@ real-model: $(TEST_STAMP)
 	$(BIN)/python tests/realmodel/provision.py > /dev/null
 
 realmodel-test: real-model
-	$(BIN)/python -m pytest tests/realmodel -n 0 --durations=10
+	$(LOW) $(BIN)/python -m pytest tests/realmodel -n 0 --durations=10
 
 # The order of `make test`, for a 2-core machine. The real-model suite (one server thread, which its
 # tests mostly wait on) runs beside everything else: ruff and mypy, the core suite, all three at
@@ -124,7 +130,7 @@ checks: $(TEST_STAMP)
 	$(MAKE) --no-print-directory pytest-desk
 
 test: $(TEST_STAMP)
-	$(MAKE) --no-print-directory -j2 -Otarget realmodel-test checks
+	$(MAKE) --no-print-directory -j2 -Otarget LOW='nice -n 5' realmodel-test checks
 
 # Desk screenshots: the demo workspace, built by the real pipeline, shown by the desk at its default
 # window size on a virtual X screen (Debian's xvfb; Qt's offscreen platform when xvfb-run or Qt's
