@@ -117,20 +117,23 @@ real-model: $(TEST_STAMP)
 	$(BIN)/python tests/realmodel/provision.py > /dev/null
 
 realmodel-test: real-model
-	$(LOW) $(BIN)/python -m pytest tests/realmodel -n 0 --durations=10
+	$(BIN)/python -m pytest tests/realmodel -n 0 --durations=10
 
-# The order of `make test`, for a 2-core machine. The real-model suite (one server thread, which its
-# tests mostly wait on) runs beside everything else: ruff and mypy, the core suite, all three at
-# once, and the desk's suite only after them: under the core suite's load its waits raced (two
-# failures in four fresh-clone runs that ran it beside the core suite). Each suite provisions what
-# it needs as a prerequisite, once (the keyring after PostgreSQL: both may use apt; the real model
-# uses none). -O keeps each one's output together.
+# The order of `make test`, for a 2-core machine, all of it bound by CPU (a fresh clone's run used
+# ~1,100 s of CPU in ~640 s). The real-model suite runs beside everything else. Beside it, first the
+# desk's suite on two workers, with ruff and mypy at a lower priority; then the core suite. The
+# desk's suite alone keeps about one core busy, and the real model's server takes the rest; the core
+# suite keeps both busy by itself. The other way round (the desk after the core suite) left a core
+# idle through the desk's run, and the desk never runs under the core suite's load: its waits raced
+# there (two failures in four fresh-clone runs). Each suite provisions what it needs as a
+# prerequisite, once (the keyring after PostgreSQL: both may use apt; the real model uses none).
+# -O keeps each one's output together.
 checks: $(TEST_STAMP)
-	$(MAKE) --no-print-directory -j3 -Otarget LOW='nice -n 10' lint typecheck pytest-core
-	$(MAKE) --no-print-directory pytest-desk
+	$(MAKE) --no-print-directory -j3 -Otarget LOW='nice -n 10' lint typecheck pytest-desk
+	$(MAKE) --no-print-directory pytest-core
 
 test: $(TEST_STAMP)
-	$(MAKE) --no-print-directory -j2 -Otarget LOW='nice -n 5' realmodel-test checks
+	$(MAKE) --no-print-directory -j2 -Otarget realmodel-test checks
 
 # Desk screenshots: the demo workspace, built by the real pipeline, shown by the desk at its default
 # window size on a virtual X screen (Debian's xvfb; Qt's offscreen platform when xvfb-run or Qt's

@@ -43,9 +43,13 @@ class LlamaServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> None:
+        # ``--cache``: the server keeps its last prompts' states and resumes a new prompt from the
+        # longest one it begins with, as llama.cpp's own server does by default. The judge's
+        # instructions open every validation, so each reads only its task and evidence: the suite
+        # alone went from 238 s to 204 s of CPU, its plain task from 22 s to 16 s.
         argv = [
             self.python, "-m", "llama_cpp.server", "--model", self.model, "--model_alias", self.model_name,
-            "--n_ctx", str(CONTEXT_WINDOW), "--n_threads", "1", "--n_threads_batch", "1", "--host", "127.0.0.1", "--port", str(self.port),
+            "--n_ctx", str(CONTEXT_WINDOW), "--cache", "true", "--n_threads", "1", "--n_threads_batch", "1", "--host", "127.0.0.1", "--port", str(self.port),
         ]  # fmt: skip
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
