@@ -73,20 +73,23 @@ def test_j_after_loading_the_demo_selects_the_first_task(
         await go(window)
         assert window.empty_state.isVisible()
         QTest.mouseClick(window.empty_state.demo_button, Qt.MouseButton.LeftButton)
+        # add_task creates each task open, then moves it: the demo is in once all three are shown
+        # under Needs review (a total of 3 can still count the last one as open).
         await wait_until(
-            lambda: window.model.total_count == 3 and not window.empty_state.isVisible(), what="demo"
+            lambda: (
+                len(made) == 3
+                and window.model.group_count("needs_review") == 3
+                and not window.empty_state.isVisible()
+            ),
+            what="demo",
         )
         assert window.focusWidget() is window.queue.tree  # not the filter, not a vanished button
         window.activateWindow()  # shortcuts need the active window; another test's may have taken it
         await wait_until(window.isActiveWindow, what="the desk to be the active window")
         key_to_focus(window, Qt.Key.Key_J)
         await wait_until(lambda: window.queue.selected_task_id is not None, what="J to select a task")
-        # The demo builder may still be returning its last task, and the group's rows may still be
-        # loading, when J lands: wait for both rather than racing them.
-        await wait_until(
-            lambda: len(made) == 3 and bool(window.model.group_task_ids("needs_review")),
-            what="the group's rows",
-        )
+        # The group's rows may still be loading when J lands: wait for them rather than race them.
+        await wait_until(lambda: bool(window.model.group_task_ids("needs_review")), what="the group's rows")
         first = window.model.group_task_ids("needs_review")[0]
         assert first in made and window.queue.selected_task_id == first
         assert window.queue.filter_edit.text() == ""  # nothing was typed into the filter
