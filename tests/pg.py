@@ -57,13 +57,17 @@ class PgServer:
     """``postgresql+asyncpg://`` URL of a maintenance database (``postgres``) as a superuser."""
     control: ServerControl | None = None
     """How to stop and start the server: only for a private cluster (fault tests), never an external one."""
+    file_copy: bool = False
+    """Copy databases file by file (PostgreSQL 15+, private clusters): a template copied the default
+    way, through the WAL, cost the server 64-84 ms of CPU per test's create-open-drop, against 47."""
 
     def url(self, database: str) -> str:
         return make_url(self.admin_url).set(database=database).render_as_string(hide_password=False)
 
     def create_database(self, name: str, template: str = "template0") -> str:
         """A new empty database (``template0``: nothing anyone added to ``template1``)."""
-        _admin(self.admin_url, f"CREATE DATABASE \"{name}\" TEMPLATE {template} ENCODING 'UTF8'")
+        strategy = " STRATEGY FILE_COPY" if self.file_copy else ""
+        _admin(self.admin_url, f"CREATE DATABASE \"{name}\" TEMPLATE {template} ENCODING 'UTF8'{strategy}")
         return self.url(name)
 
     def drop_database(self, name: str) -> None:
@@ -288,7 +292,9 @@ def start_server(security: ServerSecurity | None = None) -> Iterator[PgServer]:
             pg_ctl=(*prefix, str(bindir / "pg_ctl"), "--pgdata", str(data)), options=options, log=log
         )
         yield PgServer(
-            admin_url=f"postgresql+asyncpg://{SUPERUSER}@127.0.0.1:{port}/postgres", control=control
+            admin_url=f"postgresql+asyncpg://{SUPERUSER}@127.0.0.1:{port}/postgres",
+            control=control,
+            file_copy=_major_version(bindir) >= 15,
         )
     finally:
         if started:
@@ -299,6 +305,15 @@ def start_server(security: ServerSecurity | None = None) -> Iterator[PgServer]:
                 check=False,
             )
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _major_version(bindir: Path) -> int:
+    """The server binaries' major version (``pg_ctl (PostgreSQL) 15.18`` says 15); 0 when unreadable."""
+    done = subprocess.run(
+        [str(bindir / "pg_ctl"), "--version"], capture_output=True, text=True, timeout=60, check=False
+    )
+    found = re.search(r"(\d+)(?:\.\d+)?", done.stdout)
+    return int(found.group(1)) if found else 0
 
 
 def _secure(data: Path, security: ServerSecurity | None, owner: tuple[int, int] | None) -> str:
