@@ -191,10 +191,12 @@ def migrated_db_url(request: pytest.FixtureRequest) -> str:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist, the tests marked ``slow`` (each tens of seconds of program starts) are
-    handed out first. In file order the longest (tests/reliability/test_sigkill_loop.py) came last
-    and ran alone while the other workers had nothing left. The order is the same in every worker
-    (xdist requires it), and the tests do not depend on it: xdist reorders them anyway."""
+    """Under pytest-xdist, the tests marked ``slow`` (each tens of seconds of program starts) go first.
+    worksteal hands each worker a third of the list in order, so they head the first worker's
+    queue and run there one after another, while the other workers run the rest and take the tail
+    of the first one's queue when theirs run dry. In file order the longest
+    (tests/reliability/test_sigkill_loop.py) came last and ran alone at the end. The order is the
+    same in every worker (xdist requires it), and the tests do not depend on it."""
     if worker_id():
         items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: else file order
 
