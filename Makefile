@@ -64,8 +64,9 @@ typecheck: $(TEST_STAMP)
 # The suites write bytecode even where PYTHONDONTWRITEBYTECODE is set (it is on this project's machines):
 # otherwise every process compiles our modules from source, and pytest rewrites every test module
 # it collects, again in each worker. A fresh clone's processes then pay it once per module: the
-# core suite's collection took 8 s of CPU per worker against 2.3 s from bytecode, and each program
-# a test starts 0.4 s more. What is written is __pycache__ in the clone (ignored by git).
+# core suite's collection took 8 s of CPU per worker against 2.3 s from bytecode, importing all of
+# core 0.3-0.5 s more per process (a `list` 0.1 s). What is written is __pycache__ in the clone
+# (ignored by git).
 pytest-core pytest-desk realmodel-test: export PYTHONDONTWRITEBYTECODE :=
 
 # Two suites: the desk's tests, and everything else. Once a QApplication exists, pytest-qt
