@@ -134,6 +134,10 @@ def test_two_desks_on_postgresql_see_each_others_decisions(
         run(qloop, scenario())
     finally:
         for window in windows:
+            # As the `desk` fixture does: a claim's or presence's renewal left running could open a
+            # connection after the close, and dropping the test's database then cut it mid-call.
+            window.claims.stop()
+            window.team.presence.stop()
             run(qloop, window.ops.wait_idle())
             run(qloop, window.live.close())
             window.services.bridge.close()
