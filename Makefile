@@ -61,12 +61,12 @@ MYPY_CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/evidence-desk/mypy
 typecheck: $(TEST_STAMP)
 	MYPY_CACHE_DIR='$(MYPY_CACHE_DIR)' $(LOW) $(BIN)/mypy core desktop
 
-# The suites write bytecode even where PYTHONDONTWRITEBYTECODE is set (it is on this project's machines):
-# otherwise every process compiles our modules from source, and pytest rewrites every test module
-# it collects, again in each worker. A fresh clone's processes then pay it once per module: the
-# core suite's collection took 8 s of CPU per worker against 2.3 s from bytecode, importing all of
-# core 0.3-0.5 s more per process (a `list` 0.1 s). What is written is __pycache__ in the clone
-# (ignored by git).
+# The suites write bytecode even where PYTHONDONTWRITEBYTECODE is set (it is on this project's
+# machines): otherwise every process compiles our modules from source, and pytest rewrites every
+# test module it collects, again in each worker. A fresh clone's processes then pay it once per
+# module: the core suite's collection took 8 s of CPU per worker against 2.3 s from bytecode,
+# importing all of core 0.3-0.5 s more per process (a `list` 0.1 s). What is written is
+# __pycache__ in the clone (ignored by git).
 pytest-core pytest-desk realmodel-test core-bytecode: export PYTHONDONTWRITEBYTECODE :=
 
 # Two suites: the desk's tests, and everything else. Once a QApplication exists, pytest-qt
@@ -134,7 +134,7 @@ realmodel-test: real-model
 	$(BIN)/python -m pytest tests/realmodel -n 0 --durations=10
 
 # The order of `make test`, for a 2-core machine, all of it bound by CPU (a fresh clone's run used
-# 1,000-1,040 s of CPU in 575-607 s). The real-model suite runs beside everything else. Beside it,
+# 970-1,055 s of CPU in 557-625 s). The real-model suite runs beside everything else. Beside it,
 # first the desk's suite on two workers, with ruff, mypy and the core suite's bytecode
 # (core-bytecode) at a lower priority; then the core suite. The
 # desk's suite alone keeps about one core busy, and the real model's server takes the rest; the core
