@@ -277,6 +277,24 @@ def ui_state(tmp_path: Path) -> QSettings:
     return QSettings(str(tmp_path / "desk-ui.ini"), QSettings.Format.IniFormat)
 
 
+def quiet_desk(window: MainWindow) -> Awaitable[None]:
+    """Stop a desk's timers and work before its workspace closes: a claim's or presence's renewal
+    left running would query a closed workspace, whose engine opens a new connection, and a test's
+    dropped database then cuts that connection mid-handshake.
+
+    The timers stop at the call, before any loop runs: ``run(qloop, quiet_desk(window))`` would
+    otherwise let the loop delete a closed window's timers first. The rest is awaited."""
+    window.claims.stop()
+    window.team.presence.stop()
+    return _drain_desk(window)
+
+
+async def _drain_desk(window: MainWindow) -> None:
+    await window.ops.wait_idle()
+    await window.live.close()
+    window.services.bridge.close()
+
+
 async def add_task(
     ws: Workspace, text: str, status: TaskStatus = TaskStatus.OPEN, **fields: Any
 ) -> TaskRecord:
@@ -304,8 +322,4 @@ def desk(
     qtbot.addWidget(window)
     window.show()
     yield window
-    window.claims.stop()
-    window.team.presence.stop()
-    run(qloop, services.ops.wait_idle())
-    run(qloop, window.live.close())
-    services.bridge.close()
+    run(qloop, quiet_desk(window))

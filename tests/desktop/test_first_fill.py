@@ -15,7 +15,7 @@ from PySide6.QtCore import QEvent, QObject, QSettings
 from pytestqt.qtbot import QtBot
 
 from core.workspace import Workspace
-from tests.desktop.conftest import add_task, run, wait_until
+from tests.desktop.conftest import add_task, quiet_desk, run, wait_until
 
 
 class PaintLog(QObject):
@@ -58,11 +58,7 @@ def test_deferred_work_runs_after_the_filled_queue_is_painted(
         assert first_with_rows == (True, False)  # the rows showed before any deferred feature installed
         # Every deferred feature still installed (deferred, never dropped).
         assert all(hasattr(window, name) for name in ("search_panel", "team", "bulk"))
-        window.claims.stop()
-        window.team.presence.stop()
-        await services.ops.wait_idle()
-        await window.live.close()
-        services.bridge.close()
+        await quiet_desk(window)
         window.close()
 
     run(qloop, scenario())
@@ -84,11 +80,7 @@ def test_a_queue_not_on_screen_runs_deferred_work_without_waiting_for_a_paint(
         window.start()  # never shown: no paint will come
         await wait_until(lambda: bool(ran), what="deferred work")
         assert ran == [True] and log.paints == [] and window.first_fill.painted
-        window.claims.stop()
-        window.team.presence.stop()
-        await services.ops.wait_idle()
-        await window.live.close()
-        services.bridge.close()
+        await quiet_desk(window)
         window.close()
 
     run(qloop, scenario())

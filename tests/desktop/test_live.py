@@ -21,7 +21,7 @@ from core.workspace import Workspace
 from desktop.presentation import GROUPS
 from desktop.services import DeskServices
 from desktop.views.window.main_window import MainWindow
-from tests.desktop.conftest import add_task, run, wait_signal, wait_until
+from tests.desktop.conftest import add_task, quiet_desk, run, wait_signal, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 APPEAR_S = 2.0  # the bound: another process's change is on screen within 2 s
@@ -134,12 +134,6 @@ def test_two_desks_on_postgresql_see_each_others_decisions(
         run(qloop, scenario())
     finally:
         for window in windows:
-            # As the `desk` fixture does: a claim's or presence's renewal left running could open a
-            # connection after the close, and dropping the test's database then cut it mid-call.
-            window.claims.stop()
-            window.team.presence.stop()
-            run(qloop, window.ops.wait_idle())
-            run(qloop, window.live.close())
-            window.services.bridge.close()
+            run(qloop, quiet_desk(window))
         run(qloop, first.close())
         run(qloop, second.close())

@@ -30,7 +30,7 @@ from desktop.services import DeskServices
 from desktop.views.team.batches import COL_PROGRESS, PROGRESS_ROLE
 from desktop.views.team.schedules import COL_NEXT, COL_VERDICT
 from desktop.views.window.main_window import MainWindow
-from tests.desktop.conftest import add_task, run, select, started, wait_signal, wait_until
+from tests.desktop.conftest import add_task, quiet_desk, run, select, started, wait_signal, wait_until
 
 S = TaskStatus
 APPEAR_S = 2.0  # the bound for another desk's change
@@ -221,10 +221,6 @@ def test_a_claim_and_presence_in_one_desk_appear_in_the_other_within_2s(
         run(qloop, scenario())
     finally:
         for window in windows:
-            window.claims.stop()
-            window.team.presence.stop()
-            run(qloop, window.ops.wait_idle())
-            run(qloop, window.live.close())
-            window.services.bridge.close()
+            run(qloop, quiet_desk(window))
         for ws in spaces:
             run(qloop, ws.close())
