@@ -92,10 +92,22 @@ def _isolated_user_dirs(
     yield
 
 
+EMPTY_WORKSPACE = "empty_workspace"
+"""The marker of a test that needs its workspace database empty (see the comment above ``_migrate_to_head``)."""
+
+
+def wants_empty(request: pytest.FixtureRequest) -> bool:
+    return request.node.get_closest_marker(EMPTY_WORKSPACE) is not None
+
+
 @pytest.fixture
-def sqlite_url(tmp_path: Path) -> str:
-    """A workspace database file of this test's own."""
-    return f"sqlite+aiosqlite:///{tmp_path / 'workspace.sqlite3'}"
+def sqlite_url(tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """A workspace database file of this test's own, at the schema head (a copy of the template);
+    no file at all for a test marked ``empty_workspace``."""
+    path = tmp_path / "workspace.sqlite3"
+    if not wants_empty(request):
+        shutil.copyfile(request.getfixturevalue("sqlite_workspace_template"), path)
+    return f"sqlite+aiosqlite:///{path}"
 
 
 @pytest.fixture(scope="session")
@@ -115,27 +127,32 @@ _pg_databases = itertools.count(1)
 
 @pytest.fixture
 def pg_url(pg_server: PgServer, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A new, empty PostgreSQL database for this test alone, dropped afterwards."""
+    """A PostgreSQL database for this test alone, dropped afterwards: a copy of the template at the
+    schema head, or an empty one for a test marked ``empty_workspace``."""
+    template = "template0" if wants_empty(request) else request.getfixturevalue("pg_workspace_template")
     name = database_name(request.node.name, next(_pg_databases), worker_id())
-    url = pg_server.create_database(name)
+    url = pg_server.create_database(name, template=template)
     yield url
     pg_server.drop_database(name)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def db_url(request: pytest.FixtureRequest) -> str:
-    """The workspace database URL, once per engine: tests that take it run on both."""
+    """The workspace database URL, once per engine: tests that take it run on both (at the schema
+    head, or empty for a test marked ``empty_workspace``)."""
     return str(request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url"))
 
 
-# Workspaces at the schema head, copied rather than migrated. A test that opens a store as its first
-# step (the `store` fixtures) would run every migration on a new database, about 0.1 s on SQLite and
-# 0.15 s on PostgreSQL, some 300 times a run. The migrations run once per session (per xdist worker)
-# into a template instead, and each test gets a copy: a file copy on SQLite, CREATE DATABASE ...
-# TEMPLATE on PostgreSQL. The store then opens a workspace already at head, as it opens every
-# workspace after its first use. The migrations themselves are still run by the tests that take an
-# empty database (`db_url`, `sqlite_url`, `pg_url`): tests/core/test_store.py upgrades and
-# downgrades them on both engines, and every command-line test starts from a missing file.
+# Workspaces at the schema head, copied rather than migrated. A test whose first step opens a store
+# would run every migration on a new database, about 0.1 s on SQLite and 0.15 s on PostgreSQL (and as
+# much again of the server's CPU): 509 times a core-suite run while only the `store` fixtures took
+# copies. The migrations run once per session (per xdist worker) into a template instead, and every
+# test's `sqlite_url`, `pg_url` and `db_url` is a copy of it: a file copy on SQLite, CREATE DATABASE
+# ... TEMPLATE on PostgreSQL. The store then opens a workspace already at head, as it opens every
+# workspace after its first use. The migrations themselves still run in the tests marked
+# `empty_workspace`: tests/core/test_store.py upgrades and downgrades them on both engines, the
+# migrations' backfills are tested from old schemas, and every command-line test that names a new
+# file under tmp_path starts from a missing one.
 
 
 async def _migrate_to_head(url: str) -> None:
@@ -163,31 +180,6 @@ def pg_workspace_template(pg_server: PgServer) -> Iterator[str]:
     run_in_own_loop(_migrate_to_head(url))  # the store disposes its pool: no session left on the template
     yield name
     pg_server.drop_database(name)
-
-
-@pytest.fixture
-def migrated_sqlite_url(sqlite_url: str, sqlite_workspace_template: Path) -> str:
-    """``sqlite_url``, already holding a workspace at the schema head (a copy of the template)."""
-    shutil.copyfile(sqlite_workspace_template, str(make_url(sqlite_url).database))
-    return sqlite_url
-
-
-@pytest.fixture
-def migrated_pg_url(
-    pg_server: PgServer, pg_workspace_template: str, request: pytest.FixtureRequest
-) -> Iterator[str]:
-    """A PostgreSQL database for this test alone, copied from the template at the schema head."""
-    name = database_name(request.node.name, next(_pg_databases), worker_id())
-    url = pg_server.create_database(name, template=pg_workspace_template)
-    yield url
-    pg_server.drop_database(name)
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def migrated_db_url(request: pytest.FixtureRequest) -> str:
-    """``db_url`` for tests that open a store first thing: a workspace at the schema head, per engine."""
-    name = "migrated_sqlite_url" if request.param == "sqlite" else "migrated_pg_url"
-    return str(request.getfixturevalue(name))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -17,9 +17,9 @@ ScriptFactory = Callable[..., Settings]
 
 
 @pytest.fixture
-async def store(migrated_db_url: str) -> AsyncIterator[Store]:
-    """A fresh workspace store, once per engine (``migrated_db_url``): SQLite and PostgreSQL."""
-    s = await Store.open(migrated_db_url)
+async def store(db_url: str) -> AsyncIterator[Store]:
+    """A fresh workspace store, once per engine (``db_url``): SQLite and PostgreSQL."""
+    s = await Store.open(db_url)
     yield s
     await s.close()
 

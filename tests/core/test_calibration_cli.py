@@ -71,14 +71,14 @@ ACC, REJ = ("accepted", TaskStatus.AWAITING_FEEDBACK), ("rejected", TaskStatus.N
 
 
 def test_seeded_workspace_rates_anchoring_and_analysts(
-    migrated_sqlite_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    sqlite_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # t0-t4 accepted+satisfied (a=5), t5-t6 accepted+abandoned, t7 accepted: abandon, undo,
     # satisfied... no: t7 accepted: satisfied, undo, then abandon (b=3 with t5, t6); t8 rejected
     # satisfied (c=1); t9-t11 rejected abandoned (d=3); t12 accepted abandoned then undone (no
     # decision stands); t13 rejected satisfied then reopened (no decision stands).
-    ids = asyncio.run(_seed(migrated_sqlite_url, [ACC] * 8 + [REJ] * 4 + [ACC, REJ]))
-    cli = Cli(migrated_sqlite_url, capsys, monkeypatch)
+    ids = asyncio.run(_seed(sqlite_url, [ACC] * 8 + [REJ] * 4 + [ACC, REJ]))
+    cli = Cli(sqlite_url, capsys, monkeypatch)
 
     # Blind first judgements before the reveal, then the decision (ana reviews blind).
     for t, blind in ((0, "satisfied"), (1, "abandon"), (5, "abandon"), (8, "abandon"), (9, "satisfied")):
@@ -162,14 +162,14 @@ def test_seeded_workspace_rates_anchoring_and_analysts(
 
 
 def test_reasons_lists_the_taxonomy_and_a_bad_file_is_one_line(
-    migrated_sqlite_url: str,
+    sqlite_url: str,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: object,
 ) -> None:
     from pathlib import Path
 
-    cli = Cli(migrated_sqlite_url, capsys, monkeypatch)
+    cli = Cli(sqlite_url, capsys, monkeypatch)
     codes = [r["code"] for r in json.loads(cli.ok("ana", "reasons", "--json"))]
     assert codes == [
         "wrong_fact", "missing_part", "unsupported_claim", "wrong_source", "format", "policy", "other"
@@ -184,15 +184,15 @@ def test_reasons_lists_the_taxonomy_and_a_bad_file_is_one_line(
 
 
 def test_html_and_text_show_the_same_rates(
-    migrated_sqlite_url: str,
+    sqlite_url: str,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: object,
 ) -> None:
     from pathlib import Path
 
-    ids = asyncio.run(_seed(migrated_sqlite_url, [ACC, ACC, REJ]))
-    cli = Cli(migrated_sqlite_url, capsys, monkeypatch)
+    ids = asyncio.run(_seed(sqlite_url, [ACC, ACC, REJ]))
+    cli = Cli(sqlite_url, capsys, monkeypatch)
     cli.ok("ana", "feedback", ids[0], "satisfied")
     cli.ok("ana", "feedback", ids[1], "abandon")
     cli.ok("ana", "feedback", ids[2], "abandon")
@@ -211,12 +211,12 @@ def test_html_and_text_show_the_same_rates(
 
 
 def test_second_reviews_are_sampled_or_requested_and_leave_the_queue_once_given(
-    migrated_sqlite_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    sqlite_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from core.tasks.judgements import sampled
 
-    ids = asyncio.run(_seed(migrated_sqlite_url, [ACC] * 4))
-    cli = Cli(migrated_sqlite_url, capsys, monkeypatch)
+    ids = asyncio.run(_seed(sqlite_url, [ACC] * 4))
+    cli = Cli(sqlite_url, capsys, monkeypatch)
     for t in ids:
         cli.ok("ana", "feedback", t, "satisfied")
 

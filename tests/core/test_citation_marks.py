@@ -73,14 +73,14 @@ async def _marks(url: str, ids: list[str]) -> int:
 
 
 def test_marks_stand_latest_first_and_give_citation_precision_per_model_and_version(
-    migrated_db_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    db_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    ids = asyncio.run(_seed(migrated_db_url))
+    ids = asyncio.run(_seed(db_url))
     monkeypatch.setenv("EVIDENCE_DESK_REVIEWER", "ana")
 
     def cli(*args: str) -> tuple[int, str, str]:
         capsys.readouterr()
-        code = cli_main([*args, "--db", migrated_db_url])
+        code = cli_main([*args, "--db", db_url])
         out, err = capsys.readouterr()
         return code, out, err
 
@@ -107,7 +107,7 @@ def test_marks_stand_latest_first_and_give_citation_precision_per_model_and_vers
     # judge-2 @ v2bbbb, on a decided task: both wrong (bob marks; the reviewer filter sees it).
     for n in (1, 2):
         ok("citation", ids[2], str(n), "wrong", "--reviewer", "bob")
-    events = asyncio.run(_marks(migrated_db_url, ids))
+    events = asyncio.run(_marks(db_url, ids))
     assert events == 8  # every mark is an event; nothing edited
 
     # Bad input: one line, a clear code, nothing written.
@@ -119,7 +119,7 @@ def test_marks_stand_latest_first_and_give_citation_precision_per_model_and_vers
     assert code == 3 and "citations are marked on a task awaiting a decision or decided" in err
     code, _, err = cli("citation", ids[0], "1", "right", "--attempt", "7")
     assert code == 4 and "no attempt 7" in err
-    assert asyncio.run(_marks(migrated_db_url, ids)) == events
+    assert asyncio.run(_marks(db_url, ids)) == events
 
     cal = json.loads(ok("calibration", "--json"))
     c = cal["citations"]

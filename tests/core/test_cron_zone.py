@@ -52,8 +52,8 @@ def test_an_unknown_zone_is_refused_by_name() -> None:
     assert Settings(cron_timezone="").cron_timezone is None
 
 
-async def test_the_setting_reaches_the_schedules_next_run(migrated_db_url: str) -> None:
-    store = await Store.open(migrated_db_url)
+async def test_the_setting_reaches_the_schedules_next_run(db_url: str) -> None:
+    store = await Store.open(db_url)
     try:
         task = await store.create_task("check the feeds", title="Heartbeat: feeds")
         await ScheduleRepository(store).add(

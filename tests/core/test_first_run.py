@@ -20,6 +20,8 @@ from core.tasks.service import TaskService
 from core.workspace import Workspace
 from tests.fakes.llm_server import FakeLLMServer, Reply
 
+pytestmark = pytest.mark.empty_workspace  # a fresh install: the workspace does not exist yet
+
 REVIEWABLE = {TaskStatus.NEEDS_REVIEW, TaskStatus.AWAITING_FEEDBACK}
 
 

@@ -47,8 +47,8 @@ def loop() -> Iterator[asyncio.AbstractEventLoop]:
 
 
 @pytest.fixture
-def store(loop: asyncio.AbstractEventLoop, migrated_db_url: str) -> Iterator[Store]:
-    opened = loop.run_until_complete(Store.open(migrated_db_url))
+def store(loop: asyncio.AbstractEventLoop, db_url: str) -> Iterator[Store]:
+    opened = loop.run_until_complete(Store.open(db_url))
     yield opened
     loop.run_until_complete(opened.close())
 

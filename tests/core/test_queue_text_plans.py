@@ -53,8 +53,8 @@ def _rows(n: int) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-async def filled(migrated_db_url: str) -> AsyncIterator[tuple[Store, list[TaskRecord]]]:
-    store = await Store.open(migrated_db_url)
+async def filled(db_url: str) -> AsyncIterator[tuple[Store, list[TaskRecord]]]:
+    store = await Store.open(db_url)
     async with store.write_engine.begin() as conn:
         await conn.execute(insert(TaskRow), _rows(300))
     try:

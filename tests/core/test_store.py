@@ -84,6 +84,7 @@ async def test_two_stores_interleave_appends_and_versions(db_url: str) -> None:
     await second.close()
 
 
+@pytest.mark.empty_workspace  # the first upgrade starts from nothing
 async def test_migrations_upgrade_to_head_and_downgrade_to_base(db_url: str) -> None:
     """Every migration runs both ways on this engine, and the store opens what they leave."""
     import sqlalchemy as sa

@@ -36,8 +36,8 @@ class Clock:
 
 
 @pytest.fixture
-async def store(migrated_db_url: str) -> AsyncIterator[Store]:
-    opened = await Store.open(migrated_db_url)
+async def store(db_url: str) -> AsyncIterator[Store]:
+    opened = await Store.open(db_url)
     yield opened
     await opened.close()
 

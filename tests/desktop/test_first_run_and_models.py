@@ -48,6 +48,7 @@ def test_the_desk_takes_script_like_the_cli(tmp_path: Path) -> None:
     assert not entry._only_desk_args(["run", "x"])
 
 
+@pytest.mark.empty_workspace  # a new user's first start: no workspace file yet
 def test_first_run_new_task_ends_reviewable_through_the_replay_model(
     qloop: qasync.QEventLoop, qtbot: QtBot, sqlite_url: str, ui_state: QSettings
 ) -> None:

@@ -114,8 +114,8 @@ class FakeOpenAI:
 
 
 @pytest.fixture
-async def store(migrated_sqlite_url: str) -> AsyncIterator[Store]:
-    s = await Store.open(migrated_sqlite_url)
+async def store(sqlite_url: str) -> AsyncIterator[Store]:
+    s = await Store.open(sqlite_url)
     yield s
     await s.close()
 

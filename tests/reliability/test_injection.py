@@ -153,8 +153,8 @@ class RecordingGateway(LLMGateway):
 
 
 @pytest.fixture
-async def store(migrated_db_url: str) -> AsyncIterator[Store]:
-    s = await Store.open(migrated_db_url)
+async def store(db_url: str) -> AsyncIterator[Store]:
+    s = await Store.open(db_url)
     yield s
     await s.close()
 

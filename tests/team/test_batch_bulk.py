@@ -53,10 +53,10 @@ def test_a_bulk_queued_batch_is_one_job_per_task_and_all_of_them_run(
     assert sync_rows(pg_url, "select count(*) from procrastinate_jobs") == [(0,)]  # succeeded: deleted
 
 
-async def test_tasks_a_sweep_queued_meanwhile_get_no_second_job(migrated_pg_url: str) -> None:
+async def test_tasks_a_sweep_queued_meanwhile_get_no_second_job(pg_url: str) -> None:
     """A worker's start-up sweep may queue some of the same open tasks at the same moment: the
     chunk's one statement is refused whole, and the chunk goes job by job, skipping those."""
-    store = await Store.open(migrated_pg_url)
+    store = await Store.open(pg_url)
     try:
         ids = [(await store.create_task(f"Question {i}?")).id for i in range(12)]
         assert await defer_tasks(store, ids[3:5]) == 2  # the sweep's
@@ -64,5 +64,5 @@ async def test_tasks_a_sweep_queued_meanwhile_get_no_second_job(migrated_pg_url:
         assert await defer_tasks(store, ids) == 0
     finally:
         await store.close()
-    locks = sync_rows(migrated_pg_url, "select lock from procrastinate_jobs")
+    locks = sync_rows(pg_url, "select lock from procrastinate_jobs")
     assert sorted(lock for (lock,) in locks) == sorted(ids)

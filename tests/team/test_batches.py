@@ -77,6 +77,7 @@ def test_csv_batch_keeps_keys_answers_and_extra_columns(
         ("not json\n", "rows.jsonl:1: not JSON"),
     ],
 )
+@pytest.mark.empty_workspace  # refused before the workspace is created
 def test_a_bad_batch_file_is_refused_in_one_line_and_queues_nothing(
     sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, message: str
 ) -> None:

@@ -15,7 +15,7 @@ from tests.team.conftest import worker_process, write_script
 
 @pytest.mark.slow
 def test_run_queued_for_the_workers_says_so_and_waits_with_wait(
-    migrated_pg_url: str,
+    pg_url: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     processes: list[subprocess.Popen[bytes]],
@@ -23,12 +23,12 @@ def test_run_queued_for_the_workers_says_so_and_waits_with_wait(
 ) -> None:
     script = write_script(tmp_path / "script.json")
     monkeypatch.setenv("EVIDENCE_DESK_DEFER_RUNS", "true")  # queued whether or not a worker is up yet
-    base = ["--db", migrated_pg_url, "--script", str(script)]
+    base = ["--db", pg_url, "--script", str(script)]
     capsys.readouterr()
     assert cli_main(["run", "Queued, not waited for?", *base]) == 0
     err = capsys.readouterr().err
     assert "queued for the team's workers" in err and "evidence-desk show" in err and "--wait" in err
-    processes.append(worker_process(migrated_pg_url, script, "--poll", "0.5", "--heartbeat", "0.5"))
+    processes.append(worker_process(pg_url, script, "--poll", "0.5", "--heartbeat", "0.5"))
     assert cli_main(["run", "Waited for?", *base, "--wait", "--json"]) == 0
     waited = json.loads(capsys.readouterr().out)
     assert waited["status"] == "awaiting_feedback" and len(waited["attempts"]) == 1
