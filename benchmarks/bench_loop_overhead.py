@@ -10,6 +10,12 @@ with the same tool schema, so litellm's per-message work is the same on both sid
 alternates single 20-turn runs of the bare call and the loop and compares their medians, so the
 ratio holds when the machine is shared; the load average is printed with the figures.
 
+Two layers between the two are timed in the same rounds, on the same transcript, so each run says
+where the gap sits: litellm with our scripted provider (the model this loop is measured against,
+reached the way the gateway reaches it), and ``LLMGateway.complete`` (that, plus the gateway's
+arguments, usage record and parsed reply). What the loop adds on top of the gateway is its own:
+events, the tool call in its worker thread, the run's rows.
+
 Run: ``.venv/bin/python benchmarks/bench_loop_overhead.py [--runs 5]`` (no network needed).
 """
 
@@ -32,6 +38,8 @@ from benchmarks._common import scratch_dir, scripted_settings
 from core.agent import AgentLoop
 from core.events import EventBus
 from core.llm import LLMGateway
+from core.llm.gateway import _import_litellm
+from core.profiles import ModelRole
 from core.runtime import RunContext
 from core.store import Store
 from core.tools.registry import ToolRegistry
@@ -51,7 +59,7 @@ Runner = Callable[[], Awaitable[None]]
 async def loop_runner(stream: bool = False) -> tuple[Runner, Callable[[], Awaitable[None]]]:
     """One 20-turn agent run per call, on a workspace made once; and how to close it."""
     folder = scratch_dir()
-    turns = [
+    turns: list[dict[str, Any]] = [
         {"tool_calls": [{"name": "noop", "arguments": {"query": f"q{i}"}}]} for i in range(TURNS_PER_RUN - 1)
     ]
     turns.append({"content": "done"})
@@ -86,6 +94,53 @@ def _tool_schema() -> list[dict[str, Any]]:
     return tools.schemas()
 
 
+def _grow(messages: list[dict[str, Any]], i: int) -> None:
+    """The turn's assistant tool call and its result, as the loop appends them."""
+    call_id = f"call_{i}_0"
+    arguments = json.dumps({"query": f"q{i}"})
+    messages.append(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": "noop", "arguments": arguments}}
+            ],
+        }
+    )
+    messages.append({"role": "tool", "tool_call_id": call_id, "name": "noop", "content": f"q{i}"})
+
+
+def layer_runners() -> tuple[Runner, Runner]:
+    """litellm with the scripted provider, and the gateway over it: the loop's transcript, no loop."""
+    turns: list[dict[str, Any]] = [
+        {"tool_calls": [{"name": "noop", "arguments": {"query": f"q{i}"}}]} for i in range(TURNS_PER_RUN - 1)
+    ]
+    turns.append({"content": "done"})
+    settings = scripted_settings(scratch_dir(), [{"model": "agent", "turns": turns}])
+    litellm = _import_litellm()  # registers the scripted provider, as the gateway's first call does
+    gateway = LLMGateway(settings)
+    schema = _tool_schema()
+    script = str(settings.script)
+
+    async def provider() -> None:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+        for i in range(TURNS_PER_RUN):
+            await litellm.acompletion(
+                model="scripted/agent", api_base=script, messages=messages, tools=schema, num_retries=0
+            )
+            _grow(messages, i)
+
+    async def through_gateway() -> None:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+        for i in range(TURNS_PER_RUN):
+            await gateway.complete(
+                model="scripted/agent", messages=messages, tools=schema, role=ModelRole.AGENT
+            )
+            _grow(messages, i)
+
+    return provider, through_gateway
+
+
 def bare_runner() -> Runner:
     """The same transcript and tools as the loop's runs, straight into ``litellm.acompletion``."""
     import litellm
@@ -98,22 +153,7 @@ def bare_runner() -> Runner:
             await litellm.acompletion(
                 model="gpt-4o-mini", messages=messages, tools=schema, mock_response="done"
             )
-            call_id = f"call_{i}_0"
-            arguments = json.dumps({"query": f"q{i}"})
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {
-                            "id": call_id,
-                            "type": "function",
-                            "function": {"name": "noop", "arguments": arguments},
-                        }
-                    ],
-                }
-            )
-            messages.append({"role": "tool", "tool_call_id": call_id, "name": "noop", "content": f"q{i}"})
+            _grow(messages, i)
 
     return one_run
 
@@ -137,25 +177,36 @@ async def main(runs: int) -> dict[str, list[float]]:
     """
     load_before = os.getloadavg()
     bare = bare_runner()
+    provider, through_gateway = layer_runners()
     ours, close_ours = await loop_runner(stream=False)
     streamed, close_streamed = await loop_runner(stream=True)
-    for run in (bare, ours, streamed, bare, ours, streamed):  # warm-up: imports, provider registration
-        await run()
-    bare_ms: list[float] = []
-    ours_ms: list[float] = []
-    streamed_ms: list[float] = []
+    sides: list[tuple[str, Runner]] = [
+        ("bare", bare),
+        ("provider", provider),
+        ("gateway", through_gateway),
+        ("ours", ours),
+        ("streamed", streamed),
+    ]
+    for _ in range(2):  # warm-up: imports, provider registration
+        for _name, run in sides:
+            await run()
+    medians: dict[str, list[float]] = {name: [] for name, _ in sides}
     for _ in range(runs):
-        pairs: list[tuple[float, float, float]] = []
+        pairs: dict[str, list[float]] = {name: [] for name, _ in sides}
         for _ in range(PAIRS):
-            pairs.append((await _ms_per_turn(bare), await _ms_per_turn(ours), await _ms_per_turn(streamed)))
-        bare_ms.append(statistics.median(p[0] for p in pairs))
-        ours_ms.append(statistics.median(p[1] for p in pairs))
-        streamed_ms.append(statistics.median(p[2] for p in pairs))
+            for name, run in sides:
+                pairs[name].append(await _ms_per_turn(run))
+        for name, values in pairs.items():
+            medians[name].append(statistics.median(values))
     await close_ours()
     await close_streamed()
     load_after = os.getloadavg()
+    bare_ms, ours_ms, streamed_ms = medians["bare"], medians["ours"], medians["streamed"]
     ratio = [o / b for o, b in zip(ours_ms, bare_ms, strict=True)]
     streamed_ratio = [s / o for s, o in zip(streamed_ms, ours_ms, strict=True)]
+    layers = {
+        name: [v / b for v, b in zip(medians[name], bare_ms, strict=True)] for name in ("provider", "gateway")
+    }
     print(
         f"{runs} rounds, each the medians of {PAIRS} alternated {TURNS_PER_RUN}-turn runs per side; "
         "figures are min / median / max over the rounds"
@@ -169,7 +220,18 @@ async def main(runs: int) -> dict[str, list[float]]:
         f"streamed / unstreamed per turn:          {_spread(streamed_ratio, '.2f')} x  "
         "(the scripted provider streams through litellm's own wrapper; openai/ streams: bench_stream_cost)"
     )
-    return {"bare_ms": bare_ms, "ours_ms": ours_ms, "streamed_ms": streamed_ms, "ratio": ratio}
+    print("where the gap sits, each layer per turn against bare (same rounds, same transcript):")
+    print(f"  litellm + the scripted provider:       {_spread(layers['provider'], '.3f')} x")
+    print(f"  + LLMGateway.complete:                 {_spread(layers['gateway'], '.3f')} x")
+    print(f"  + AgentLoop (events, tool, run rows):  {_spread(ratio, '.3f')} x")
+    return {
+        "bare_ms": bare_ms,
+        "ours_ms": ours_ms,
+        "streamed_ms": streamed_ms,
+        "ratio": ratio,
+        "provider_ratio": layers["provider"],
+        "gateway_ratio": layers["gateway"],
+    }
 
 
 if __name__ == "__main__":
