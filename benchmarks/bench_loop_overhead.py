@@ -56,15 +56,23 @@ def noop(query: str) -> str:
 Runner = Callable[[], Awaitable[None]]
 
 
-async def loop_runner(stream: bool = False) -> tuple[Runner, Callable[[], Awaitable[None]]]:
-    """One 20-turn agent run per call, on a workspace made once; and how to close it."""
-    folder = scratch_dir()
+def _script_turns() -> list[dict[str, Any]]:
+    """The scripted model's run: a ``noop`` call per turn, then an answer."""
     turns: list[dict[str, Any]] = [
         {"tool_calls": [{"name": "noop", "arguments": {"query": f"q{i}"}}]} for i in range(TURNS_PER_RUN - 1)
     ]
     turns.append({"content": "done"})
+    return turns
+
+
+async def loop_runner(stream: bool = False) -> tuple[Runner, Callable[[], Awaitable[None]]]:
+    """One 20-turn agent run per call, on a workspace made once; and how to close it."""
+    folder = scratch_dir()
     settings = scripted_settings(
-        folder, [{"model": "agent", "turns": turns}], max_tool_iterations=TURNS_PER_RUN, stream_agent=stream
+        folder,
+        [{"model": "agent", "turns": _script_turns()}],
+        max_tool_iterations=TURNS_PER_RUN,
+        stream_agent=stream,
     )
     store = await Store.open(settings.db_url)
     tools = ToolRegistry()
@@ -112,11 +120,7 @@ def _grow(messages: list[dict[str, Any]], i: int) -> None:
 
 def layer_runners() -> tuple[Runner, Runner]:
     """litellm with the scripted provider, and the gateway over it: the loop's transcript, no loop."""
-    turns: list[dict[str, Any]] = [
-        {"tool_calls": [{"name": "noop", "arguments": {"query": f"q{i}"}}]} for i in range(TURNS_PER_RUN - 1)
-    ]
-    turns.append({"content": "done"})
-    settings = scripted_settings(scratch_dir(), [{"model": "agent", "turns": turns}])
+    settings = scripted_settings(scratch_dir(), [{"model": "agent", "turns": _script_turns()}])
     litellm = _import_litellm()  # registers the scripted provider, as the gateway's first call does
     gateway = LLMGateway(settings)
     schema = _tool_schema()
