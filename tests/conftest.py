@@ -145,9 +145,10 @@ def db_url(request: pytest.FixtureRequest) -> str:
 
 # Workspaces at the schema head, copied rather than migrated. A test whose first step opens a store
 # would run every migration on a new database, about 0.1 s on SQLite and 0.15 s on PostgreSQL: 509
-# times a core-suite run (90 s of the workers' time) while only the `store` fixtures took copies. The migrations run once per session (per xdist worker) into a template instead, and every
-# test's `sqlite_url`, `pg_url` and `db_url` is a copy of it: a file copy on SQLite, CREATE DATABASE
-# ... TEMPLATE on PostgreSQL. The store then opens a workspace already at head, as it opens every
+# times a core-suite run (90 s of the workers' time) while only the `store` fixtures took copies.
+# The migrations run once per session (per xdist worker) into a template instead, and every test's
+# `sqlite_url`, `pg_url` and `db_url` is a copy of it: a file copy on SQLite, CREATE DATABASE ...
+# TEMPLATE on PostgreSQL. The store then opens a workspace already at head, as it opens every
 # workspace after its first use. The migrations themselves still run in the tests marked
 # `empty_workspace`: tests/core/test_store.py upgrades and downgrades them on both engines, the
 # migrations' backfills are tested from old schemas, and every command-line test that names a new
