@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,9 +18,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def child_cli(*args: str, db: Path, root: Path, **env: str) -> tuple[list[str], dict[str, str]]:
-    """The argv and environment that run ``evidence-desk ARGS`` as a real child process (one that a
-    test can SIGKILL) on the workspace ``db`` with ``root``'s script and corpus."""
-    argv = [sys.executable, "-m", "core.cli", *args, "--db", str(db), "--create"]
+    """The argv (what follows the interpreter: ``-m core.cli ARGS``) and environment that run
+    ``evidence-desk ARGS`` as a real child process (one that a test can SIGKILL) on the workspace
+    ``db`` with ``root``'s script and corpus: for ``tests.zygote.spawn``, or after ``sys.executable``."""
+    argv = ["-m", "core.cli", *args, "--db", str(db), "--create"]
     argv += ["--script", str(root / "script.json"), "--corpus", str(root / "corpus")]
     return argv, {**os.environ, "PYTHONPATH": str(ROOT), **env}
 

@@ -14,14 +14,14 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from typing import Any
 
 import pytest
 
+from tests import zygote
 from tests.integration.conftest import ROOT, Desk, verdict
+from tests.zygote import ZygoteProcess
 
 REJECT = verdict("rejected", 0.1, category="goal_missed", issues=["not supported"])
 ACCEPT = verdict("accepted", 0.9)
@@ -102,7 +102,7 @@ def _shadow_events(desk: Desk) -> list[tuple[int, str]]:
     return [(int(i), json.loads(p)["attempt_id"]) for i, p in rows]
 
 
-def _wait_for_shadow_verdicts(desk: Desk, at_least: int, child: subprocess.Popen[bytes]) -> None:
+def _wait_for_shadow_verdicts(desk: Desk, at_least: int, child: ZygoteProcess) -> None:
     """Until the child has committed ``at_least`` shadow verdicts (polled from the database)."""
     deadline = time.monotonic() + 120
     while len(_shadow_events(desk)) < at_least:
@@ -120,10 +120,10 @@ def test_revalidate_killed_and_resumed_then_compared(desk: Desk) -> None:
     slow.write_text(
         json.dumps({"conversations": candidate_conversations(slow_after_case_09=True)}), encoding="utf-8"
     )
-    argv = [sys.executable, "-m", "core.cli", "revalidate", "--candidate", "strict", "--concurrency", "1"]
+    argv = ["-m", "core.cli", "revalidate", "--candidate", "strict", "--concurrency", "1"]
     argv += ["--db", str(desk.db), "--script", str(slow), "--corpus", str(desk.root / "corpus")]
-    child = subprocess.Popen(
-        argv, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    child = zygote.spawn(
+        argv, {**os.environ, "PYTHONPATH": str(ROOT)}, stdout=zygote.DEVNULL, stderr=zygote.PIPE
     )
     try:
         _wait_for_shadow_verdicts(desk, 10, child)

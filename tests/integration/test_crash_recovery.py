@@ -6,11 +6,11 @@ import json
 import os
 import signal
 import sqlite3
-import subprocess
 import time
 
 import pytest
 
+from tests import zygote
 from tests.integration.conftest import Desk
 
 
@@ -48,7 +48,7 @@ def test_sigkilled_run_is_recovered_with_evidence(desk: Desk) -> None:
         return rows[0][0] >= 1
 
     # The context manager closes the child's pipes and reaps it, whatever happens.
-    with subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
+    with zygote.spawn(cmd, env, stdout=zygote.DEVNULL, stderr=zygote.DEVNULL) as proc:
         try:
             _wait_for(tool_result_committed)
             assert desk.rows("select status from tasks") == [("running",)]

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import signal
 import sqlite3
-import subprocess
 
 import pytest
 
+from tests import zygote
 from tests.integration.conftest import Desk, verdict
 from tests.integration.test_crash_recovery import _wait_for
 
@@ -44,7 +44,7 @@ def test_revision_after_a_crash_is_judged_on_the_crashed_attempts_evidence(desk:
             return False
         return bool(found) and found[0][0] >= 1
 
-    with subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
+    with zygote.spawn(cmd, env, stdout=zygote.DEVNULL, stderr=zygote.DEVNULL) as proc:
         try:
             _wait_for(tool_result_committed)  # the database says so: no sleep stands in for it
         finally:

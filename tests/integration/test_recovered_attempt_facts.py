@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import signal
 import sqlite3
-import subprocess
 
 import pytest
 
+from tests import zygote
 from tests.core.test_report_dossier import report_facts
 from tests.integration.conftest import Desk, verdict
 from tests.integration.test_crash_recovery import _wait_for
+from tests.zygote import ZygoteProcess
 
 
 @pytest.mark.slow
@@ -26,7 +27,7 @@ def test_killed_during_validation_every_reader_shows_the_recorded_outcome(desk: 
         ]
     )
     cmd, env = desk.child("run", "What causes tides?")
-    with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+    with zygote.spawn(cmd, env, stdout=zygote.PIPE, stderr=zygote.PIPE) as proc:
         _kill_when_validating(desk, proc)
 
     [task] = desk.cli_json("list")  # the next start recovers it
@@ -47,7 +48,7 @@ def test_killed_during_validation_every_reader_shows_the_recorded_outcome(desk: 
     assert report_facts(from_bundle.read_text(encoding="utf-8")) == expected
 
 
-def _kill_when_validating(desk: Desk, proc: subprocess.Popen[bytes]) -> None:
+def _kill_when_validating(desk: Desk, proc: ZygoteProcess) -> None:
     try:
 
         def validating() -> bool:

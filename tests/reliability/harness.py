@@ -8,12 +8,11 @@ import os
 import re
 import shutil
 import sqlite3
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from core.store import Store
+from tests import zygote
 from tests.reliability.cases import HUGE_BYTES, TASK_A, TASK_B, Case
 
 REPO = Path(__file__).resolve().parents[2]
@@ -100,13 +99,5 @@ def fingerprint(folder: Path) -> dict[str, str]:
 def run_subprocess(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
     full = {**os.environ, **env, "PYTHONPATH": str(REPO)}
     full.pop("EVIDENCE_DESK_DEBUG", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "core.cli", *argv],
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    done = zygote.run(["-m", "core.cli", *argv], full, timeout=120)
     return done.returncode, done.stderr

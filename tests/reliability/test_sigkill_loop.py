@@ -24,7 +24,9 @@ import pytest
 
 from core.cli.main import main as cli_main
 from core.domain.facts import AttemptState
+from tests import zygote
 from tests.integration.conftest import child_cli
+from tests.zygote import ZygoteProcess
 
 KILLS = 10
 PARALLEL = 3  # a start-up is mostly CPU (importing litellm); more than the cores only thrashes
@@ -65,7 +67,7 @@ MAX_EVENTS_BEFORE_KILL = 14
 class Victim:
     workspace: Path
     target_events: int
-    process: subprocess.Popen[bytes]
+    process: ZygoteProcess
     killed_after: int | None = None
 
     @property
@@ -98,7 +100,7 @@ def _start(workspace: Path, target: int) -> Victim:
         root=workspace,
         EVIDENCE_DESK_LLM_NUM_RETRIES="0",
     )
-    process = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = zygote.spawn(cmd, env, stdout=zygote.DEVNULL, stderr=zygote.DEVNULL)
     return Victim(workspace, target, process)
 
 

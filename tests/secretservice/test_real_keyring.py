@@ -12,6 +12,7 @@ import base64
 import hashlib
 import json
 import subprocess
+import sys
 import zipfile
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
@@ -72,7 +73,9 @@ def test_the_signing_key_is_kept_by_the_secret_service_and_signs_in_every_proces
     second = desk.root / "second.zip"
     argv, env = desk.child("export", task_id, "-o", str(second))
     env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.SecretService.Keyring"
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, *argv], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert _items(secret_service, KEYRING_SIGNING_SERVICE) == stored  # found, not made again
     assert _signer(first) == _signer(second)

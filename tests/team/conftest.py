@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +12,9 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
+
+from tests import zygote
+from tests.zygote import ZygoteProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -85,17 +86,18 @@ def assert_event_sequences_contiguous(db_url: str) -> None:
         assert sessions[sid] == len(found) + 1, sid
 
 
-def worker_process(db_url: str, script: Path, *args: str, **env: str) -> subprocess.Popen[bytes]:
-    """``evidence-desk worker`` as a real child process (one a test can SIGKILL)."""
-    argv = [sys.executable, "-m", "core.cli", "worker", "--db", db_url, "--script", str(script), *args]
+def worker_process(db_url: str, script: Path, *args: str, **env: str) -> ZygoteProcess:
+    """``evidence-desk worker`` as a real child process (one a test can SIGKILL), forked by the
+    zygote (tests/zygote.py) rather than started from scratch."""
+    argv = ["-m", "core.cli", "worker", "--db", db_url, "--script", str(script), *args]
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), "EVIDENCE_DESK_LLM_NUM_RETRIES": "0", **env}
-    return subprocess.Popen(argv, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return zygote.spawn(argv, full_env, stdout=zygote.DEVNULL, stderr=zygote.PIPE)
 
 
 @pytest.fixture
-def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
+def processes() -> Iterator[list[ZygoteProcess]]:
     """Child processes a test starts; any still alive at the end are killed (no leaks)."""
-    started: list[subprocess.Popen[bytes]] = []
+    started: list[ZygoteProcess] = []
     yield started
     for p in started:
         if p.poll() is None:
@@ -109,7 +111,7 @@ class LogTail:
     """The stderr lines of a child process, read by a thread as they come, so a test can wait for
     one ("database unreachable") as an event rather than sleep and hope."""
 
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+    def __init__(self, proc: ZygoteProcess) -> None:
         assert proc.stderr is not None
         self.proc = proc
         self.lines: list[str] = []

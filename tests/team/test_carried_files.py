@@ -26,6 +26,7 @@ from core.workers.schedules import add_schedule, fire
 from core.workspace import Workspace
 from tests.team.conftest import VERDICT_OK, sync_rows, worker_process, write_jsonl
 from tests.team.old_rows import schedule_with_a_lost_checklist
+from tests.zygote import ZygoteProcess
 
 TEAM = {"mode": "parallel", "nodes": [{"id": "tides", "role": "Researcher", "task": "Research the tides"}]}
 CHECKLIST = "# HEARTBEAT.md\n- Re-run last night's failed export and report its bundle id.\n"
@@ -62,7 +63,7 @@ def test_on_postgresql_a_worker_runs_queued_work_whose_files_are_not_on_its_mach
     pg_url: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-    processes: list[subprocess.Popen[bytes]],
+    processes: list[ZygoteProcess],
 ) -> None:
     """A real worker process: the batch's team template, deleted after queuing, runs from the
     stored content; a schedule an older version added (its checklist only a path, absent here)

@@ -4,13 +4,13 @@ follow it, and ``--wait`` waits for the resting status a worker brings the task 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from core.cli.main import main as cli_main
 from tests.team.conftest import worker_process, write_script
+from tests.zygote import ZygoteProcess
 
 
 @pytest.mark.slow
@@ -18,7 +18,7 @@ def test_run_queued_for_the_workers_says_so_and_waits_with_wait(
     pg_url: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-    processes: list[subprocess.Popen[bytes]],
+    processes: list[ZygoteProcess],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     script = write_script(tmp_path / "script.json")

@@ -19,6 +19,7 @@ from core.store.schedules import ScheduleRepository
 from core.workers.schedules import add_schedule, fire
 from core.workspace import Workspace
 from tests.team.conftest import sync_rows, worker_process
+from tests.zygote import ZygoteProcess
 
 CHECKLIST = """# HEARTBEAT.md
 - Check the inbox folder for new flagged answers and summarise each one.
@@ -164,7 +165,7 @@ def test_on_postgresql_a_workers_periodic_task_fires_due_schedules(
     tmp_path: Path,
     checklist: Path,
     capsys: pytest.CaptureFixture[str],
-    processes: list[subprocess.Popen[bytes]],
+    processes: list[ZygoteProcess],
 ) -> None:
     script = _script(tmp_path / "s.json")
     base = ["--db", pg_url, "--script", str(script)]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from tests.team.conftest import (
 )
 from tests.team.test_reconnect import _batch
 from tests.team.test_workers import _wait_for
+from tests.zygote import ZygoteProcess
 
 
 @pytest.mark.slow
@@ -30,7 +30,7 @@ def test_a_command_started_after_a_worker_died_does_not_steal_its_task(
     pg_url: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-    processes: list[subprocess.Popen[bytes]],
+    processes: list[ZygoteProcess],
 ) -> None:
     script = tmp_path / "script.json"
     turn = {"delay_s": 2.0}

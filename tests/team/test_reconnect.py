@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from tests.team.conftest import (
     write_script,
 )
 from tests.team.test_workers import _wait_for
+from tests.zygote import ZygoteProcess
 
 FAST = ("--heartbeat", "0.5", "--stalled-after", "3", "--poll", "0.5")
 TASKS = 6
@@ -75,7 +75,7 @@ def test_workers_survive_the_database_going_away(
     own_pg_url: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-    processes: list[subprocess.Popen[bytes]],
+    processes: list[ZygoteProcess],
 ) -> None:
     """``restart``: ``pg_ctl restart -m fast`` under two busy workers. ``outage``: the server is
     stopped and only started again once both workers said it is unreachable (a third worker, told

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from core.workspace import Workspace
 from tests.core.test_validation import verdict
 from tests.team.conftest import sync_rows, worker_process
 from tests.team.test_workers import _wait_for
+from tests.zygote import ZygoteProcess
 
 CASES = 8
 CANDIDATES = json.dumps({"strict": {"model": "scripted/candidate"}})
@@ -94,7 +94,7 @@ def test_revalidate_on_workers_survives_a_killed_worker_and_stores_each_verdict_
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
-    processes: list[subprocess.Popen[bytes]],
+    processes: list[ZygoteProcess],
 ) -> None:
     fast = _script(tmp_path / "fast.json", hang_after_case_2=False)
     hanging = _script(tmp_path / "hanging.json", hang_after_case_2=True)

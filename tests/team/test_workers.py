@@ -27,6 +27,7 @@ from tests.team.conftest import (
     write_jsonl,
     write_script,
 )
+from tests.zygote import ZygoteProcess
 
 TASKS = 60
 WORKERS = 3
@@ -62,7 +63,7 @@ def test_three_workers_over_60_tasks_run_each_once(
     pg_url: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-    processes: list[subprocess.Popen[bytes]],
+    processes: list[ZygoteProcess],
 ) -> None:
     script = write_script(tmp_path / "script.json", agent_delay=0.2)
     ids = _batch(pg_url, TASKS, tmp_path, script, capsys)
@@ -90,7 +91,7 @@ def test_a_worker_killed_mid_task_loses_nothing(
     pg_url: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-    processes: list[subprocess.Popen[bytes]],
+    processes: list[ZygoteProcess],
 ) -> None:
     turn = {"delay_s": 2.0}
     script = tmp_path / "script.json"
@@ -157,7 +158,7 @@ def _wait_for(
     sql: str,
     predicate: Callable[[list[tuple[Any, ...]]], bool],
     *,
-    proc: subprocess.Popen[bytes],
+    proc: ZygoteProcess,
     within_s: float = 300,
 ) -> list[tuple[Any, ...]]:
     """Poll the database until ``predicate(rows)``: bounded (five minutes), waiting on ``proc``
@@ -182,7 +183,7 @@ def test_abandon_aborts_the_workers_job(
     pg_url: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-    processes: list[subprocess.Popen[bytes]],
+    processes: list[ZygoteProcess],
 ) -> None:
     import asyncio
 
