@@ -4,12 +4,16 @@ The server is llama-cpp-python's OpenAI-compatible server and the model SmolLM2-
 both installed by ``tests/realmodel/provision.py`` (``make real-model``). Not provisioned, the suite
 skips and says how to provision; with ``EVIDENCE_DESK_REALMODEL_REQUIRED=1`` (CI) it fails instead.
 The server listens on a free loopback port picked at start and is stopped at the end of the session.
+Under pytest-xdist each worker is a session with a server of its own (single-threaded: a worker is
+a core), and hands its runs' lines to the controller, which prints them all.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -35,6 +39,18 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
         yield server
     finally:
         server.stop()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)  # set in an xdist worker only
+    if workeroutput is not None:
+        workeroutput["realmodel_runs"] = json.dumps(RUNS)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """xdist's controller, as each worker ends: its runs join the summary."""
+    RUNS.extend(json.loads(getattr(node, "workeroutput", {}).get("realmodel_runs", "[]")))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

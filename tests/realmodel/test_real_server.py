@@ -13,13 +13,13 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests import zygote
 from tests.realmodel.server import CONTEXT_WINDOW, ROOT, LlamaServer, record_run
 
 RESTING = {"awaiting_feedback", "needs_review", "needs_revision", "failed"}
@@ -99,7 +99,6 @@ def _config(tmp: Path, server: LlamaServer, *, agent: str, validator: str) -> Pa
 
 def _cli(tmp: Path, config: Path, *args: str) -> tuple[list[str], dict[str, str]]:
     argv = [
-        sys.executable,
         "-m",
         "core.cli",
         *args,
@@ -118,7 +117,7 @@ def _run(
 ) -> tuple[dict[str, Any], subprocess.CompletedProcess[str], float]:
     argv, env = _cli(tmp, config, "run", "--json", *args)
     started = time.monotonic()
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=RUN_LIMIT_S, check=False)
+    done = zygote.run(argv, env, timeout=RUN_LIMIT_S)
     elapsed = time.monotonic() - started
     assert "Traceback" not in done.stderr and "Traceback" not in done.stdout, done.stderr[-3000:]
     assert done.returncode in (0, 5), (done.returncode, done.stderr[-3000:])  # 5: the task failed, said so
@@ -359,7 +358,7 @@ def test_server_killed_mid_run_and_restarted(llama: LlamaServer, workdir: Path) 
     config = _config(workdir, llama, agent="real", validator="real")
     argv, env = _cli(workdir, config, "run", "--json", "Write three sentences about the Moon and the tides.")
     started = time.monotonic()
-    child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = zygote.spawn(argv, env, stdout=zygote.PIPE, stderr=zygote.PIPE)
     try:
         # The first request is in the server's hands once the run recorded its snapshot.
         deadline = time.monotonic() + RUN_LIMIT_S
@@ -369,7 +368,8 @@ def test_server_killed_mid_run_and_restarted(llama: LlamaServer, workdir: Path) 
             time.sleep(0.1)  # another process's database: nothing to await but its rows
         llama.kill()  # a real SIGKILL while the request is being served
         llama.start()  # the same port again; the run's retries reach it
-        out, err = child.communicate(timeout=RUN_LIMIT_S)
+        out_bytes, err_bytes = child.communicate(timeout=RUN_LIMIT_S)
+        out, err = (out_bytes or b"").decode(errors="replace"), (err_bytes or b"").decode(errors="replace")
     finally:
         if child.poll() is None:
             child.kill()
