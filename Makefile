@@ -7,7 +7,7 @@ RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 BUNDLE_STAMP := $(VENV)/.installed-bundle
 
-.PHONY: run test checks lint typecheck pytest pytest-core pytest-desk core-bytecode core-after-bytecode real-model realmodel-test postgres-server secret-service screenshot screenshots laptop-screenshots bundle bundle-check bench audit clean
+.PHONY: run test checks lint typecheck pytest pytest-core pytest-desk core-bytecode real-model realmodel-test postgres-server secret-service screenshot screenshots laptop-screenshots bundle bundle-check bench audit clean
 
 # The installs use uv (a pip-compatible installer, itself installed by the venv's pip): on a fresh
 # clone pip spent about a minute on them, uv some seconds. --compile-bytecode keeps what pip did by
@@ -84,9 +84,8 @@ DESK_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ "$$n" -gt 4 ] && n=
 pytest: pytest-core pytest-desk
 
 CORE_SUITE := --ignore=tests/desktop --ignore=tests/realmodel
-CORE_PRIORITY ?=
 pytest-core: $(TEST_STAMP) postgres-server secret-service
-	QT_QPA_PLATFORM=offscreen $(CORE_PRIORITY) $(BIN)/python -m pytest $(CORE_SUITE) -n $(PYTEST_WORKERS) --dist worksteal --durations=20
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest $(CORE_SUITE) -n $(PYTEST_WORKERS) --dist worksteal --durations=20
 
 # The core suite's modules compiled, and its test modules rewritten by pytest, by one collection
 # (`make test` runs it beside the desk's suite, at a lower priority). Otherwise each of the core
@@ -138,21 +137,19 @@ REALMODEL_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ "$$n" -gt 2 ] 
 realmodel-test: real-model
 	$(BIN)/python -m pytest tests/realmodel -n $(REALMODEL_WORKERS) --dist worksteal --durations=10
 
-# The order of `make test`, for a 2-core machine, all of it bound by CPU. Everything starts at once,
-# and the priorities say who yields: the desk's suite and the real model's servers first; the core
-# suite (after its bytecode) at a lower priority, filling whatever they leave; ruff, mypy and the
-# bytecode lower still. The core suite used to wait for the desk's: alone it kept both cores busy, and
-# under its load the desk's waits once raced (two failures in four fresh-clone runs). Since its
-# children are forked from a zygote it keeps 1.4 cores busy alone (its tests wait on the programs
-# they start), so waiting for the desk left CPU idle: 6 min 12 s for 596 s of CPU. Niced, it takes
-# what the desk leaves without slowing it. Each suite provisions what it needs as a prerequisite,
-# once (the keyring after PostgreSQL: both may use apt; the real model uses none). -O keeps each
-# one's output together.
+# The order of `make test`, for a 2-core machine, all of it bound by CPU (a fresh clone's run used
+# 970-1,055 s of CPU in 557-625 s). The real-model suite runs beside everything else. Beside it,
+# first the desk's suite on two workers, with ruff, mypy and the core suite's bytecode
+# (core-bytecode) at a lower priority; then the core suite. The
+# desk's suite alone keeps about one core busy, and the real model's server takes the rest; the core
+# suite keeps both busy by itself. The other way round (the desk after the core suite) left a core
+# idle through the desk's run, and the desk never runs under the core suite's load: its waits raced
+# there (two failures in four fresh-clone runs). Each suite provisions what it needs as a
+# prerequisite, once (the keyring after PostgreSQL: both may use apt; the real model uses none).
+# -O keeps each one's output together.
 checks: $(TEST_STAMP)
-	$(MAKE) --no-print-directory -j5 -Otarget LOW='nice -n 10' lint typecheck pytest-desk core-after-bytecode
-
-core-after-bytecode: core-bytecode
-	$(MAKE) --no-print-directory CORE_PRIORITY='nice -n 5' pytest-core
+	$(MAKE) --no-print-directory -j4 -Otarget LOW='nice -n 10' lint typecheck core-bytecode pytest-desk
+	$(MAKE) --no-print-directory pytest-core
 
 test: $(TEST_STAMP)
 	$(MAKE) --no-print-directory -j2 -Otarget realmodel-test checks
