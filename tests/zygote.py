@@ -1,7 +1,8 @@
 """``evidence-desk`` child processes forked from one that has already imported the product.
 
 The core suite starts the command line as a real child process about a hundred times: workers a
-test SIGKILLs, runs it interrupts, the bad-input cases. Each start used to pay the interpreter's
+test SIGKILLs, runs it interrupts, the bad-input cases (and the real-model suite its runs, the
+desk's suite its screenshot tool). Each start used to pay the interpreter's
 start and the imports again (litellm's alone 2-3 s of CPU, about three quarters of what those
 children cost in all), and on a 2-core CI machine that was minutes of the core suite.
 
@@ -174,12 +175,16 @@ def spawn(
 
 
 def run(
-    argv: Sequence[str], env: Mapping[str, str] | None = None, *, timeout: float = 120
+    argv: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    *,
+    timeout: float = 120,
+    cwd: str | Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``python ARGV`` (as ``spawn`` takes it) to its end, its output captured as text (``subprocess.run``'s
     ``capture_output=True, text=True``). Files, not pipes, take the output: nothing to drain."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        process = spawn(argv, env, stdout=out, stderr=err)
+        process = spawn(argv, env, stdout=out, stderr=err, cwd=cwd)
         try:
             code = process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -329,10 +334,10 @@ def _child(request: dict[str, Any], fds: list[int], keep_closed: list[int]) -> N
         traceback.print_exc()
         code = 1
     finally:
-        # As the interpreter ends: non-daemon threads joined, then atexit, then the streams flushed.
-        for thread in threading.enumerate():
-            if thread is not threading.main_thread() and not thread.daemon:
-                thread.join()
+        # As the interpreter ends: threading's own exit hooks (a thread pool's workers are told to
+        # stop there, so joining them without it hangs) and its non-daemon threads joined, which is
+        # what its private _shutdown does for the interpreter; then atexit, then the streams flushed.
+        threading._shutdown()  # type: ignore[attr-defined]
         atexit._run_exitfuncs()
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):

@@ -58,3 +58,10 @@ def test_a_child_killed_with_sigkill_reports_the_signal_and_its_stderr_streams()
 def test_only_module_or_code_runs() -> None:
     with pytest.raises(ValueError, match="-m MODULE or -c CODE"):
         zygote.spawn(["script.py"])
+
+
+def test_a_child_ends_as_the_interpreter_would_with_a_thread_pool_left_running() -> None:
+    """A pool's workers are told to stop by threading's exit hooks; joined without them, they hang."""
+    code = "from concurrent.futures import ThreadPoolExecutor\npool = ThreadPoolExecutor(2)\npool.submit(print, 'ran')"
+    done = zygote.run(["-c", code], timeout=60)
+    assert (done.returncode, done.stdout) == (0, "ran\n")

@@ -12,10 +12,11 @@ import json
 import os
 import struct
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests import zygote
 
 ROOT = Path(__file__).resolve().parents[2]
 LIVE_TEXT = "What causes ocean tides on a coast with two high tides a day?"
@@ -35,15 +36,8 @@ def _env(home: Path) -> dict[str, str]:
 
 
 def _child(home: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", *argv],
-        env=_env(home),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=CHILD_LIMIT_S,
-        check=False,
-    )
+    """``python -m ARGV`` as a child process, forked from the zygote (tests/zygote.py)."""
+    return zygote.run(["-m", *argv], _env(home), timeout=CHILD_LIMIT_S, cwd=ROOT)
 
 
 def _ok(done: subprocess.CompletedProcess[str]) -> str:
