@@ -138,11 +138,14 @@ realmodel-test: real-model
 	$(BIN)/python -m pytest tests/realmodel -n $(REALMODEL_WORKERS) --dist worksteal --durations=10
 
 # The order of `make test`, for a 2-core machine, all of it bound by CPU (a fresh clone's run used
-# 970-1,055 s of CPU in 557-625 s). The real-model suite runs beside everything else. Beside it,
+# 556 s of CPU in 351 s here, plus what the kernel and detached PostgreSQL servers spend, which
+# time(1) does not see). The real-model suite runs beside everything else. Beside it,
 # first the desk's suite on two workers, with ruff, mypy and the core suite's bytecode
 # (core-bytecode) at a lower priority; then the core suite. The
-# desk's suite alone keeps about one core busy, and the real model's server takes the rest; the core
-# suite keeps both busy by itself. The other way round (the desk after the core suite) left a core
+# desk's suite alone keeps about one core busy, and the real model's servers take the rest; the core
+# suite keeps both busy by itself (its PostgreSQL servers included). Starting it beside the desk's
+# at a lower priority gained nothing: 6 min 43 s against 6 min 12 s (nothing was idle to fill, and
+# its niced bytecode step waited 2 minutes). The other way round (the desk after the core suite) left a core
 # idle through the desk's run, and the desk never runs under the core suite's load: its waits raced
 # there (two failures in four fresh-clone runs). Each suite provisions what it needs as a
 # prerequisite, once (the keyring after PostgreSQL: both may use apt; the real model uses none).
