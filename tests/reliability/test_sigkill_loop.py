@@ -2,9 +2,9 @@
 
 Each kill is of a separate command-line process on the scripted provider, in its own workspace, at
 a point chosen by observed progress: the test waits (bounded, by count of polls) until the
-process has committed a seeded number of events, then kills it. Three processes run side by side
-(a start-up is mostly CPU spent importing litellm), which keeps the loop under a minute. After each kill ``recover`` runs and the
-workspace must be sound: SQLite's integrity check passes, every session's event ``seq`` runs
+process has committed a seeded number of events, then kills it. Three processes run side by side,
+forked from the test process's zygote (tests/zygote.py), so a start costs no imports. After each
+kill ``recover`` runs and the workspace must be sound: SQLite's integrity check passes, every session's event ``seq`` runs
 1, 2, 3 ... with no gap and matches the session's counter, no task or run is left running or
 validating, and every attempt of the killed task has a final recorded state.
 """
@@ -29,7 +29,7 @@ from tests.integration.conftest import child_cli
 from tests.zygote import ZygoteProcess
 
 KILLS = 10
-PARALLEL = 3  # a start-up is mostly CPU (importing litellm); more than the cores only thrashes
+PARALLEL = 3  # each victim is busy on the CPU while it runs: more than the cores only thrashes
 SEED = 1717
 POLLS = 4_000  # upper bound on polling rounds; each waits POLL_WAIT_S (about three minutes in all)
 POLL_WAIT_S = 0.05
