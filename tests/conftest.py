@@ -183,7 +183,7 @@ def pg_workspace_template(pg_server: PgServer) -> Iterator[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist, the tests marked ``slow`` (each tens of seconds of program starts) go first.
+    """Under pytest-xdist, the tests marked ``slow`` (each seconds to tens of seconds of child processes) go first.
     worksteal hands each worker a third of the list in order, so they head the first worker's
     queue and run there one after another, while the other workers run the rest and take the tail
     of the first one's queue when theirs run dry. In file order the longest

@@ -49,7 +49,7 @@ def seeds(tmp_path_factory: pytest.TempPathFactory) -> Seeds:
 
 @pytest.fixture(scope="session")
 def subprocess_outcomes(seeds: Seeds, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
-    """Every subprocess case, run side by side: each is a separate program start, which is slow.
+    """Every subprocess case, run side by side: each is a child process of its own (forked, tests/zygote.py).
 
     Under pytest-xdist each worker is a session of its own, and the cases' tests may be spread
     over several workers; the cases run once per run all the same. The first worker to need them
