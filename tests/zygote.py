@@ -59,8 +59,13 @@ class ZygoteProcess:
         self.stdout = stdout
         self.stderr = stderr
         self.stdin = None
+        self._lock = threading.Lock()  # one reader of the socket at a time (its timeout is shared)
 
     def _status(self, timeout: float | None) -> int | None:
+        with self._lock:
+            return self._read_status(timeout)
+
+    def _read_status(self, timeout: float | None) -> int | None:
         if self.returncode is not None:
             return self.returncode
         self._conn.settimeout(timeout)
@@ -104,10 +109,16 @@ class ZygoteProcess:
         self.wait(timeout)
         for reader in readers:
             reader.join(timeout)
+            if reader.is_alive():  # a grandchild may hold the pipe open
+                raise subprocess.TimeoutExpired(f"evidence-desk (pid {self.pid})", timeout or 0)
         return (read.get(0) if self.stdout else None), (read.get(1) if self.stderr else None)
 
     def send_signal(self, sig: int) -> None:
-        if self.poll() is None:  # once reaped, the pid may be another process's (as Popen guards)
+        try:
+            running = self.poll() is None
+        except RuntimeError:  # the zygote is gone, and killed its children as it went
+            return
+        if running:  # once reaped, the pid may be another process's (as Popen guards)
             os.kill(self.pid, sig)
 
     def kill(self) -> None:
@@ -164,7 +175,7 @@ def spawn(
     request = {
         "argv": list(argv),
         "env": dict(os.environ if env is None else env),
-        "cwd": str(cwd) if cwd is not None else None,
+        "cwd": str(cwd) if cwd is not None else os.getcwd(),  # Popen's default: the caller's
     }
     try:
         conn, pid, read = _zygote().start(request, given)
@@ -223,16 +234,20 @@ class _Client:
         """A connection the child's exit status will come on, its pid, and what was read past it."""
         payload = json.dumps(request).encode()
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        conn.connect(self.path)
-        socket.send_fds(conn, [_HEADER.pack(len(payload)) + payload], fds)
-        reply = b""
-        while b"\n" not in reply:
-            chunk = conn.recv(64)
-            if not chunk:
-                raise RuntimeError("the zygote could not fork: " + reply.decode(errors="replace"))
-            reply += chunk
-        line, rest = reply.split(b"\n", 1)
-        return conn, int(line), rest
+        try:
+            conn.connect(self.path)
+            socket.send_fds(conn, [_HEADER.pack(len(payload)) + payload], fds)
+            reply = b""
+            while b"\n" not in reply:
+                chunk = conn.recv(64)
+                if not chunk:
+                    raise RuntimeError("the zygote could not fork: " + reply.decode(errors="replace"))
+                reply += chunk
+            line, rest = reply.split(b"\n", 1)
+            return conn, int(line), rest
+        except BaseException:
+            conn.close()  # else the zygote waits on a request that never comes
+            raise
 
     def close(self) -> None:
         if self._process.poll() is None:
@@ -281,16 +296,32 @@ def _preload() -> None:
 
 
 def _recv_request(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    """One request; its fds are closed here if the rest of it never comes (a bound, not a wait:
+    the client sends it whole at once)."""
+    conn.settimeout(30)
     data, fds, _, _ = socket.recv_fds(conn, 65536, 3)
-    while len(data) < _HEADER.size:
-        data += conn.recv(65536)
-    (size,) = _HEADER.unpack_from(data)
-    while len(data) < _HEADER.size + size:
+    try:
+        if len(fds) != 3:
+            raise EOFError(f"{len(fds)} streams came with the request, not 3")
+        data = _read_to(conn, data, _HEADER.size)
+        (size,) = _HEADER.unpack_from(data)
+        data = _read_to(conn, data, _HEADER.size + size)
+        request = json.loads(data[_HEADER.size : _HEADER.size + size])
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    conn.settimeout(None)
+    return request, list(fds)
+
+
+def _read_to(conn: socket.socket, data: bytes, size: int) -> bytes:
+    while len(data) < size:
         more = conn.recv(65536)
         if not more:
             raise EOFError("request cut short")
         data += more
-    return json.loads(data[_HEADER.size : _HEADER.size + size]), list(fds)
+    return data
 
 
 def _exit_code(code: object) -> int:
@@ -305,22 +336,22 @@ def _exit_code(code: object) -> int:
 
 def _child(request: dict[str, Any], fds: list[int], keep_closed: list[int]) -> None:
     """The forked child: the request's streams, environment and directory, then the program, as
-    ``python -m MODULE ARGS`` or ``python -c CODE ARGS`` would run it."""
-    signal.set_wakeup_fd(-1)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    for fd in keep_closed:
-        os.close(fd)
-    for target, fd in enumerate(fds):
-        os.dup2(fd, target)
-    for fd in set(fds) - {0, 1, 2}:
-        os.close(fd)
-    os.environ.clear()
-    os.environ.update(request["env"])
-    if request["cwd"]:
-        os.chdir(request["cwd"])
-    flag, target, *args = request["argv"]
+    ``python -m MODULE ARGS`` or ``python -c CODE ARGS`` would run it. It never returns: whatever
+    fails, it ends here with ``os._exit`` rather than fall back into the zygote's loop."""
     code = 1
     try:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for fd in keep_closed:
+            os.close(fd)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+        for fd in set(fds) - {0, 1, 2}:
+            os.close(fd)
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.chdir(request["cwd"])
+        flag, target, *args = request["argv"]
         if flag == "-m":
             sys.argv = [target, *args]
             runpy.run_module(target, run_name="__main__", alter_sys=True)
@@ -331,18 +362,21 @@ def _child(request: dict[str, Any], fds: list[int], keep_closed: list[int]) -> N
     except SystemExit as exc:
         code = _exit_code(exc.code)
     except BaseException:
-        traceback.print_exc()
+        with contextlib.suppress(BaseException):
+            traceback.print_exc()
         code = 1
     finally:
-        # As the interpreter ends: threading's own exit hooks (a thread pool's workers are told to
-        # stop there, so joining them without it hangs) and its non-daemon threads joined, which is
-        # what its private _shutdown does for the interpreter; then atexit, then the streams flushed.
-        threading._shutdown()  # type: ignore[attr-defined]
-        atexit._run_exitfuncs()
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-        os._exit(code)
+        try:
+            # As the interpreter ends: threading's own exit hooks (a thread pool's workers are told
+            # to stop there, so joining them without it hangs) and its non-daemon threads joined,
+            # which its private _shutdown does for the interpreter; then atexit, then the streams.
+            threading._shutdown()  # type: ignore[attr-defined]
+            atexit._run_exitfuncs()
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+        finally:
+            os._exit(code)
 
 
 def serve(path: str) -> None:
@@ -364,41 +398,56 @@ def serve(path: str) -> None:
     children: dict[int, socket.socket] = {}
     sys.stdout.write("ready\n")
     sys.stdout.flush()
-    while True:
-        for key, _ in selector.select():
-            if key.fileobj is listener:
-                conn, _ = listener.accept()
-                try:
-                    request, fds = _recv_request(conn)
-                except (OSError, EOFError, ValueError) as exc:
-                    conn.close()
-                    print(f"zygote: bad request: {exc}", file=sys.stderr)
-                    continue
-                pid = os.fork()
-                if pid == 0:
-                    others = [c.fileno() for c in children.values()]
-                    _child(
-                        request,
-                        fds,
-                        [listener.fileno(), selector.fileno(), wake_r, wake_w, conn.fileno(), *others],
-                    )
-                for fd in fds:
-                    os.close(fd)
-                children[pid] = conn
-                conn.sendall(f"{pid}\n".encode())
-            elif key.fileobj == 0:
-                if not os.read(0, 4096):
-                    for pid in children:
-                        os.kill(pid, signal.SIGKILL)
-                    return
-            else:
-                while True:
+    try:
+        while True:
+            for key, _ in selector.select():
+                if key.fileobj is listener:
+                    conn, _ = listener.accept()
                     try:
-                        if not os.read(wake_r, 4096):
+                        request, fds = _recv_request(conn)
+                    except (OSError, EOFError, ValueError) as exc:
+                        conn.close()
+                        print(f"zygote: bad request: {exc}", file=sys.stderr)
+                        continue
+                    try:
+                        pid = os.fork()
+                    except OSError as exc:  # the client reads no pid and says the fork failed
+                        with contextlib.suppress(OSError):
+                            conn.sendall(f"fork: {exc}".encode())
+                        conn.close()
+                        pid = -1
+                    if pid == 0:
+                        others = [c.fileno() for c in children.values()]
+                        closing = [
+                            listener.fileno(),
+                            selector.fileno(),
+                            wake_r,
+                            wake_w,
+                            conn.fileno(),
+                            *others,
+                        ]
+                        _child(request, fds, closing)
+                    for fd in fds:
+                        os.close(fd)
+                    if pid > 0:
+                        children[pid] = conn
+                        with contextlib.suppress(OSError):  # the test may have let go already
+                            conn.sendall(f"{pid}\n".encode())
+                elif key.fileobj == 0:
+                    if not os.read(0, 4096):
+                        return
+                else:
+                    while True:
+                        try:
+                            if not os.read(wake_r, 4096):
+                                break
+                        except BlockingIOError:
                             break
-                    except BlockingIOError:
-                        break
-            _reap(children)
+                _reap(children)
+    finally:  # however the zygote ends, no child of its outlives it unreported
+        for pid in children:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _reap(children: dict[int, socket.socket]) -> None:

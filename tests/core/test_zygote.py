@@ -65,3 +65,14 @@ def test_a_child_ends_as_the_interpreter_would_with_a_thread_pool_left_running()
     code = "from concurrent.futures import ThreadPoolExecutor\npool = ThreadPoolExecutor(2)\npool.submit(print, 'ran')"
     done = zygote.run(["-c", code], timeout=60)
     assert (done.returncode, done.stdout) == (0, "ran\n")
+
+
+def test_requests_that_fail_on_the_way_leave_the_zygote_serving(tmp_path: Path) -> None:
+    closed = 999
+    with pytest.raises(OSError):
+        os.fstat(closed)  # not open here, so sending it fails in the client
+    with pytest.raises(OSError):
+        zygote.spawn(["-c", "pass"], stdout=closed)
+    missing = zygote.run(["-c", "pass"], cwd=tmp_path / "missing", timeout=60)  # fails in the child
+    assert missing.returncode == 1 and "FileNotFoundError" in missing.stderr
+    assert zygote.run(["-c", "print('still serving')"], timeout=60).stdout == "still serving\n"
