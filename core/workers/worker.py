@@ -66,6 +66,9 @@ class WorkerStats:
     failed_firings: int = 0  # of which ended failed; each is also in ``failures`` with its reason
     running: set[str] = field(default_factory=set)  # tasks this process is running now
     cut_off: set[str] = field(default_factory=set)  # tasks whose run here the lost database ended
+    # job id -> (task id, the job's attempts) of run jobs the lost database cut off: procrastinate
+    # writes their retry once the body ends, and that write can itself meet the lost database
+    unrecorded: dict[int, tuple[str, int]] = field(default_factory=dict)
     # (task id, outcome, reason) of every task that ended failed or whose run raised: what the
     # person who started the worker must look at, without reading its log
     failures: list[tuple[str, str, str]] = field(default_factory=list)
@@ -339,9 +342,14 @@ def register_jobs(app: App) -> None:
     async def run_task(context: JobContext, task_id: str) -> str:
         extra = context.additional_context
         retried = bool(context.job.attempts)  # procrastinate counts earlier tries of this job
-        return await run_one(
-            extra["ws"], task_id, retried=retried, stats=extra["stats"], progress=extra["progress"]
-        )
+        try:
+            return await run_one(
+                extra["ws"], task_id, retried=retried, stats=extra["stats"], progress=extra["progress"]
+            )
+        except DatabaseUnreachable:
+            if context.job.id is not None:
+                extra["stats"].unrecorded[context.job.id] = (task_id, context.job.attempts)
+            raise
 
     @app.task(name=dispatch.FIRE_SCHEDULE, queue=dispatch.QUEUE, pass_context=True, retry=lost)
     async def fire_schedule(context: JobContext, schedule_id: str) -> str:
@@ -519,6 +527,34 @@ def _quiet_procrastinate() -> Iterator[None]:
             lg.setLevel(level)
 
 
+async def retry_unrecorded_ends(app: App, stats: WorkerStats) -> None:
+    """Run jobs whose body the lost database ended, and whose retry procrastinate could not write.
+
+    Seen in a fresh-clone run: a restart ended a task's run; procrastinate's write of the job's
+    retry met the same restart and failed (its job task's exception is only logged), so the job
+    stayed ``doing`` under a worker that rode the restart out: never stalled, never retried. The
+    task, resumed by ``release_cut_off``, was queued again behind the same lock, which the ``doing``
+    job held for ever. Here such a job is retried (it resumes the task), and the task is taken off
+    ``cut_off`` so no second job waits on the lock. A job no longer ``doing``, retried since (more
+    attempts), or whose body runs here again is left alone; a failed read tries again next round.
+    """
+    from procrastinate import exceptions
+    from procrastinate.jobs import Status
+
+    for job_id, (task_id, attempts) in list(stats.unrecorded.items()):
+        job = next(iter(await app.job_manager.list_jobs_async(id=job_id)), None)
+        if job is not None and job.status == Status.DOING.value and job.attempts == attempts:
+            if task_id in stats.running:
+                continue  # its body is running here again: not an end left unwritten
+            try:
+                await app.job_manager.retry_job(job)
+                log.warning("job %s, whose retry the lost database did not record, is retried", job_id)
+            except exceptions.UniqueViolation:  # the task is queued already: that job resumes it
+                await app.job_manager.finish_job_by_id_async(job_id, status=Status.FAILED, delete_job=False)
+            stats.cut_off.discard(task_id)
+        del stats.unrecorded[job_id]
+
+
 async def _rescue_stalled(app: App, options: WorkerOptions, ws: Workspace, stats: WorkerStats) -> None:
     """procrastinate's stalled-job recovery: jobs of workers silent too long go back to the queue.
     Also this process's own runs that a short loss of the database cut off (``release_cut_off``),
@@ -543,6 +579,7 @@ async def _rescue_stalled(app: App, options: WorkerOptions, ws: Workspace, stats
                     await app.job_manager.finish_job_by_id_async(
                         job.id, status=Status.FAILED, delete_job=False
                     )
+            await retry_unrecorded_ends(app, stats)
             await release_cut_off(ws, stats)
         except Exception as exc:  # the next round tries again; a worker must not die of a missed poll
             log.warning("could not look for stalled jobs: %s", db_message(exc))
