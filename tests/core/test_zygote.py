@@ -41,7 +41,7 @@ def test_the_command_line_runs_with_its_arguments_environment_and_directory(tmp_
 
 
 def test_a_child_killed_with_sigkill_reports_the_signal_and_its_stderr_streams() -> None:
-    code = "import sys, time\nprint('started', file=sys.stderr, flush=True)\ntime.sleep(3600)"
+    code = "import signal, sys\nprint('started', file=sys.stderr, flush=True)\nsignal.pause()  # until killed"
     child = zygote.spawn(["-c", code], stderr=zygote.PIPE)
     assert child.stderr is not None
     assert child.stderr.readline() == b"started\n"  # read while it runs
