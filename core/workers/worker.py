@@ -39,6 +39,7 @@ from core.workspace import Workspace
 
 if TYPE_CHECKING:
     from procrastinate import App, JobContext
+    from procrastinate.jobs import Job
 
 log = logging.getLogger(__name__)
 
@@ -480,18 +481,10 @@ async def _release_own_jobs(app: App, own_workers: list[int]) -> None:
     Their bodies have ended (a round waits for its jobs), so nobody runs them; waiting for
     procrastinate's stalled-job recovery would leave them idle for ``stalled_after`` seconds.
     """
-    from procrastinate import exceptions
-    from procrastinate.jobs import Status
-
     while own_workers:
         worker_id = own_workers[0]
         for job in await app.job_manager.list_jobs_async(status="doing", worker_id=worker_id):
-            assert job.id is not None
-            try:
-                await app.job_manager.retry_job(job)
-                log.warning("job %s, cut off by the lost connection, is retried", job.id)
-            except exceptions.UniqueViolation:
-                await app.job_manager.finish_job_by_id_async(job.id, status=Status.FAILED, delete_job=False)
+            await _requeue(app, job, "job %s, cut off by the lost connection, is retried")
         await app.job_manager.unregister_worker(worker_id)
         own_workers.pop(0)
 
@@ -527,6 +520,20 @@ def _quiet_procrastinate() -> Iterator[None]:
             lg.setLevel(level)
 
 
+async def _requeue(app: App, job: Job, said: str) -> None:
+    """A ``doing`` job nobody runs goes back to the queue; when its task is queued already (its
+    queueing lock), that job will resume the task, and this one is closed as failed instead."""
+    from procrastinate import exceptions
+    from procrastinate.jobs import Status
+
+    assert job.id is not None
+    try:
+        await app.job_manager.retry_job(job)
+        log.warning(said, job.id)
+    except exceptions.UniqueViolation:
+        await app.job_manager.finish_job_by_id_async(job.id, status=Status.FAILED, delete_job=False)
+
+
 async def retry_unrecorded_ends(app: App, stats: WorkerStats) -> None:
     """Run jobs whose body the lost database ended, and whose retry procrastinate could not write.
 
@@ -538,7 +545,6 @@ async def retry_unrecorded_ends(app: App, stats: WorkerStats) -> None:
     ``cut_off`` so no second job waits on the lock. A job no longer ``doing``, retried since (more
     attempts), or whose body runs here again is left alone; a failed read tries again next round.
     """
-    from procrastinate import exceptions
     from procrastinate.jobs import Status
 
     for job_id, (task_id, attempts) in list(stats.unrecorded.items()):
@@ -546,11 +552,7 @@ async def retry_unrecorded_ends(app: App, stats: WorkerStats) -> None:
         if job is not None and job.status == Status.DOING.value and job.attempts == attempts:
             if task_id in stats.running:
                 continue  # its body is running here again: not an end left unwritten
-            try:
-                await app.job_manager.retry_job(job)
-                log.warning("job %s, whose retry the lost database did not record, is retried", job_id)
-            except exceptions.UniqueViolation:  # the task is queued already: that job resumes it
-                await app.job_manager.finish_job_by_id_async(job_id, status=Status.FAILED, delete_job=False)
+            await _requeue(app, job, "job %s, whose retry the lost database did not record, is retried")
             stats.cut_off.discard(task_id)
         del stats.unrecorded[job_id]
 
@@ -563,22 +565,12 @@ async def _rescue_stalled(app: App, options: WorkerOptions, ws: Workspace, stats
     When the task already has a queued job (a worker's start-up sweep found the dead runner
     first), that job resumes it, and the stalled one is closed as failed: a task is queued once.
     """
-    from procrastinate import exceptions
-    from procrastinate.jobs import Status
-
     while True:
         try:
             for job in await app.job_manager.get_stalled_jobs(
                 seconds_since_heartbeat=options.stalled_after_s
             ):
-                assert job.id is not None
-                try:
-                    await app.job_manager.retry_job(job)
-                    log.warning("job %s of a stalled worker is retried", job.id)
-                except exceptions.UniqueViolation:
-                    await app.job_manager.finish_job_by_id_async(
-                        job.id, status=Status.FAILED, delete_job=False
-                    )
+                await _requeue(app, job, "job %s of a stalled worker is retried")
             await retry_unrecorded_ends(app, stats)
             await release_cut_off(ws, stats)
         except Exception as exc:  # the next round tries again; a worker must not die of a missed poll
