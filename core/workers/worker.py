@@ -534,16 +534,18 @@ async def _requeue(app: App, job: Job, said: str) -> None:
         await app.job_manager.finish_job_by_id_async(job.id, status=Status.FAILED, delete_job=False)
 
 
-async def retry_unrecorded_ends(app: App, stats: WorkerStats) -> None:
-    """Run jobs whose body the lost database ended, and whose retry procrastinate could not write.
+async def close_unrecorded_ends(app: App, stats: WorkerStats) -> None:
+    """Close run jobs whose body the lost database ended and whose retry procrastinate never wrote.
 
-    Seen in a fresh-clone run: a restart ended a task's run; procrastinate's write of the job's
+    Seen in fresh-clone runs: a restart ended a task's run; procrastinate's write of the job's
     retry met the same restart and failed (its job task's exception is only logged), so the job
-    stayed ``doing`` under a worker that rode the restart out: never stalled, never retried. The
-    task, resumed by ``release_cut_off``, was queued again behind the same lock, which the ``doing``
-    job held for ever. Here such a job is retried (it resumes the task), and the task is taken off
-    ``cut_off`` so no second job waits on the lock. A job no longer ``doing``, retried since (more
-    attempts), or whose body runs here again is left alone; a failed read tries again next round.
+    stayed ``doing`` under a worker that rode the restart out: never stalled, never retried, and
+    holding its task's lock, so the job ``release_cut_off`` queued to resume the task waited for
+    ever. Such a job is closed as failed here, before ``release_cut_off`` runs: that resumes the
+    task (this process's runner is the only one that may) and queues its one job. Retrying the old
+    job instead was tried and lost the task: another worker took it while the task still named
+    this live runner, skipped it as running elsewhere, and nobody resumed it. A job no longer
+    ``doing``, retried since (more attempts), or whose body runs here again is left alone.
     """
     from procrastinate.jobs import Status
 
@@ -552,8 +554,8 @@ async def retry_unrecorded_ends(app: App, stats: WorkerStats) -> None:
         if job is not None and job.status == Status.DOING.value and job.attempts == attempts:
             if task_id in stats.running:
                 continue  # its body is running here again: not an end left unwritten
-            await _requeue(app, job, "job %s, whose retry the lost database did not record, is retried")
-            stats.cut_off.discard(task_id)
+            await app.job_manager.finish_job_by_id_async(job_id, status=Status.FAILED, delete_job=False)
+            log.warning("job %s, whose retry the lost database did not record, is closed", job_id)
         del stats.unrecorded[job_id]
 
 
@@ -571,7 +573,7 @@ async def _rescue_stalled(app: App, options: WorkerOptions, ws: Workspace, stats
                 seconds_since_heartbeat=options.stalled_after_s
             ):
                 await _requeue(app, job, "job %s of a stalled worker is retried")
-            await retry_unrecorded_ends(app, stats)
+            await close_unrecorded_ends(app, stats)
             await release_cut_off(ws, stats)
         except Exception as exc:  # the next round tries again; a worker must not die of a missed poll
             log.warning("could not look for stalled jobs: %s", db_message(exc))

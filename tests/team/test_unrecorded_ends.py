@@ -1,10 +1,11 @@
-"""A run job whose retry the lost database did not record is retried by its own worker.
+"""A run job whose retry the lost database did not record is closed by its own worker.
 
 Seen once in a fresh-clone run of tests/team/test_reconnect.py (``restart``): a restart ended a
 task's run, procrastinate's write of the job's retry met the same restart, and the job stayed
 ``doing`` under a worker that rode the restart out, holding its task's lock for ever. The race is
 rare; here its outcome is set up on a real server (a job fetched, so ``doing``, its body ended by
-a lost database) and ``retry_unrecorded_ends`` is asked to mend it.
+a lost database) and ``close_unrecorded_ends`` is asked to mend it: the job is closed, freeing the
+lock, and its task stays cut off, for ``release_cut_off`` to resume and queue once.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ import pytest
 
 from core.store import Store
 from core.tasks import dispatch
-from core.workers.worker import WorkerStats, retry_unrecorded_ends
+from core.workers.worker import WorkerStats, close_unrecorded_ends
 
 
 @pytest.mark.asyncio
-async def test_a_job_left_doing_by_a_lost_retry_is_retried_and_one_running_here_is_not(pg_url: str) -> None:
+async def test_a_job_left_doing_by_a_lost_retry_is_closed_and_one_running_here_is_not(pg_url: str) -> None:
     store = await Store.open(pg_url)
     try:
         await dispatch.ensure_queue_schema(store)
@@ -38,12 +39,12 @@ async def test_a_job_left_doing_by_a_lost_retry_is_retried_and_one_running_here_
                 stats.cut_off.add(task_id)
             stats.running.add(busy)  # its body runs here again: not an end left unwritten
 
-            await retry_unrecorded_ends(app, stats)
+            await close_unrecorded_ends(app, stats)
 
             after = {j.lock: j for j in await app.job_manager.list_jobs_async(queue=dispatch.QUEUE)}
-            assert (after[cut].status, after[cut].attempts) == ("todo", jobs[cut].attempts + 1)
+            assert after[cut].status == "failed"  # its lock is free for the job that resumes it
             assert after[busy].status == "doing"
-            assert stats.cut_off == {busy}  # the retried job resumes ``cut``; no second job for it
+            assert stats.cut_off == {cut, busy}  # release_cut_off resumes ``cut`` and queues it once
             assert list(stats.unrecorded.values()) == [(busy, jobs[busy].attempts)]  # looked at again later
     finally:
         await store.close()
