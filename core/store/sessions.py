@@ -5,13 +5,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, String, bindparam, func, insert, select, update
 
 from core.domain.records import RunRecord, SessionRecord
 from core.store.base import new_id
 from core.store.big_values import offload_values, read_back
 from core.store.eventlog import EventLog, NewEvent
 from core.store.models import RunRow, SessionRow, utcnow
+
+# Built once: a statement made per call (``insert(...).values(values)``) was built and cache-keyed
+# again on every run start and end, the larger part of those small transactions' CPU.
+_INSERT_SESSION = insert(SessionRow)
+_INSERT_RUN = insert(RunRow)
+_FINISH_RUN = update(RunRow).where(RunRow.id == bindparam("finished_run", type_=String))
 
 
 class SessionRepository(EventLog):
@@ -32,7 +38,7 @@ class SessionRepository(EventLog):
         }
 
         def insert_session(conn: Connection) -> None:
-            conn.execute(insert(SessionRow).values(values))
+            conn.execute(_INSERT_SESSION, values)
 
         await self.write_in_log_order(values["id"], insert_session)
         return SessionRecord.model_validate(values)
@@ -116,7 +122,7 @@ class SessionRepository(EventLog):
         }
 
         def insert_run(conn: Connection) -> None:
-            conn.execute(insert(RunRow).values(values))
+            conn.execute(_INSERT_RUN, values)
 
         await self.commit_events(
             session_id, [started], run_id=values["id"], task_id=task_id, before=insert_run
@@ -141,7 +147,7 @@ class SessionRepository(EventLog):
 
         def finish(conn: Connection) -> None:
             stored = offload_values(conn, RunRow, values, task_id or session_id, policy)
-            conn.execute(update(RunRow).where(RunRow.id == run_id).values(stored))
+            conn.execute(_FINISH_RUN, {**stored, "finished_run": run_id})
 
         await self.commit_events(session_id, [finished], run_id=run_id, task_id=task_id, before=finish)
 
