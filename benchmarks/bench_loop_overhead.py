@@ -10,6 +10,9 @@ with the same tool schema, so litellm's per-message work is the same on both sid
 alternates single 20-turn runs of the bare call and the loop and compares their medians, so the
 ratio holds when the machine is shared; the load average is printed with the figures.
 
+A sixth side, bare calls each followed by the sync ``noop`` through ``ToolRegistry.execute``,
+says how much of the gap is the tool's worker-thread hop alone.
+
 Two layers between the two are timed in the same rounds, on the same transcript, so each run says
 where the gap sits: litellm with our scripted provider (the model this loop is measured against,
 reached the way the gateway reaches it), and ``LLMGateway.complete`` (that, plus the gateway's
@@ -145,6 +148,34 @@ def layer_runners() -> tuple[Runner, Runner]:
     return provider, through_gateway
 
 
+def bare_with_tool_runner() -> Runner:
+    """The bare calls, each followed by the turn's ``noop`` through ``ToolRegistry.execute``.
+
+    The registry runs a sync tool on a worker thread (so a hung tool can be abandoned at its time
+    limit and the desk keeps painting), and waking that thread after a model call's ~2.5 ms of
+    work costs far more than a wake right after the last one: on this project's 2-vCPU VM a bare
+    thread round trip measured 88 us back to back and 146 us after 2.5 ms of busy main thread.
+    Timed beside the rest, it says how much of the loop's gap is that hop alone.
+    """
+    import litellm
+
+    schema = _tool_schema()
+    tools = ToolRegistry()
+    tools.register(noop)
+
+    async def one_run() -> None:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+        for i in range(TURNS_PER_RUN):
+            await litellm.acompletion(
+                model="gpt-4o-mini", messages=messages, tools=schema, mock_response="done"
+            )
+            if i < TURNS_PER_RUN - 1:  # the loop's last turn is the answer: no tool
+                await tools.execute("noop", json.dumps({"query": f"q{i}"}))
+            _grow(messages, i)
+
+    return one_run
+
+
 def bare_runner() -> Runner:
     """The same transcript and tools as the loop's runs, straight into ``litellm.acompletion``."""
     import litellm
@@ -181,11 +212,13 @@ async def main(runs: int) -> dict[str, list[float]]:
     """
     load_before = os.getloadavg()
     bare = bare_runner()
+    with_tool = bare_with_tool_runner()
     provider, through_gateway = layer_runners()
     ours, close_ours = await loop_runner(stream=False)
     streamed, close_streamed = await loop_runner(stream=True)
     sides: list[tuple[str, Runner]] = [
         ("bare", bare),
+        ("tool", with_tool),
         ("provider", provider),
         ("gateway", through_gateway),
         ("ours", ours),
@@ -209,7 +242,8 @@ async def main(runs: int) -> dict[str, list[float]]:
     ratio = [o / b for o, b in zip(ours_ms, bare_ms, strict=True)]
     streamed_ratio = [s / o for s, o in zip(streamed_ms, ours_ms, strict=True)]
     layers = {
-        name: [v / b for v, b in zip(medians[name], bare_ms, strict=True)] for name in ("provider", "gateway")
+        name: [v / b for v, b in zip(medians[name], bare_ms, strict=True)]
+        for name in ("provider", "gateway", "tool")
     }
     print(
         f"{runs} rounds, each the medians of {PAIRS} alternated {TURNS_PER_RUN}-turn runs per side; "
@@ -228,6 +262,7 @@ async def main(runs: int) -> dict[str, list[float]]:
     print(f"  litellm + the scripted provider:       {_spread(layers['provider'], '.3f')} x")
     print(f"  + LLMGateway.complete:                 {_spread(layers['gateway'], '.3f')} x")
     print(f"  + AgentLoop (events, tool, run rows):  {_spread(ratio, '.3f')} x")
+    print(f"bare + the sync tool on its worker thread (no loop): {_spread(layers['tool'], '.3f')} x")
     return {
         "bare_ms": bare_ms,
         "ours_ms": ours_ms,
@@ -235,6 +270,7 @@ async def main(runs: int) -> dict[str, list[float]]:
         "ratio": ratio,
         "provider_ratio": layers["provider"],
         "gateway_ratio": layers["gateway"],
+        "tool_ratio": layers["tool"],
     }
 
 
