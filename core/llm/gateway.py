@@ -15,6 +15,7 @@ import os
 import random
 import re
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -426,6 +427,16 @@ def _step_down(negotiation: Negotiation | None, exc: BaseException, error: LLMEr
     return True
 
 
+USAGE_KEPT = 1000
+"""How many of its latest calls' records a gateway keeps in memory (``LLMGateway.usage``).
+
+A workspace has one gateway for as long as the desk or a worker runs, and it kept every call's
+record: a worker's memory grew with every task it ever ran. The records that count are stored
+(each call's usage is in its run's or validation's events, ``core.domain.usage``); these are for
+``on_usage`` listeners and tests, which read the last few.
+"""
+
+
 class LLMGateway:
     """Completion with timeouts, retries that are all recorded, and errors callers can branch on."""
 
@@ -439,7 +450,7 @@ class LLMGateway:
         self.settings = settings
         self.on_usage = on_usage
         self.retry_backoff_s = retry_backoff_s
-        self.usage: list[UsageRecord] = []
+        self.usage: deque[UsageRecord] = deque(maxlen=USAGE_KEPT)  # the latest calls' records
         self.endpoints = EndpointResolver(settings)
 
     def _record(self, record: UsageRecord) -> None:

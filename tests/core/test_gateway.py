@@ -63,8 +63,24 @@ async def test_complete_returns_content_usage_and_provider() -> None:
     assert (resp.usage.prompt_tokens, resp.usage.completion_tokens, resp.usage.total_tokens) == (120, 9, 129)
     assert (resp.model, resp.provider) == ("scripted/agent", "scripted")
     assert resp.latency_s >= 0
-    assert records == gw.usage
+    assert records == list(gw.usage)
     assert [(r.ok, r.attempt, r.prompt_tokens, r.completion_tokens) for r in gw.usage] == [(True, 1, 120, 9)]
+
+
+async def test_the_gateway_keeps_its_latest_calls_records_and_listeners_see_every_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A workspace's one gateway lives as long as the desk or a worker: its memory must not grow
+    with every call it ever made (each call's usage is stored in the events, where totals come from)."""
+    import core.llm.gateway as gateway_module
+
+    monkeypatch.setattr(gateway_module, "USAGE_KEPT", 3)
+    records: list[UsageRecord] = []
+    gw = gateway(one_turn_script(tmp_path, {"content": "ok"}), on_usage=records.append)
+    for _ in range(5):
+        await gw.complete(model="scripted/m", messages=user("q"))
+    assert len(records) == 5
+    assert list(gw.usage) == records[-3:]
 
 
 async def test_tool_calls_and_request_parameters_pass_through() -> None:
@@ -136,7 +152,7 @@ async def test_fail_times_one_is_recovered_by_the_gateway_retry(tmp_path: Path) 
     resp = await gw.complete(model="scripted/m", messages=user("q"))
     assert resp.content == "after one timeout"
     assert [(r.ok, r.error_kind, r.attempt) for r in gw.usage] == [(False, "timeout", 1), (True, None, 2)]
-    assert records == gw.usage
+    assert records == list(gw.usage)
 
 
 async def test_transient_errors_are_retried_until_the_budget_runs_out(tmp_path: Path) -> None:
@@ -187,7 +203,7 @@ async def test_broken_script_is_reported_before_any_call(tmp_path: Path) -> None
     gw = gateway(path)
     with pytest.raises(ConfigurationError, match=r"bad\.json: conversations: List should have at least 1"):
         await gw.complete(model="scripted/m", messages=user("q"))
-    assert gw.usage == []
+    assert not gw.usage
 
 
 async def test_timeout_s_is_enforced_by_the_gateway(tmp_path: Path) -> None:
@@ -206,7 +222,7 @@ async def test_cancellation_propagates_and_is_never_retried(tmp_path: Path) -> N
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert gw.usage == []
+    assert not gw.usage
     assert len(scripted_stats().requests) == 1
     assert scripted_stats().in_flight == 0
 

@@ -145,7 +145,7 @@ async def test_missing_key_is_a_configuration_error_with_no_request(
         with pytest.raises(ConfigurationError, match="no API key"):
             await service.create("A question?")
         assert provider.requests == []
-        assert gateway.usage == []
+        assert not gateway.usage
         assert await ws.store.list_tasks() == []
     finally:
         await ws.close()
