@@ -23,7 +23,8 @@ import os
 import re
 import threading
 import warnings
-from collections.abc import Coroutine
+from collections import deque
+from collections.abc import Coroutine, MutableSequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -248,15 +249,24 @@ class ScriptedRequest:
     turn: int | None = None
 
 
+REQUESTS_KEPT = 10_000
+"""How many of the latest requests the provider remembers (``ScriptedStats.requests``).
+
+The default models are scripted, so a desk or a worker on them makes scripted calls for as long as
+it runs: every call's record used to stay. Tests and replays read the last few; what a run sent is
+in its events.
+"""
+
+
 @dataclass
 class ScriptedStats:
     in_flight: int = 0
     peak_in_flight: int = 0
-    requests: list[ScriptedRequest] = field(default_factory=list)
+    requests: MutableSequence[ScriptedRequest] = field(default_factory=list)
     calls: dict[tuple[str, int, int], int] = field(default_factory=dict)
 
 
-_stats = ScriptedStats()
+_stats = ScriptedStats(requests=deque(maxlen=REQUESTS_KEPT))
 
 
 def scripted_stats() -> ScriptedStats:

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +138,18 @@ async def test_requests_record_tools_tool_choice_and_response_format() -> None:
     assert req.message_count == 1
     reset_scripted_stats()
     assert scripted_stats().requests == []
+
+
+async def test_the_provider_remembers_only_its_latest_requests() -> None:
+    """The default models are scripted: a desk or a worker on them calls it for as long as it runs,
+    and a record per call must not stay for ever (what a run sent is in its events)."""
+    from core.llm import scripted
+
+    assert isinstance(scripted._stats.requests, deque)
+    assert scripted._stats.requests.maxlen == scripted.REQUESTS_KEPT
+    await call("scripted/agent", [user("hello")])
+    snapshot = scripted_stats().requests
+    assert isinstance(snapshot, list) and snapshot[-1].model == "agent"  # a copy, as before
 
 
 @pytest.mark.parametrize(
