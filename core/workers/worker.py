@@ -15,10 +15,11 @@ import signal
 import socket
 import sys
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from itertools import islice
 from typing import TYPE_CHECKING, Any, TextIO
 
 from core.domain.event_codec import decode_as
@@ -70,9 +71,11 @@ class WorkerStats:
     # job id -> (task id, the job's attempts) of run jobs the lost database cut off: procrastinate
     # writes their retry once the body ends, and that write can itself meet the lost database
     unrecorded: dict[int, tuple[str, int]] = field(default_factory=dict)
-    # (task id, outcome, reason) of every task that ended failed or whose run raised: what the
-    # person who started the worker must look at, without reading its log
-    failures: list[tuple[str, str, str]] = field(default_factory=list)
+    # (task id, outcome, reason) of the latest tasks that ended failed or whose run raised: what the
+    # person who started the worker must look at, without reading its log. Only the latest
+    # ``FAILURES_KEPT`` are held (a worker runs for weeks); ``failure_count`` counts them all.
+    failures: deque[tuple[str, str, str]] = field(default_factory=lambda: deque(maxlen=FAILURES_KEPT))
+    failure_count: int = 0
 
     @property
     def runs(self) -> int:
@@ -80,6 +83,7 @@ class WorkerStats:
 
     def failed(self, task_id: str, outcome: str, reason: str) -> None:
         self.failures.append((task_id, outcome, reason))
+        self.failure_count += 1
 
     def summary(self) -> str:
         elapsed = time.monotonic() - self.started
@@ -90,11 +94,13 @@ class WorkerStats:
             + (f"; {self.firings} heartbeat firing(s), {self.failed_firings} failed" if self.firings else "")
             + (f"; {self.reconnects} database outage(s) waited out" if self.reconnects else "")
         ]
-        for task_id, outcome, reason in self.failures[:SHOWN_FAILURES]:
+        shown = list(islice(reversed(self.failures), SHOWN_FAILURES))[::-1]  # the latest, in order
+        for task_id, outcome, reason in shown:
             lines.append(f"  {task_id[:12]}  {outcome}: {reason}")
-        if len(self.failures) > SHOWN_FAILURES:
+        if self.failure_count > len(shown):
             lines.append(
-                f"  ... and {len(self.failures) - SHOWN_FAILURES} more (evidence-desk list --status failed)"
+                f"  ... and {self.failure_count - len(shown)} more before these "
+                "(evidence-desk list --status failed)"
             )
         return "\n".join(lines)
 
@@ -108,10 +114,12 @@ class WorkerStats:
             "firings": self.firings,
             "failed_firings": self.failed_firings,
             "failures": [{"task_id": t, "outcome": o, "reason": r} for t, o, r in self.failures],
+            "failure_count": self.failure_count,  # all of them; ``failures`` holds the latest
         }
 
 
 SHOWN_FAILURES = 20
+FAILURES_KEPT = 1000  # the latest failures a worker holds for its summary; older ones are counted
 # psycopg's pool waits this long for a connection (its default, 30 s, held a worker that lost the
 # database for a minute: one wait to record the cut-off job, one to unregister, before it said so)
 POOL_WAIT_S = 3.0

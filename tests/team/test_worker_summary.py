@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+import core.workers.worker as worker_module
 from core.cli.main import main as cli_main
+from core.workers.worker import WorkerStats
 from tests.team.conftest import VERDICT_OK
 
 
@@ -55,3 +57,20 @@ def test_on_a_terminal_the_summary_is_one_line_of_counts_then_one_line_per_failu
     assert summary[1].split()[:2] == [ids[1][:12], "failed:"]
     assert "no usable answer (llm_error)" in summary[1]
     assert len(summary) == 2
+
+
+def test_a_long_running_worker_holds_only_its_latest_failures_and_counts_them_all(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker runs for weeks: its summary must not keep every failure it ever met in memory."""
+    monkeypatch.setattr(worker_module, "FAILURES_KEPT", 30)
+    stats = WorkerStats()
+    for n in range(45):
+        stats.failed(f"{n:032d}", "failed", f"reason {n}")
+    assert stats.failure_count == 45 and len(stats.failures) == 30
+    assert stats.failures[0][2] == "reason 15"  # the oldest dropped first
+    lines = stats.summary().splitlines()
+    assert [line.split(": ")[-1] for line in lines[1:21]] == [f"reason {n}" for n in range(25, 45)]
+    assert lines[21].startswith("  ... and 25 more before these")
+    as_json = stats.as_json()
+    assert as_json["failure_count"] == 45 and len(as_json["failures"]) == 30
