@@ -232,6 +232,31 @@ def test_open_case_bundle_reports_a_non_bundle_and_opens_a_real_one(
         await wait_until(lambda: len(desk.bundle_windows) == 1, what="bundle window")
         assert "verified" in desk.bundle_windows[0].banner.text()  # type: ignore[attr-defined]
         desk.bundle_windows[0].close()
+        # Closed is gone: the window, its bundle's records and open zip streams are not kept.
+        await wait_until(lambda: desk.bundle_windows == [], what="closed bundle window forgotten")
+
+    run(qloop, scenario())
+
+
+def test_bundle_windows_closed_while_they_load_are_forgotten_without_errors(
+    qloop: qasync.QEventLoop, workspace: Workspace, desk: MainWindow, tmp_path: Path
+) -> None:
+    """A bundle window closed at once, its first task's evidence still being read from the zip:
+    the read's end finds the window gone and says nothing, and the desk keeps no window."""
+    from core.bundle import export_bundle
+
+    async def scenario() -> None:
+        await started(desk)
+        task = await add_task(workspace, "bundled task")
+        case = tmp_path / "case.zip"
+        await export_bundle(workspace.store, [task.id], case, environ={})
+        for opened in range(1, 4):
+            desk.open_case_bundle(str(case))
+            await wait_until(lambda: len(desk.bundle_windows) == 1, what=f"bundle window {opened}")
+            desk.bundle_windows[0].close()  # its evidence reads are in flight or just done
+            await wait_until(lambda: desk.bundle_windows == [], what=f"bundle window {opened} forgotten")
+        await desk.ops.wait_idle()
+        assert "failed" not in desk.message_bar.text()  # and the qloop fixture saw no loop error
 
     run(qloop, scenario())
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QFileDialog, QMessageBox, QWidget
 
 from core.domain.records import TaskRecord
@@ -108,6 +109,9 @@ class WindowDialogs:
         window = self.host.widget
         self.open(ShortcutSheet(window.actions(), window))
 
+    def _forget_bundle_window(self, window: QWidget) -> None:
+        self.bundle_windows[:] = [w for w in self.bundle_windows if w is not window]
+
     def open_case_bundle(self, path: str | None = None) -> None:
         """File → Open case bundle: a read-only window, with a banner when verification fails."""
         host = self.host
@@ -123,6 +127,10 @@ class WindowDialogs:
 
         def show(opened: Any) -> None:
             window = BundleWindow(opened)
+            # Closed means gone: a hidden window kept the bundle's records and its open zip
+            # streams for as long as the desk ran, one more per bundle opened.
+            window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+            window.destroyed.connect(lambda *_: self._forget_bundle_window(window))
             self.bundle_windows.append(window)
             window.show()
 
