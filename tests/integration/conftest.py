@@ -26,6 +26,13 @@ def child_cli(*args: str, db: Path, root: Path, **env: str) -> tuple[list[str], 
     return argv, {**os.environ, "PYTHONPATH": str(ROOT), **env}
 
 
+def write_script(root: Path, conversations: list[dict[str, Any]]) -> Path:
+    """The scripted provider's script in ``root``, where ``child_cli`` and the desk look for it."""
+    path = root / "script.json"
+    path.write_text(json.dumps({"conversations": conversations}), encoding="utf-8")
+    return path
+
+
 CORPUS = {
     "tides.md": "# Tides\n\nTides are caused mainly by the Moon's gravity. Most coasts see two high tides a day.\n",
     "everest.md": "# Mount Everest\n\nMount Everest is 8,849 metres above sea level (2020 survey).\n",
@@ -61,9 +68,7 @@ class Desk:
         return self.root / "ws.sqlite3"
 
     def script(self, conversations: list[dict[str, Any]]) -> Path:
-        path = self.root / "script.json"
-        path.write_text(json.dumps({"conversations": conversations}), encoding="utf-8")
-        return path
+        return write_script(self.root, conversations)
 
     def env(self, **settings: Any) -> None:
         for key, value in settings.items():

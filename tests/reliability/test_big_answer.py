@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gc
 import json
-import os
 import sqlite3
 import sys
 import tracemalloc
@@ -23,7 +22,7 @@ import keyring
 from core.cli.main import main as cli_main
 from core.llm.scripted import load_script
 from tests import zygote
-from tests.integration.conftest import ROOT, Desk, verdict
+from tests.integration.conftest import Desk, child_cli, verdict, write_script
 from tests.keyrings import MemoryKeyring
 
 MARK = 4 * 1024 * 1024
@@ -92,26 +91,20 @@ def _traced_peak(root: Path, answer: str, *, trace: bool = True) -> int:
     The script is parsed before tracing starts, as a provider's reply exists before our code sees
     it: what is traced is what the run itself holds (copies of the answer, and everything else).
     """
-    path = root / "script.json"
-    path.write_text(
-        json.dumps(
-            {
-                "conversations": [
-                    {"model": "agent", "turns": [{"content": answer}]},
-                    {"model": "validator", "turns": [{"content": verdict("accepted", 0.9)}]},
-                ]
-            }
-        ),
-        encoding="utf-8",
+    path = write_script(
+        root,
+        [
+            {"model": "agent", "turns": [{"content": answer}]},
+            {"model": "validator", "turns": [{"content": verdict("accepted", 0.9)}]},
+        ],
     )
     load_script(path)
-    args = ["run", "Write it all out.", "--json", "--db", str(root / "ws.sqlite3"), "--create"]
-    args += ["--script", str(path), "--corpus", str(root / "corpus")]
+    argv, _ = child_cli("run", "Write it all out.", "--json", db=root / "ws.sqlite3", root=root)
     gc.collect()
     if trace:
         tracemalloc.start()
     try:
-        code = cli_main(args)
+        code = cli_main(argv[2:])  # what follows ``-m core.cli``
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -149,8 +142,7 @@ def test_a_big_answer_is_held_about_once_while_the_task_runs(desk: Desk) -> None
     code = (
         f"from tests.reliability.test_big_answer import measure_in_this_process as m; m({str(desk.root)!r})"
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "EVIDENCE_DESK_LLM_NUM_RETRIES": "0"}
-    env["EVIDENCE_DESK_COHERENCE_MIN_CITATIONS"] = "0"  # as the desk fixture sets it
+    _, env = child_cli(db=desk.db, root=desk.root)  # the desk fixture's settings, and our path
     done = zygote.run(["-c", code], env, timeout=300)
     assert done.returncode == 0, done.stderr
     peaks = json.loads(done.stderr.strip().splitlines()[-1])
