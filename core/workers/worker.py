@@ -65,7 +65,7 @@ class WorkerStats:
     errors: int = 0
     reconnects: int = 0  # database outages and restarts waited out
     firings: int = 0  # schedule firings this worker ran (fired elsewhere: not counted)
-    failed_firings: int = 0  # of which ended failed; each is also in ``failures`` with its reason
+    failed_firings: int = 0  # of which ended failed; each is also a failure (``failed``) with its reason
     running: set[str] = field(default_factory=set)  # tasks this process is running now
     cut_off: set[str] = field(default_factory=set)  # tasks whose run here the lost database ended
     # job id -> (task id, the job's attempts) of run jobs the lost database cut off: procrastinate
