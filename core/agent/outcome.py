@@ -102,14 +102,21 @@ def _chars(obj: Any) -> int:
 
 
 def _has_long_text(obj: Any) -> bool:
-    """Whether ``obj`` holds a string ``_light`` would empty; a walk that copies nothing."""
-    if isinstance(obj, str):
-        return len(obj) > _PIECE
-    if isinstance(obj, dict):
-        obj = obj.values()
-    elif not isinstance(obj, list | tuple):
-        return False
-    return any(_has_long_text(value) for value in obj)
+    """Whether ``obj`` holds a string ``_light`` would empty; a walk that copies nothing.
+
+    A loop over a stack, not recursion through generators: it runs for every message the agent
+    loop adds (twice a turn), where the generators cost more than the dump they guard."""
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if len(item) > _PIECE:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
 
 
 __all__ = ["COMPACT_SNAPSHOT_KEYS", "RunOutcome", "RunStep", "scrub_secrets"]

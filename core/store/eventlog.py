@@ -23,7 +23,6 @@ from itertools import groupby
 from operator import attrgetter
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
 from sqlalchemy import Connection, Integer, Select, String, bindparam, case, func, insert, select, update
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -63,8 +62,13 @@ recovery already handles (the run has no ``run_finished``, and is marked interru
 """
 
 
-class NewEvent(BaseModel):
-    """An event not yet stored; the store assigns id, seq and time. Writers build it with ``new_event``."""
+@dataclass(slots=True)
+class NewEvent:
+    """An event not yet stored; the store assigns id, seq and time. Writers build it with ``new_event``.
+
+    A plain dataclass, not a pydantic model: the agent loop builds three a turn from a payload its
+    typed model has just dumped, so validating the dict again bought nothing and cost the loop.
+    """
 
     kind: str
     payload: dict[str, Any]
