@@ -26,7 +26,6 @@ from core.domain.event_payloads import (
     LlmResponse,
     RunEnd,
     RunStart,
-    ToolCallStart,
     ToolResultRecord,
 )
 from core.domain.facts import FinishReason
@@ -238,17 +237,8 @@ class AgentLoop:
                 model=response.model,
             )
         )
-        events = [snapshot, received]
-        if response.tool_calls and tools:
-            events += [
-                new_event(
-                    ToolCallStart(
-                        iteration=state.iteration, tool_name=c.name, tool_call_id=c.id, arguments=c.arguments
-                    )
-                )
-                for c in response.tool_calls
-            ]
-        self._enqueue(state, events)
+        # The calls to run are the ones this response lists: no row of their own repeats them.
+        self._enqueue(state, [snapshot, received])
         return response
 
     async def _retry_cut_turn(

@@ -183,7 +183,13 @@ class LlmCallFailure(EventPayload):
 
 
 class ToolCallStart(EventPayload):
-    """A tool call about to run, recorded before its result so a crash shows what was under way."""
+    """A tool call about to run. The agent loop no longer writes it; logs that hold it still read.
+
+    It repeated what the turn's ``llm_response_received`` lists (name, id, arguments), in the same
+    commit, and was written even for calls that never ran (a reply cut off twice, a refused final
+    reply). The response's ``tool_calls`` and each ``tool_result_recorded`` say what was asked and
+    what ran; a crash between the two shows as calls without results.
+    """
 
     iteration: int = 0
     tool_name: str = ""

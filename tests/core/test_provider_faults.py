@@ -168,8 +168,10 @@ async def test_length_on_a_tool_turn_retries_once_with_more_tokens(
         assert len(chat) == 4
         assert "max_tokens" not in (chat[0].body or {})
         assert (chat[1].body or {})["max_tokens"] > 0
-        started = await _events(ws, task_id, EventKind.TOOL_CALL_STARTED)
-        assert [json.loads(e.payload["arguments"]) for e in started] == [{"query": "Mariana Trench depth"}]
+        # The cut turn's half-written call is dropped with its reply: only the retried call is on record.
+        responses = await _events(ws, task_id, EventKind.LLM_RESPONSE_RECEIVED)
+        asked = [json.loads(c["arguments"]) for e in responses for c in e.payload["tool_calls"]]
+        assert asked == [{"query": "Mariana Trench depth"}]
         failed = await _events(ws, task_id, EventKind.LLM_CALL_FAILED)
         assert [e.payload["kind"] for e in failed] == ["truncated"]
         assert failed[0].payload["retry_max_tokens"] == (chat[1].body or {})["max_tokens"]

@@ -174,10 +174,13 @@ async def test_a_stream_with_tool_calls_over_http_records_what_a_plain_call_does
     assert streamed.finish_reason == plain.finish_reason == FinishReason.STOP
     assert streamed.output_text == ANSWER and "".join(pieces) == ANSWER and len(pieces) > 1
     assert _comparable(streamed_events) == _comparable(plain_events)
-    started = [e for e in streamed_events if e.kind == EventKind.TOOL_CALL_STARTED]
-    assert [(e.payload["tool_name"], e.payload["arguments"]) for e in started] == [
-        ("lookup", '{"query": "tides"}')
+    asked = [
+        (c["name"], c["arguments"])
+        for e in streamed_events
+        if e.kind == EventKind.LLM_RESPONSE_RECEIVED
+        for c in e.payload["tool_calls"]
     ]
+    assert asked == [("lookup", '{"query": "tides"}')]
 
     responses = [e for e in streamed_events if e.kind == EventKind.LLM_RESPONSE_RECEIVED]
     litellm = _import_litellm()
