@@ -24,7 +24,7 @@ from operator import attrgetter
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Integer, Select, String, bindparam, case, func, insert, select, update
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.domain.content import DEFAULT_POLICY, ContentPolicy, ContentRef
@@ -366,7 +366,10 @@ class EventLog(ChunkRepository):
         """The error of a session's lost events, reported once to whoever asks for that session."""
         error = self._session_errors.pop(session_id)
         kind = DatabaseUnreachable if is_connection_lost(error) else StoreError  # a worker resumes the first
-        return kind(f"events of session {session_id[:8]} could not be written: {error}")
+        # The driver's words, never SQLAlchemy's dump of the statement and its parameters: those
+        # are the events themselves (a task's text, a tool's result) and must not reach a log line.
+        why = engines.describe_db_error(error, self.url) if isinstance(error, SQLAlchemyError) else str(error)
+        return kind(f"events of session {session_id[:8]} could not be written: {why}")
 
     def _submit(self, item: PendingAppend) -> None:
         self._queue.append(item)

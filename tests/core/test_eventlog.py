@@ -78,12 +78,19 @@ async def test_later_events_are_never_written_past_lost_ones(store: Store) -> No
     session = await store.create_session(task_id=None, kind="main")
     bystander = await store.create_session(task_id=None, kind="node")
     # A payload that cannot be stored fails its item; the same session's later items must wait.
-    store.enqueue_events(session.id, [NewEvent(kind="bad", payload={"x": object()})])
+    store.enqueue_events(
+        session.id, [NewEvent(kind="bad", payload={"x": object(), "task": "the analyst's text"})]
+    )
     store.enqueue_events(session.id, [ev("behind the hole")])
     store.enqueue_events(bystander.id, [ev("fine")])
     awaited = asyncio.ensure_future(store.append_events(session.id, [ev("awaited behind the hole")]))
-    with pytest.raises(StoreError, match="could not be written"):
+    with pytest.raises(StoreError, match="could not be written") as failure:
         await awaited  # the owner hears about the hole instead of writing past it
+    # One line with the driver's words: SQLAlchemy's dump of the statement and its parameters
+    # would put the events themselves (a task's text, a tool's result) in a log line.
+    told = str(failure.value)
+    assert "JSON serializable" in told
+    assert "\n" not in told and "INSERT" not in told and "the analyst's text" not in told
     assert await store.get_session_events(session.id) == []
     assert [e.kind for e in await store.get_session_events(bystander.id)] == ["fine"]
     await store.flush(session.id)  # already reported to the awaited caller
