@@ -531,7 +531,7 @@ class AgentLoop:
         await self.store.commit_events(state.session_id, events, run_id=state.run_id, task_id=state.task_id)
 
     def _enqueue(self, state: _RunState, events: list[NewEvent]) -> None:
-        """Mid-run events are written behind the loop; run start and end are awaited."""
+        """A run's events, its start included, are written behind the loop; only its end is awaited."""
         self.store.enqueue_events(state.session_id, events, run_id=state.run_id, task_id=state.task_id)
 
     async def _spent_before(self, task_id: str | None) -> UsageTotals:

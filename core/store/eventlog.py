@@ -56,9 +56,10 @@ the GIL meanwhile), so the number of commits, not of events, is what the log add
 measured against bare litellm per turn (``bench_loop_overhead``'s runs, interleaved), a 10 ms
 window cost 1.41x, 30 ms 1.34x, 50 ms 1.30x. A real model answers in hundreds of milliseconds, so
 there each turn's events are committed long before the next answer either way. An awaited append
-or a ``flush()`` (every read of the log) ends the wait at once, so no reader and no run start or
-end is held by it; a process killed meanwhile loses at most this window of events, which crash
-recovery already handles (the run has no ``run_finished``, and is marked interrupted).
+or a ``flush()`` (every read of the log or of runs) ends the wait at once, so no reader and no run
+end is held by it; a process killed meanwhile loses at most this window of events (a run's start
+included), which crash recovery already handles (the run has no ``run_finished``, and is marked
+interrupted, or has no row and its task is).
 """
 
 
@@ -336,8 +337,9 @@ class EventLog(ChunkRepository):
         *,
         run_id: str | None = None,
         task_id: str | None = None,
+        before: Callable[[Connection], None] | None = None,
     ) -> None:
-        """Write-behind append for the agent loop's hot path.
+        """Write-behind append for the agent loop's hot path; ``before`` as for ``append_events``.
 
         A turn does not wait for its log writes. ``flush()`` (called by every read of the log)
         waits until they are durable. Events wait up to ``write_behind_s`` for others to share
@@ -348,7 +350,7 @@ class EventLog(ChunkRepository):
         if session_id in self._session_errors:
             raise self._lost(session_id)
         if events:
-            self._submit(PendingAppend(session_id, list(events), run_id, task_id))
+            self._submit(PendingAppend(session_id, list(events), run_id, task_id, before=before))
 
     async def flush(self, session_id: str | None = None) -> None:
         """Wait until every queued event is committed.

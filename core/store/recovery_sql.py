@@ -75,6 +75,7 @@ class RecoveryRepository(EventLog):
         if not task_ids:
             return attempts, runs
         ids = list(task_ids)
+        await self.flush()  # a run started in this process may still be queued (``start_run``)
         async with self._read() as s:
             found = await s.execute(
                 select(*_ATTEMPT_FACTS)

@@ -104,10 +104,15 @@ class SessionRepository(EventLog):
         attempt_id: str | None = None,
         node_id: str | None = None,
     ) -> RunRecord:
-        """``create_run`` and the run's first event in one transaction of the event writer.
+        """``create_run`` and the run's first event, queued behind the loop like the run's other events.
 
-        The agent loop starts a run per node and per attempt; a transaction of its own for the
-        row and another for the event doubled what starting cost, and neither is useful alone.
+        Nothing waits for them: the run's end (``end_run``) is awaited and commits everything queued
+        before it, so a finished run is whole on disk, and a read of runs or events waits for the
+        queue first. A row that cannot be written is raised by the run's next append or by its end,
+        as for any of its events. Awaiting the start bought nothing a reader or crash recovery uses
+        and cost every run a commit on the loop's path (a run killed before its first commit
+        leaves no row, as one killed before its start was written always did); the model's first
+        call is no longer held until the row is on disk.
         """
         values: dict[str, Any] = {
             "id": new_id(),
@@ -124,9 +129,7 @@ class SessionRepository(EventLog):
         def insert_run(conn: Connection) -> None:
             conn.execute(_INSERT_RUN, values)
 
-        await self.commit_events(
-            session_id, [started], run_id=values["id"], task_id=task_id, before=insert_run
-        )
+        self.enqueue_events(session_id, [started], run_id=values["id"], task_id=task_id, before=insert_run)
         return RunRecord.model_validate(
             {**values, "finish_reason": None, "output_text": None, "finished_at": None}
         )
@@ -152,11 +155,13 @@ class SessionRepository(EventLog):
         await self.commit_events(session_id, [finished], run_id=run_id, task_id=task_id, before=finish)
 
     async def get_run(self, run_id: str) -> RunRecord:
+        await self.flush()  # a run started in this process may still be queued (``start_run``)
         return (await read_back(self, RunRow, [await self._get(RunRecord, RunRow, run_id, "run")]))[0]
 
     async def list_runs(
         self, *, task_id: str | None = None, attempt_id: str | None = None
     ) -> list[RunRecord]:
+        await self.flush()  # a run started in this process may still be queued (``start_run``)
         q = select(RunRow)
         if task_id is not None:
             q = q.where(RunRow.task_id == task_id)
