@@ -121,6 +121,10 @@ class PendingAppend:
     done: asyncio.Future[list[EventRecord]] | None = None
     before: Callable[[Connection], None] | None = None  # statements committed with these events
     records: bool = True  # the waiter wants the stored records back (ids are read after the insert)
+    # When a write-behind append was queued: its events' time. The commit may come up to the
+    # write-behind window later, and a run's start shares it with the run's first events (or, for
+    # a short run, its end): stamped at the commit, a run would read shorter than it was.
+    queued_at: datetime | None = None
 
 
 def _stored_form(
@@ -163,6 +167,7 @@ def insert_events(
         seq = int(first)
         for a in group:
             rows_of_append: list[dict[str, Any]] = []
+            at = a.queued_at or now
             for i, ev in enumerate(a.events):
                 payload, content = _stored_form(conn, ev, a.task_id or session_id, policy)
                 rows_of_append.append(
@@ -174,7 +179,7 @@ def insert_events(
                         "kind": ev.kind,
                         "payload": payload,
                         "content": content,
-                        "created_at": now,
+                        "created_at": at,
                     }
                 )
             out.append(rows_of_append)
@@ -350,7 +355,9 @@ class EventLog(ChunkRepository):
         if session_id in self._session_errors:
             raise self._lost(session_id)
         if events:
-            self._submit(PendingAppend(session_id, list(events), run_id, task_id, before=before))
+            self._submit(
+                PendingAppend(session_id, list(events), run_id, task_id, before=before, queued_at=utcnow())
+            )
 
     async def flush(self, session_id: str | None = None) -> None:
         """Wait until every queued event is committed.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from core.domain import TaskStatus
 from core.domain.content import ContentPolicy
 from core.domain.records import EventRecord
 from core.errors import StoreError
-from core.store import NewEvent, Store
+from core.store import NewEvent, Store, eventlog
 from core.store.models import EventRow
 
 
@@ -226,3 +227,20 @@ async def test_commit_events_is_an_awaited_append_without_records(store: Store) 
     ]
     with pytest.raises(StoreError, match="no session"):
         await store.commit_events("no-such-session", [ev("x")])
+
+
+async def test_a_queued_event_keeps_the_time_it_was_queued_not_its_commits(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Written behind, an event is committed up to the window later (a run's start shares the commit
+    of its first events, or of its end): its time is when it happened, or a run reads shorter."""
+    session = await store.create_session(task_id=None, kind="main")
+    store.write_behind_s = 3600.0  # only the awaited append below ends the window
+    queued, committed = datetime(2026, 3, 1, 9, 0, 0, tzinfo=UTC), datetime(2026, 3, 1, 9, 0, 7, tzinfo=UTC)
+    clock = [queued]
+    monkeypatch.setattr(eventlog, "utcnow", lambda: clock[0])
+    store.enqueue_events(session.id, [ev("started")])
+    clock[0] = committed
+    await store.append_events(session.id, [ev("finished")])
+    stamps = {e.kind: e.created_at.replace(tzinfo=None) for e in await store.get_session_events(session.id)}
+    assert stamps == {"started": queued.replace(tzinfo=None), "finished": committed.replace(tzinfo=None)}
