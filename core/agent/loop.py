@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -30,6 +31,7 @@ from core.domain.event_payloads import (
 )
 from core.domain.facts import FinishReason
 from core.domain.usage import UsageTotals
+from core.errors import StoreError
 from core.events import EvidenceRecorded, TranscriptDelta
 from core.llm import LLMResponse
 from core.llm.errors import LLMBadRequest, LLMError
@@ -50,6 +52,7 @@ TOOLS_IGNORED_MESSAGE = (
     "answer rests on no gathered evidence (the server may ignore tools: check its chat template)"
 )
 _ANSWERED = frozenset({FinishReason.STOP, FinishReason.TRUNCATED})
+logger = logging.getLogger(__name__)
 STREAM_CUT_MESSAGE = (
     "the answer stream ended before the server said it was finished (no finish reason, or the "
     "connection closed mid-answer); what arrived is kept but it may be incomplete"
@@ -140,9 +143,7 @@ class AgentLoop:
         try:
             outcome = await self._loop(state, model, schemas, budget, max_tokens, temperature)
         except asyncio.CancelledError:
-            # Record the end even though we are being cancelled; shield so the write completes.
-            finish = _Finish(FinishReason.CANCELLED, state.last_content or "", "the run was cancelled")
-            await asyncio.shield(self._finish(state, finish))
+            await self._finish_cancelled(state)
             raise
         await self._finish(state, outcome, self._needs_evidence(schemas))
         return RunOutcome(
@@ -158,6 +159,19 @@ class AgentLoop:
         )
 
     # ------------------------------------------------------------------ steps
+    async def _finish_cancelled(self, state: _RunState) -> None:
+        """Record a cancelled run's end; shielded, so the write completes under the cancellation.
+
+        The caller waits for the cancellation it asked for (an abandon, a shutdown), so a store
+        error here is logged, not raised in its place: the run's rows were lost (its start, written
+        behind, or an event), and crash recovery finds the run without an end.
+        """
+        finish = _Finish(FinishReason.CANCELLED, state.last_content or "", "the run was cancelled")
+        try:
+            await asyncio.shield(self._finish(state, finish))
+        except StoreError as exc:
+            logger.warning("run %s was cancelled and its end could not be written: %s", state.run_id[:8], exc)
+
     async def _loop(
         self,
         state: _RunState,

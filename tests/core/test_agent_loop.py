@@ -253,6 +253,29 @@ async def test_cancellation_records_the_end_and_keeps_evidence(
     assert [t.content for t in evidence.tool_results] == ["result for a"]
 
 
+async def test_a_cancelled_run_whose_start_was_lost_still_ends_in_its_cancellation(
+    store: Store, make_settings: ScriptFactory, gateway_for: Callable[[Settings], LLMGateway]
+) -> None:
+    """The start is written behind the loop, so its loss surfaces when the end is written, which a
+    cancelled run does under its cancellation: the caller still hears the cancellation it asked for
+    (the loss is logged; nothing of the run is stored, and no end is written past the hole)."""
+    settings = make_settings([{"model": "agent", "turns": [{"content": "never", "delay_s": 3600}]}])
+    loop = AgentLoop(_ctx(store, settings, gateway_for(settings), _registry()))
+    task = asyncio.create_task(
+        loop.run(
+            session_id="no-such-session",
+            history=[],
+            new_messages=[{"role": "user", "content": "q"}],
+            model="scripted/agent",
+        )
+    )
+    await wait_until(lambda: scripted_stats().in_flight == 1, what="the call to be in flight")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await store.list_runs() == []
+
+
 async def test_llm_error_ends_run_with_reason_and_session_replays(
     store: Store, make_settings: ScriptFactory, gateway_for: Callable[[Settings], LLMGateway]
 ) -> None:
