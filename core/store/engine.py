@@ -227,15 +227,19 @@ def make_engine(url: str, *, immediate: bool, busy_timeout: float = DEFAULT_BUSY
 
     Reads then never take the write lock (WAL lets them run beside a writer), while writers
     claim it up front instead of failing to upgrade a shared lock under contention.
+
+    Every engine here is made with ``hide_parameters``: SQLAlchemy's error messages otherwise quote
+    the statement's bound values (a task's text, a tool's result, whatever a payload held), and an
+    error that reaches a log line or a person's terminal whole must not carry them.
     """
     if url.startswith("sqlite"):
-        engine = create_async_engine(url, connect_args={"timeout": busy_timeout})
+        engine = create_async_engine(url, connect_args={"timeout": busy_timeout}, hide_parameters=True)
         _sqlite_listeners(engine.sync_engine, immediate=immediate, busy_timeout=busy_timeout)
         return engine
     connect: dict[str, Any] = {}
     if url.startswith("postgresql+asyncpg"):
         url, connect = asyncpg_options(url)
-    engine = create_async_engine(url, pool_pre_ping=True, connect_args=connect)
+    engine = create_async_engine(url, pool_pre_ping=True, connect_args=connect, hide_parameters=True)
     install_nul_guard(engine)
     return engine
 
@@ -251,6 +255,7 @@ def make_thread_engine(path: Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
         connect_args={"timeout": busy_timeout, "check_same_thread": False},
         pool_size=1,
         max_overflow=0,
+        hide_parameters=True,
     )
 
     @event.listens_for(engine, "connect")
@@ -283,6 +288,7 @@ def make_thread_read_engine(url: str, *, busy_timeout: float = DEFAULT_BUSY_TIME
         connect_args={"timeout": busy_timeout, "check_same_thread": False},
         pool_size=min(32, (os.cpu_count() or 1) + 4),  # ThreadPoolExecutor's default max_workers
         max_overflow=-1,
+        hide_parameters=True,
     )
 
     @event.listens_for(engine, "connect")

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import Connection, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from core.domain import TaskStatus
@@ -16,7 +16,7 @@ from core.domain.content import ContentPolicy
 from core.domain.records import EventRecord
 from core.errors import StoreError
 from core.store import NewEvent, Store, eventlog
-from core.store.models import EventRow
+from core.store.models import EventRow, RunRow
 
 
 def ev(kind: str, **payload: object) -> NewEvent:
@@ -244,3 +244,18 @@ async def test_a_queued_event_keeps_the_time_it_was_queued_not_its_commits(
     await store.append_events(session.id, [ev("finished")])
     stamps = {e.kind: e.created_at.replace(tzinfo=None) for e in await store.get_session_events(session.id)}
     assert stamps == {"started": queued.replace(tzinfo=None), "finished": committed.replace(tzinfo=None)}
+
+
+async def test_a_refused_write_tells_its_caller_without_the_values_it_carried(store: Store) -> None:
+    """A constraint the database enforces reaches an awaiting caller as itself (callers handle
+    those), but its message never quotes the bound values: they are the events and rows written."""
+    session = await store.create_session(task_id=None, kind="main")
+
+    def orphan_run(conn: Connection) -> None:
+        values = {"id": "r1", "session_id": "no-such-session", "kind": "agent", "model": "the analyst's text"}
+        conn.execute(insert(RunRow).values(state="running", started_at=datetime.now(UTC)), values)
+
+    with pytest.raises(IntegrityError) as failure:
+        await store.commit_events(session.id, [ev("with an orphan run")], before=orphan_run)
+    assert "the analyst's text" not in str(failure.value)
+    assert await store.get_session_events(session.id) == []  # the transaction is all or nothing
