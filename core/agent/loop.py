@@ -42,6 +42,8 @@ from core.runtime import RunContext
 from core.store import NewEvent, new_event
 from core.tools.registry import ToolResult
 
+logger = logging.getLogger(__name__)
+
 FINALIZATION_INSTRUCTION = (
     "The tool budget for this task is spent: no more tools can be called. Answer the task now from "
     "the evidence already gathered above. Say plainly what you could not confirm or what is missing."
@@ -52,7 +54,6 @@ TOOLS_IGNORED_MESSAGE = (
     "answer rests on no gathered evidence (the server may ignore tools: check its chat template)"
 )
 _ANSWERED = frozenset({FinishReason.STOP, FinishReason.TRUNCATED})
-logger = logging.getLogger(__name__)
 STREAM_CUT_MESSAGE = (
     "the answer stream ended before the server said it was finished (no finish reason, or the "
     "connection closed mid-answer); what arrived is kept but it may be incomplete"
