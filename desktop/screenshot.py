@@ -213,12 +213,20 @@ def _show_tab(window: MainWindow, tab: str) -> None:
 
 
 async def capture(shot: Shot) -> str:
-    """Take ``shot``; returns the line to print. Raises ShotError on bad input."""
+    """Take ``shot``; returns the line to print. Raises ShotError on bad input.
+
+    The shot's own files (the desk's ui state, a live run's script) live in a folder removed
+    afterwards: every shot used to leave one in the temporary directory.
+    """
+    with tempfile.TemporaryDirectory(prefix="desk-shot-") as folder:
+        return await _capture(shot, Path(folder))
+
+
+async def _capture(shot: Shot, folder: Path) -> str:
     from core.resources import resource_path
     from desktop.app import DeskLauncher
     from desktop.models.queue_model import COL_TITLE
 
-    folder = Path(tempfile.mkdtemp(prefix="desk-shot-"))
     script = shot.script or resource_path("demo", "script.json")
     if shot.run_live is not None:
         script = live_script(shot.run_live, script, folder)
